@@ -1,0 +1,108 @@
+"""`clustersim run`, `validate` and `schema`."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from simulator.commands.common import console, fail
+from simulator.errors import ClustersimError
+
+
+def summary_table(summary: dict, title: str = "summary") -> Table:
+    t = Table(title=title, show_header=True)
+    t.add_column("figure")
+    t.add_column("value", justify="right")
+    ms = lambda v: f"{v * 1e3:.3f} ms"  # noqa: E731
+    rows = [
+        ("step time", "step_time_s", ms),
+        ("compute per rank", "compute_s", ms),
+        ("exposed communication", "exposed_comm_s", ms),
+        ("idle", "idle_s", ms),
+        ("MFU", "mfu", lambda v: f"{v * 100:.1f}%"),
+        ("TFLOP/s per GPU", "tflops_per_gpu", lambda v: f"{v:.1f}"),
+        ("tokens/s", "tokens_per_s", lambda v: f"{v:,.0f}"),
+        ("GPUs in job", "gpus_in_job", str),
+        ("simulated ranks", "simulated_ranks", str),
+        ("wall time", "wall_time_s", lambda v: f"{v:.2f} s"),
+    ]
+    for label, key, f in rows:
+        if key in summary:
+            t.add_row(label, f(summary[key]))
+    for tag, v in summary.get("exposed_comm_by_tag_s", {}).items():
+        t.add_row(f"  exposed {tag}", ms(v))
+    for link in summary.get("busiest_links", [])[:3]:
+        t.add_row(f"busy link {link['link']}", f"{link['mean_utilization'] * 100:.1f}%")
+    return t
+
+
+def register(app: typer.Typer) -> None:
+    @app.command()
+    def run(
+        scenario: Annotated[Path, typer.Argument(help="Scenario YAML file.")],
+        output: Annotated[Optional[Path], typer.Option("-o", "--output", help="Results folder.")] = None,
+        steps: Annotated[Optional[int], typer.Option(help="Override run.steps.", min=1)] = None,
+        seed: Annotated[Optional[int], typer.Option(help="Override the scenario's seed.", min=0)] = None,
+        dashboard: Annotated[bool, typer.Option(help="Write dashboard.html.")] = True,
+    ) -> None:
+        """Simulate a scenario and write frames, summary.json and dashboard.html."""
+        from simulator import runner
+
+        try:
+            prep = runner.prepare(scenario)
+            if steps is not None:
+                prep.scenario.spec = prep.scenario.spec.model_copy(
+                    update={"run": prep.scenario.spec.run.model_copy(update={"steps": steps})}
+                )
+            out = output or runner.default_output(prep)
+            runner.check_output_folder(out)
+            n_steps = prep.scenario.spec.run.steps
+            with Progress(
+                TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total} steps"),
+                TimeElapsedColumn(), console=console, transient=True,
+            ) as progress:
+                task = progress.add_task(f"simulating {prep.scenario.name}", total=n_steps)
+                result = runner.execute(prep, on_step=lambda k: progress.update(task, completed=k + 1), seed=seed)
+            result.write(out, dashboard=dashboard)
+        except ClustersimError as err:
+            fail(err)
+        console.print(summary_table(result.summary, f"{prep.scenario.name}"))
+        console.print(f"results: {out}/ (dashboard.html, summary.json, frames)")
+
+    @app.command()
+    def validate(
+        files: Annotated[list[Path], typer.Argument(help="Scenario files to check.")],
+    ) -> None:
+        """Check scenario files and everything they reference, without simulating."""
+        from simulator import runner
+
+        for f in files:
+            try:
+                prep = runner.prepare(f)
+            except ClustersimError as err:
+                fail(err)
+            console.print(
+                f"{f}: ok ({prep.topology.name}, {len(prep.cluster.gpus)} GPUs, "
+                f"{len(prep.program.ops)} ops on {len(prep.program.simulated_ranks)} simulated ranks)"
+            )
+
+    @app.command()
+    def schema(
+        kind: Annotated[str, typer.Argument(help="scenario | trace | topology-header | gpu")] = "scenario",
+    ) -> None:
+        """Print the JSON schema of an input file kind."""
+        from simulator.config.hardware import GPUSpec
+        from simulator.config.scenario import ScenarioSpec
+        from simulator.config.topology import TopologyHeader
+        from simulator.errors import InputError
+        from simulator.workload.trace import TraceSpec
+
+        kinds = {"scenario": ScenarioSpec, "trace": TraceSpec, "topology-header": TopologyHeader, "gpu": GPUSpec}
+        if kind not in kinds:
+            fail(InputError(f"unknown schema {kind!r}; expected one of {sorted(kinds)}"))
+        console.print_json(json.dumps(kinds[kind].model_json_schema()))

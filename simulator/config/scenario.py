@@ -1,0 +1,141 @@
+"""Scenario files: one run of the simulator, referencing topology, workload and calibration.
+
+```yaml
+name: quickstart
+seed: 7
+topology: {file: ../topologies/h100-rail-clos-2n.yaml}
+workload: {file: ../workloads/traces/dp16-step.yaml}
+calibration: [{file: ../topologies/calibration/h100-2node.yaml}]   # optional
+network: {fidelity: flow, algorithms: {all_reduce: ring}}
+run: {steps: 3}
+```
+References resolve relative to the scenario file. Validation happens here; nothing runs.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import Field, field_validator
+
+from simulator.config.base import Spec
+from simulator.config.loader import Document, read_document, validate
+from simulator.config.topology import FileRef, resolve
+from simulator.errors import InputError
+from simulator.network.collective import COLLECTIVES, SUPPORTED
+
+
+class NetworkSettings(Spec):
+    """How communication is simulated."""
+
+    fidelity: Literal["flow", "analytic"] = Field(
+        "flow",
+        description="flow: flows share links max-min fairly (contention is real); analytic: each "
+        "collective costs its latency plus bytes over its bottleneck, alone on the fabric.",
+    )
+    algorithms: dict[str, str] = Field(
+        default_factory=dict, description="Algorithm per collective kind, e.g. {all_reduce: ring}."
+    )
+    alpha_us: float = Field(0.0, ge=0, description="Per-step software overhead added to each latency step, us.")
+    record_links: bool = Field(True, description="Record per-link rate intervals (the links frame).")
+
+    @field_validator("algorithms")
+    @classmethod
+    def _algos(cls, v: dict[str, str]) -> dict[str, str]:
+        for kind, algo in v.items():
+            if kind not in COLLECTIVES:
+                raise ValueError(f"unknown collective {kind!r}; expected one of {list(COLLECTIVES)}")
+            if algo not in SUPPORTED[kind]:
+                raise ValueError(f"{kind} has no algorithm {algo!r}; expected one of {list(SUPPORTED[kind])}")
+        return v
+
+
+class ComputeSettings(Spec):
+    """How compute ops are priced."""
+
+    jitter_cv: float = Field(
+        0.0, ge=0, le=1, description="Coefficient of variation of a lognormal per-op jitter (0 = none)."
+    )
+
+
+class LinkRef(Spec):
+    """A link by its two end nodes."""
+
+    link: tuple[str, str] = Field(description="The two nodes the link joins, e.g. [n0.nic0, leaf0.0].")
+    factor: float = Field(gt=0, le=1, description="Bandwidth factor (0.5 = half speed).")
+
+
+class StragglerSpec(Spec):
+    """A GPU that computes slower than the rest."""
+
+    gpu: str = Field(description="GPU node name.")
+    slowdown: float = Field(ge=1, description="Compute time multiplier (2 = twice as slow).")
+
+
+class StateSpec(Spec):
+    """The cluster's state for this run: links down or degraded, straggling GPUs."""
+
+    down_links: list[tuple[str, str]] = Field(default_factory=list, description="Links that are down.")
+    degraded_links: list[LinkRef] = Field(default_factory=list, description="Links running below speed.")
+    stragglers: list[StragglerSpec] = Field(default_factory=list, description="Slow GPUs.")
+
+
+class RunSettings(Spec):
+    """How long to run and where results go."""
+
+    steps: int = Field(1, ge=1, le=100_000, description="Training steps to simulate.")
+    output: str | None = Field(None, description="Results folder (default results/<name>); CLI -o wins.")
+
+
+class ScenarioSpec(Spec):
+    """A scenario file."""
+
+    name: str = Field(description="Scenario name, used for the default results folder.")
+    description: str = Field("", description="What this scenario shows.")
+    seed: int = Field(0, ge=0, description="Seed of every random stream in the run.")
+    topology: FileRef = Field(description="Topology file.")
+    workload: FileRef = Field(description="Workload file: a step trace or a model with its layout.")
+    calibration: list[FileRef] = Field(default_factory=list, description="Calibration profiles to apply.")
+    network: NetworkSettings = Field(default_factory=NetworkSettings, description="Communication model.")
+    compute: ComputeSettings = Field(default_factory=ComputeSettings, description="Compute model.")
+    state: StateSpec = Field(default_factory=StateSpec, description="Degraded or down parts.")
+    run: RunSettings = Field(default_factory=RunSettings, description="Run length and output.")
+
+    @field_validator("calibration", mode="before")
+    @classmethod
+    def _one_or_many(cls, v: Any) -> Any:
+        return [v] if isinstance(v, dict) else v
+
+
+class Scenario:
+    """A validated scenario with its file references resolved to paths."""
+
+    def __init__(self, spec: ScenarioSpec, path: Path, doc: Document) -> None:
+        self.spec = spec
+        self.path = path
+        self.doc = doc
+        self.topology_path = resolve(path, spec.topology.file)
+        self.workload_path = resolve(path, spec.workload.file)
+        self.calibration_paths = [resolve(path, c.file) for c in spec.calibration]
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    def error(self, message: str, loc: tuple) -> InputError:
+        return self.doc.error(message, loc)
+
+
+def load_scenario(path: str | Path) -> Scenario:
+    """Parse and validate a scenario file; check its references exist."""
+    doc = read_document(path)
+    spec = validate(ScenarioSpec, doc)
+    sc = Scenario(spec, Path(path), doc)
+    for loc, p in (("topology", sc.topology_path), ("workload", sc.workload_path)):
+        if not p.is_file():
+            raise doc.error(f"file {str(p)!r} not found (resolved relative to the scenario)", (loc, "file"))
+    for i, p in enumerate(sc.calibration_paths):
+        if not p.is_file():
+            raise doc.error(f"file {str(p)!r} not found (resolved relative to the scenario)", ("calibration", i, "file"))
+    return sc

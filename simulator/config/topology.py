@@ -1,0 +1,158 @@
+"""Topology files: a generator and its parameters, or a graph file a user brings.
+
+```yaml
+name: h100-rail-clos-2n
+gpu: {file: gpus/h100-sxm.yaml}     # resolved relative to this file
+generator: rail_clos                 # tag; the remaining keys are the generator's
+nodes: 2
+```
+
+or `graph: {file: my-cluster.graphml}` (GraphML or node-link JSON) whose nodes carry `kind`
+and whose edges carry `bandwidth_bytes_per_s` (or `bandwidth_gbps`, Gbit/s), `latency_s`
+(or `latency_us`) and `medium`.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Any, Literal, Union
+
+import networkx as nx
+from pydantic import Field, TypeAdapter
+
+from simulator.config.base import Spec
+from simulator.config.hardware import GPUSpec
+from simulator.config.loader import Document, load, read_document, validate
+from simulator.errors import InputError
+from simulator.network import generator as spine
+from simulator.network.graph import validate_graph
+
+try:  # richer designs live in their own module; the spine works without it
+    from simulator.network import design as _design
+
+    DESIGN_SPECS: tuple[type, ...] = tuple(getattr(_design, "DESIGN_SPECS", ()))
+except ImportError:  # pragma: no cover - only while the module is absent
+    _design = None  # type: ignore[assignment]
+    DESIGN_SPECS = ()
+
+
+class FileRef(Spec):
+    """A reference to another file, resolved relative to the file that names it."""
+
+    file: str = Field(description="Path of the referenced file, relative to this file.")
+
+
+class GraphFileSpec(Spec):
+    """A graph a user brings: GraphML or node-link JSON."""
+
+    file: str = Field(description="GraphML (.graphml) or node-link JSON (.json) file, relative path.")
+    format: Literal["auto", "graphml", "node_link"] = Field(
+        "auto", description="File format; 'auto' decides by extension."
+    )
+
+
+class TopologyHeader(Spec):
+    """Keys every topology file has besides its generator parameters."""
+
+    name: str = Field(description="Topology name, shown in results.")
+    description: str = Field("", description="Free text: what real system this follows.")
+    gpu: FileRef | GPUSpec = Field(description="GPU spec: `{file: gpus/h100-sxm.yaml}` or inline.")
+    graph: GraphFileSpec | None = Field(None, description="A graph file instead of a generator.")
+
+
+GENERATOR_SPECS: tuple[type, ...] = (*spine.SPINE_SPECS, *DESIGN_SPECS)
+_GeneratorUnion = Annotated[Union[GENERATOR_SPECS], Field(discriminator="generator")]  # type: ignore[valid-type]
+_GENERATOR_ADAPTER: TypeAdapter[Any] = TypeAdapter(_GeneratorUnion)
+_HEADER_KEYS = set(TopologyHeader.model_fields)
+
+
+class Topology:
+    """A loaded topology: its graph, GPU spec and where it came from."""
+
+    def __init__(self, name: str, graph: nx.Graph, gpu: GPUSpec, source: str, spec: Any) -> None:
+        self.name, self.graph, self.gpu, self.source, self.spec = name, graph, gpu, source, spec
+
+
+def generator_names() -> list[str]:
+    return sorted(
+        t.model_fields["generator"].annotation.__args__[0]  # type: ignore[union-attr]
+        for t in GENERATOR_SPECS
+    )
+
+
+def resolve(base: Path, ref: str) -> Path:
+    """Resolve a file reference relative to the file that names it."""
+    p = Path(ref).expanduser()
+    return p if p.is_absolute() else (base.parent / p)
+
+
+def load_gpu(ref: FileRef | GPUSpec, base: Path) -> GPUSpec:
+    if isinstance(ref, GPUSpec):
+        return ref
+    return load(GPUSpec, resolve(base, ref.file))
+
+
+def _read_graph(spec: GraphFileSpec, base: Path) -> nx.Graph:
+    path = resolve(base, spec.file)
+    fmt = spec.format
+    if fmt == "auto":
+        fmt = "graphml" if path.suffix.lower() == ".graphml" else "node_link"
+    try:
+        if fmt == "graphml":
+            g = nx.Graph(nx.read_graphml(path))
+        else:
+            data = json.loads(path.read_text(encoding="utf-8"))
+            g = nx.Graph(nx.node_link_graph(data, edges="links" if "links" in data else "edges"))
+    except FileNotFoundError:
+        raise InputError("graph file not found", file=path) from None
+    except json.JSONDecodeError as exc:
+        raise InputError(f"malformed JSON: {exc.msg}", file=path, line=exc.lineno) from None
+    except Exception as exc:  # networkx raises many kinds for foreign files
+        raise InputError(f"cannot read {fmt} graph: {exc}", file=path) from None
+    for u, v, d in g.edges(data=True):
+        if "bandwidth_gbps" in d:
+            d["bandwidth_bytes_per_s"] = float(d.pop("bandwidth_gbps")) * 1e9 / 8
+        if "latency_us" in d:
+            d["latency_s"] = float(d.pop("latency_us")) * 1e-6
+        d.setdefault("latency_s", 0.0)
+    for n, d in g.nodes(data=True):
+        if "local_rank" in d:
+            d["local_rank"] = int(d["local_rank"])
+        if "tier" in d:
+            d["tier"] = int(d["tier"])
+    validate_graph(g, source=str(path))
+    return g
+
+
+def load_topology(path: str | Path, doc: Document | None = None) -> Topology:
+    """Load, build and validate a topology file."""
+    doc = doc or read_document(path)
+    data = doc.data
+    if not isinstance(data, dict):
+        raise doc.error("expected a mapping with name, gpu and a generator or graph")
+    header_data = {k: v for k, v in data.items() if k in _HEADER_KEYS}
+    header = validate(TopologyHeader, Document(doc.path, header_data, doc.lines))
+    gpu = load_gpu(header.gpu, doc.path)
+    params = {k: v for k, v in data.items() if k not in _HEADER_KEYS}
+    if header.graph is not None:
+        if params:
+            key = sorted(params)[0]
+            raise doc.error("a graph-file topology takes no generator parameters", (key,))
+        g = _read_graph(header.graph, doc.path)
+        g.graph.setdefault("gpu", gpu)
+        g.graph["name"] = header.name
+        return Topology(header.name, g, gpu, str(doc.path), header.graph)
+    if "generator" not in params:
+        raise doc.error(
+            f"missing 'generator' (one of {generator_names()}) or 'graph: {{file: ...}}'"
+        )
+    spec = validate(_GENERATOR_ADAPTER, Document(doc.path, params, doc.lines))
+    if isinstance(spec, spine.SPINE_SPECS):
+        g = spine.build_spine(spec, gpu)
+    else:
+        g = _design.build_design(spec, gpu)  # type: ignore[union-attr]
+    g.graph["name"] = header.name
+    g.graph["gpu"] = gpu
+    validate_graph(g, source=str(doc.path))
+    return Topology(header.name, g, gpu, str(doc.path), spec)

@@ -1,0 +1,1 @@
+"""The SimPy engine: run context, cost models and the step simulation."""

@@ -1,0 +1,252 @@
+"""The step simulation: SimPy processes per (rank, stream) run the step program's DAG.
+
+Compute ops serialize on their rank's compute stream; communication runs on its own
+stream(s) and overlaps compute unless a dependency says otherwise. A collective starts
+when every simulated member has reached it and runs its algorithm's phases on the fabric
+(flow fidelity) or in closed form (analytic fidelity: the same flows solved alone, no
+contention with other traffic). Steps run back to back; step k+1 starts when every rank
+has finished step k (the optimizer step is a barrier in synchronous training).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Protocol
+
+import numpy as np
+import simpy
+
+from simulator.engine.context import SimContext
+from simulator.engine.cost import ComputeCost
+from simulator.errors import SimulationError
+from simulator.hardware.cluster import Cluster
+from simulator.network.collective import Plan, bus_factor, flow_usage, plan_collective
+from simulator.network.fabric import Fabric, max_min_rates
+from simulator.workload.program import Op, StepProgram, stream_ops
+
+log = logging.getLogger(__name__)
+
+
+class CollectiveTuning(Protocol):
+    """Calibrated collectives: per-step latency and bandwidth efficiency for a collective."""
+
+    def tune(
+        self, kind: str, n_ranks: int, n_nodes: int, size_bytes: float, model_busbw_bytes_per_s: float
+    ) -> tuple[float | None, float, str] | None:
+        """Return (latency_s replacing the modeled latency or None, bandwidth efficiency, source)."""
+        ...
+
+
+@dataclass(slots=True)
+class PreparedPhase:
+    latency_s: float
+    flows: list[tuple[np.ndarray, np.ndarray, float, str]]  # links, mult, bytes, label
+    isolated_s: float  # duration of the flows alone on the fabric
+
+
+@dataclass(slots=True)
+class PreparedOp:
+    plan: Plan | None
+    phases: list[PreparedPhase]
+    tuned_by: str = ""
+
+
+@dataclass
+class StepSettings:
+    """How the engine treats communication."""
+
+    fidelity: str = "flow"  # "flow" | "analytic"
+    algorithms: dict[str, str] = field(default_factory=dict)
+    alpha_s: float = 0.0  # per-step software overhead added to every latency step
+    record_links: bool = True
+
+
+class StepSimulator:
+    """Runs a `StepProgram` on a `Cluster`.
+
+    Records (lists of tuples, turned into DataFrames by `simulator.metrics`):
+        op_rows: (step, op_id, kind, tag, rank, stream, ready_at_s, started_at_s, finished_at_s,
+                  size_bytes, flops, collective, algorithm, n_ranks)
+        step_rows: (step, started_at_s, finished_at_s)
+    """
+
+    def __init__(
+        self,
+        ctx: SimContext,
+        cluster: Cluster,
+        program: StepProgram,
+        cost: ComputeCost,
+        settings: StepSettings | None = None,
+        tuning: CollectiveTuning | None = None,
+    ) -> None:
+        self.ctx = ctx
+        self.env = ctx.env
+        self.cluster = cluster
+        self.program = program
+        self.cost = cost
+        self.settings = settings or StepSettings()
+        self.tuning = tuning
+        self.fabric = Fabric(self.env, cluster.links.capacity_bytes_per_s, record_links=self.settings.record_links)
+        self.fabric.factor = cluster.capacity_factors()
+        self.cost.slowdown.update(cluster.stragglers)
+        self._streams = stream_ops(program)
+        self._prepared: dict[str, PreparedOp] = {}
+        self.op_rows: list[tuple] = []
+        self.step_rows: list[tuple] = []
+        self.tuned: dict[str, str] = {}
+        sim_ranks = program.simulated_ranks
+        self._simulated = set(sim_ranks)
+        self._members = {
+            op.id: sum(1 for r in op.ranks if r in self._simulated) for op in program.ops if op.kind != "compute"
+        }
+        used = sorted({program.rank_gpus[r] for op in program.ops for r in (*op.ranks, *op.group)})
+        cluster.check_gpus_reachable(used)
+
+    # -- preparation ---------------------------------------------------------------
+    def _instances(self, op: Op) -> list[list[str]]:
+        rg = self.program.rank_gpus
+        return [[rg[r] for r in grp] for grp in (op.group, *op.mirrors)]
+
+    def prepare(self, op: Op) -> PreparedOp:
+        """Plan an op's flows once (routes, usage, latencies); reused every step."""
+        p = self._prepared.get(op.id)
+        if p is not None:
+            return p
+        router = self.cluster.router
+        if op.kind == "checkpoint":
+            src = self.program.rank_gpus[op.ranks[0]]
+            sink = self.cluster.storage_sink(op.target, op.ranks[0])
+            links, mult, lat = flow_usage(router, [(src, sink)])
+            phases = [self._phase(lat, [(links, mult, op.size_bytes, "checkpoint")])]
+            p = PreparedOp(None, phases)
+        else:
+            kind = op.collective or "send_recv"
+            algo = op.algorithm or self.settings.algorithms.get(kind)
+            plan = plan_collective(kind, algo, self.cluster.topo, self._instances(op), op.size_bytes)
+            phases = []
+            for ph in plan.phases:
+                flows, lat = [], 0.0
+                for pf in ph.flows:
+                    links, mult, flat = flow_usage(router, pf.edges)
+                    lat = max(lat, flat)
+                    flows.append((links, mult, pf.size_bytes, pf.label))
+                phases.append(self._phase(ph.steps * (lat + self.settings.alpha_s), flows))
+            p = PreparedOp(plan, phases)
+            if self.tuning is not None and plan.n_ranks > 1:
+                self._tune(op, p)
+        self._prepared[op.id] = p
+        return p
+
+    def _phase(self, latency_s: float, flows: list[tuple[np.ndarray, np.ndarray, float, str]]) -> PreparedPhase:
+        return PreparedPhase(latency_s, flows, self._isolated_s(flows))
+
+    def _isolated_s(self, flows: list[tuple[np.ndarray, np.ndarray, float, str]]) -> float:
+        if not flows:
+            return 0.0
+        lens = np.array([len(f[0]) for f in flows])
+        all_links = np.concatenate([f[0] for f in flows])
+        if len(all_links) == 0:
+            return 0.0
+        used, compact = np.unique(all_links, return_inverse=True)
+        flow_of = np.repeat(np.arange(len(flows)), lens)
+        cap = self.fabric.capacity[used]
+        rates = max_min_rates(flow_of, compact, np.concatenate([f[1] for f in flows]), cap, len(flows))
+        return max((f[2] / r if r > 0 else 0.0) for f, r in zip(flows, rates))
+
+    def _tune(self, op: Op, p: PreparedOp) -> None:
+        plan = p.plan
+        assert plan is not None  # noqa: S101 - internal invariant, prepared above
+        fluid = sum(ph.isolated_s for ph in p.phases)
+        if fluid <= 0:
+            return
+        model_busbw = plan.size_bytes / fluid * bus_factor(plan.kind, plan.n_ranks)
+        res = self.tuning.tune(plan.kind, plan.n_ranks, plan.n_nodes, plan.size_bytes, model_busbw)  # type: ignore[union-attr]
+        if res is None:
+            return
+        latency_s, eff, source = res
+        eff = float(min(max(eff, 1e-3), 1.0))
+        total_lat = sum(ph.latency_s for ph in p.phases)
+        for ph in p.phases:
+            if latency_s is not None:
+                ph.latency_s = latency_s * (ph.latency_s / total_lat if total_lat > 0 else 1 / len(p.phases))
+            ph.flows = [(l, m, b / eff, lab) for (l, m, b, lab) in ph.flows]
+            ph.isolated_s /= eff
+        p.tuned_by = source
+        self.tuned[plan.kind] = source
+
+    # -- processes -----------------------------------------------------------------
+    def run(self, steps: int = 1, on_step: Callable[[int], None] | None = None) -> None:
+        """Simulate `steps` steps back to back."""
+        if steps < 1:
+            raise SimulationError("steps must be at least 1")
+        for op in self.program.ops:
+            if op.kind != "compute":
+                self.prepare(op)
+        proc = self.env.process(self._steps(steps, on_step))
+        self.env.run(until=proc)
+
+    def _steps(self, steps: int, on_step: Callable[[int], None] | None):  # noqa: ANN202 - SimPy generator
+        for k in range(steps):
+            start = self.env.now
+            done = {op.id: self.env.event() for op in self.program.ops}
+            arrivals: dict[str, dict[int, float]] = {}
+            procs = [
+                self.env.process(self._stream(k, rank, stream, ops, done, arrivals))
+                for (rank, stream), ops in self._streams.items()
+            ]
+            yield self.env.all_of(procs)
+            self.step_rows.append((k, start, self.env.now))
+            if on_step is not None:
+                on_step(k)
+
+    def _stream(self, step: int, rank: int, stream: str, ops: list[Op], done: dict, arrivals: dict):  # noqa: ANN202
+        env = self.env
+        gpu = self.program.rank_gpus[rank]
+        for op in ops:
+            if op.deps:
+                pending = [done[d] for d in op.deps if not done[d].processed]
+                if pending:
+                    yield env.all_of(pending)
+            if op.kind == "compute":
+                start = env.now
+                yield env.timeout(self.cost.compute_s(op, gpu))
+                self.op_rows.append(
+                    (step, op.id, op.kind, op.tag, rank, stream, start, start, env.now, 0.0, op.flops, "", "", 1)
+                )
+                done[op.id].succeed()
+            else:
+                arr = arrivals.setdefault(op.id, {})
+                arr[rank] = env.now
+                if len(arr) == self._members[op.id]:
+                    env.process(self._communicate(step, op, done[op.id], arr))
+                yield done[op.id]
+
+    def _communicate(self, step: int, op: Op, done: simpy.Event, arrivals: dict[int, float]):  # noqa: ANN202
+        env = self.env
+        start = env.now
+        prepared = self._prepared[op.id]
+        flow_fidelity = self.settings.fidelity == "flow"
+        for ph in prepared.phases:
+            if ph.latency_s > 0:
+                yield env.timeout(ph.latency_s)
+            if not ph.flows:
+                continue
+            if flow_fidelity:
+                events = [
+                    self.fabric.transfer(links, mult, nbytes, op_id=op.id, label=label)
+                    for links, mult, nbytes, label in ph.flows
+                ]
+                yield env.all_of(events)
+            else:
+                yield env.timeout(ph.isolated_s)
+        plan = prepared.plan
+        coll = plan.kind if plan else "checkpoint"
+        algo = plan.algorithm if plan else "direct"
+        n = plan.n_ranks if plan else 1
+        for rank, ready in arrivals.items():
+            self.op_rows.append(
+                (step, op.id, op.kind, op.tag, rank, op.stream, ready, start, env.now, op.size_bytes, 0.0, coll, algo, n)
+            )
+        done.succeed()

@@ -1,0 +1,69 @@
+"""Errors a user can cause, and how they are shown.
+
+Every mistake in an input file becomes one `InputError` that knows the file, the line
+(where the YAML gives one), the field path and what was expected. The CLI prints
+`str(error)` on one line and exits 2; nothing else in the package prints tracebacks for
+user mistakes.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+class ClustersimError(Exception):
+    """Base of every error clustersim raises on purpose (bad input, impossible request)."""
+
+    exit_code = 1
+
+
+class InputError(ClustersimError):
+    """A problem in an input file: `file:line: field.path: message`.
+
+    Args:
+        message: what is wrong and what was expected.
+        file: the file that holds the mistake, if any.
+        line: 1-based line number, if known.
+        field: dotted field path inside the file (`workload.ops.3.deps`), if any.
+    """
+
+    exit_code = 2
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        file: str | Path | None = None,
+        line: int | None = None,
+        field: str | None = None,
+    ) -> None:
+        self.message = message
+        self.file = str(file) if file is not None else None
+        self.line = line
+        self.field = field
+        super().__init__(self.__str__())
+
+    def __str__(self) -> str:
+        where = ""
+        if self.file:
+            where = self.file + (f":{self.line}" if self.line else "") + ": "
+        field = f"{self.field}: " if self.field else ""
+        return f"{where}{field}{self.message}".replace("\n", " ")
+
+
+class InputErrors(InputError):
+    """Several input problems found at once (one per line when printed)."""
+
+    def __init__(self, errors: list[InputError]) -> None:
+        self.errors = errors
+        first = errors[0]
+        super().__init__(first.message, file=first.file, line=first.line, field=first.field)
+
+    def lines(self) -> list[str]:
+        return [str(e) for e in self.errors]
+
+
+class SimulationError(ClustersimError):
+    """The scenario is valid but cannot be simulated (e.g. a GPU cut off from the fabric)."""
+
+    exit_code = 3

@@ -1,0 +1,1 @@
+"""Hardware built from a topology graph: the cluster's GPUs, links, storage and state."""

@@ -1,0 +1,1 @@
+"""Results: flat records into pandas DataFrames, and pure DataFrame -> figures/summaries."""

@@ -1,0 +1,128 @@
+"""The run's DataFrames, built once from the engine's records. Columns are SI.
+
+Glossary of frames (one row per ...):
+    ops:   op instance on one rank in one step. `ready_at_s` is when the rank reached the op
+           (deps done, stream free), `started_at_s` when it began (a collective begins when
+           its last member is ready), `finished_at_s` when it ended. `wait_s` = started - ready.
+    flows: fabric flow. `size_bytes` is per edge of the flow; `link_crossings` how many
+           directed links (with multiplicity) it loads.
+    links: interval of constant rate on one directed link. `utilization` = rate / capacity.
+    steps: (step, simulated rank). `compute_s` time the compute stream was busy,
+           `comm_s` time any communication stream was busy, `exposed_comm_s` communication
+           not hidden under compute, `idle_s` the rest: compute + exposed + idle = step time.
+           `exposed_<tag>_s` splits exposed communication by op tag (tp, dp, pp, ...).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+OP_COLUMNS = [
+    "step", "op_id", "kind", "tag", "rank", "stream", "ready_at_s", "started_at_s", "finished_at_s",
+    "size_bytes", "flops", "collective", "algorithm", "n_ranks",
+]
+FLOW_COLUMNS = ["flow_id", "op_id", "label", "n_links", "link_crossings", "size_bytes", "started_at_s", "finished_at_s"]
+
+
+def ops_frame(rows: list[tuple], rank_gpus: list[str], role: dict[int, str]) -> pd.DataFrame:
+    df = pd.DataFrame.from_records(rows, columns=OP_COLUMNS)
+    df["duration_s"] = df["finished_at_s"] - df["started_at_s"]
+    df["wait_s"] = df["started_at_s"] - df["ready_at_s"]
+    df["gpu"] = [rank_gpus[r] for r in df["rank"]]
+    df["role"] = [role.get(r, "") for r in df["rank"]]
+    return df.sort_values(["step", "rank", "started_at_s", "op_id"], kind="stable").reset_index(drop=True)
+
+
+def flows_frame(rows: list[tuple]) -> pd.DataFrame:
+    df = pd.DataFrame.from_records(rows, columns=FLOW_COLUMNS)
+    df["duration_s"] = df["finished_at_s"] - df["started_at_s"]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        df["rate_bytes_per_s"] = np.where(df["duration_s"] > 0, df["size_bytes"] / df["duration_s"], np.nan)
+    return df.sort_values("flow_id").reset_index(drop=True)
+
+
+def links_frame(intervals: tuple[np.ndarray, ...], links) -> pd.DataFrame:  # noqa: ANN001
+    idx, start, end, rate = intervals
+    cap = links.capacity_bytes_per_s[idx] if len(idx) else np.empty(0)
+    df = pd.DataFrame(
+        {
+            "link_id": idx.astype(np.int64),
+            "link": [links.name(i) for i in idx],
+            "src": [links.src[i] for i in idx],
+            "dst": [links.dst[i] for i in idx],
+            "medium": [links.medium[i] for i in idx],
+            "tier": links.tier[idx].astype(np.int64) if len(idx) else np.empty(0, dtype=np.int64),
+            "started_at_s": start,
+            "finished_at_s": end,
+            "rate_bytes_per_s": rate,
+            "capacity_bytes_per_s": cap,
+        }
+    )
+    df["utilization"] = df["rate_bytes_per_s"] / df["capacity_bytes_per_s"]
+    df["bytes"] = df["rate_bytes_per_s"] * (df["finished_at_s"] - df["started_at_s"])
+    return df.sort_values(["started_at_s", "link_id"], kind="stable").reset_index(drop=True)
+
+
+def _union_length(starts: np.ndarray, ends: np.ndarray) -> float:
+    if len(starts) == 0:
+        return 0.0
+    order = np.argsort(starts, kind="stable")
+    s, e = starts[order], ends[order]
+    run_end = np.maximum.accumulate(e)
+    # a new block starts where the start is past every earlier end
+    new_block = np.empty(len(s), dtype=bool)
+    new_block[0] = True
+    new_block[1:] = s[1:] > run_end[:-1]
+    block_id = np.cumsum(new_block) - 1
+    block_start = s[new_block]
+    block_end = np.zeros(block_id[-1] + 1)
+    np.maximum.at(block_end, block_id, e)
+    return float((block_end - block_start).sum())
+
+
+def _breakdown(ops: pd.DataFrame, t0: float, t1: float) -> dict[str, float]:
+    """Compute / exposed comm / idle of one rank in one step, exposed split by tag."""
+    comp = ops[ops["kind"] == "compute"]
+    comm = ops[(ops["kind"] != "compute") & (ops["finished_at_s"] > ops["started_at_s"])]
+    cs, ce = comp["started_at_s"].to_numpy(), comp["finished_at_s"].to_numpy()
+    compute = _union_length(cs, ce)
+    out = {"compute_s": compute, "comm_s": 0.0, "exposed_comm_s": 0.0}
+    if len(comm):
+        ms, me = comm["started_at_s"].to_numpy(), comm["finished_at_s"].to_numpy()
+        out["comm_s"] = _union_length(ms, me)
+        bounds = np.unique(np.concatenate([cs, ce, ms, me]))
+        mids = (bounds[:-1] + bounds[1:]) / 2
+        widths = np.diff(bounds)
+        in_comp = np.zeros(len(mids), dtype=bool)
+        for s, e in zip(cs, ce):
+            in_comp |= (mids > s) & (mids < e)
+        tags = comm["tag"].to_numpy()
+        cover = np.zeros((len(comm), len(mids)), dtype=bool)
+        for i, (s, e) in enumerate(zip(ms, me)):
+            cover[i] = (mids > s) & (mids < e)
+        n_cover = cover.sum(axis=0)
+        exposed_seg = (~in_comp) & (n_cover > 0)
+        out["exposed_comm_s"] = float(widths[exposed_seg].sum())
+        share = np.where(n_cover > 0, widths / np.maximum(n_cover, 1), 0.0) * exposed_seg
+        for tag in np.unique(tags):
+            out[f"exposed_{tag or 'other'}_s"] = float((cover[tags == tag] * share).sum())
+    out["idle_s"] = max(0.0, (t1 - t0) - compute - out["exposed_comm_s"])
+    return out
+
+
+def steps_frame(ops: pd.DataFrame, step_rows: list[tuple], weight: dict[int, int]) -> pd.DataFrame:
+    records = []
+    bounds = {k: (s, e) for k, s, e in step_rows}
+    for (step, rank), grp in ops.groupby(["step", "rank"], sort=True):
+        t0, t1 = bounds[step]
+        row = {"step": step, "rank": rank, "started_at_s": t0, "finished_at_s": t1, "step_time_s": t1 - t0}
+        row.update(_breakdown(grp, t0, t1))
+        row["weight"] = weight.get(int(rank), 1)
+        records.append(row)
+    df = pd.DataFrame.from_records(records)
+    exposed_cols = sorted(c for c in df.columns if c.startswith("exposed_") and c != "exposed_comm_s")
+    df[exposed_cols] = df[exposed_cols].fillna(0.0)
+    cols = ["step", "rank", "started_at_s", "finished_at_s", "step_time_s", "compute_s", "comm_s",
+            "exposed_comm_s", "idle_s", "weight", *exposed_cols]
+    return df[cols]

@@ -1,0 +1,78 @@
+"""Headline figures of a run, as pure functions of its frames.
+
+Glossary:
+    step_time_s: mean wall time of a step (all ranks finish).
+    compute_s, exposed_comm_s, idle_s: per-rank means over steps, weighted by how many
+        ranks each simulated rank stands for; they add up to step_time_s.
+    exposed_comm_by_tag_s: exposed communication split by op tag (tp, dp, pp, ep, cp, ...).
+    busiest_links: directed links with the highest mean utilization over the run
+        (bytes carried / (capacity x run time)).
+    mfu: model FLOPs utilization = model FLOPs per step / (step time x GPUs x peak FLOP/s),
+        when the workload states its model FLOPs (`meta.model_flops_per_step`).
+    tokens_per_s: tokens per step / step time, when the workload states tokens per step.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+
+def busiest_links(links: pd.DataFrame, run_time_s: float, top: int = 10) -> pd.DataFrame:
+    """Mean utilization of each directed link over the run, highest first."""
+    if links.empty or run_time_s <= 0:
+        return pd.DataFrame(columns=["link", "medium", "tier", "bytes", "mean_utilization", "peak_utilization"])
+    agg = links.groupby(["link", "medium", "tier"], as_index=False).agg(
+        bytes=("bytes", "sum"), capacity=("capacity_bytes_per_s", "first"), peak_utilization=("utilization", "max")
+    )
+    agg["mean_utilization"] = agg["bytes"] / (agg["capacity"] * run_time_s)
+    agg = agg.sort_values(["mean_utilization", "link"], ascending=[False, True], kind="stable")
+    return agg[["link", "medium", "tier", "bytes", "mean_utilization", "peak_utilization"]].head(top).reset_index(drop=True)
+
+
+def step_summary(steps: pd.DataFrame) -> dict[str, Any]:
+    """Weighted per-rank means of the step breakdown."""
+    if steps.empty:
+        return {}
+    w = steps["weight"].to_numpy(dtype=float)
+    per_step = steps.groupby("step")["step_time_s"].first()
+    out: dict[str, Any] = {
+        "steps": int(per_step.size),
+        "step_time_s": float(per_step.mean()),
+        "step_time_min_s": float(per_step.min()),
+        "step_time_max_s": float(per_step.max()),
+    }
+    for col in ("compute_s", "comm_s", "exposed_comm_s", "idle_s"):
+        out[col] = float(np.average(steps[col].to_numpy(), weights=w))
+    tags = [c for c in steps.columns if c.startswith("exposed_") and c not in ("exposed_comm_s",)]
+    out["exposed_comm_by_tag_s"] = {
+        c[len("exposed_") : -2]: float(np.average(steps[c].to_numpy(), weights=w)) for c in sorted(tags)
+    }
+    return out
+
+
+def summarize(frames: dict[str, pd.DataFrame], meta: dict[str, Any]) -> dict[str, Any]:
+    """Summary dict written to summary.json."""
+    steps = frames["steps"]
+    out: dict[str, Any] = {**{k: v for k, v in meta.items() if not isinstance(v, dict)}}
+    out.update(step_summary(steps))
+    run_time = float(steps["finished_at_s"].max() - steps["started_at_s"].min()) if not steps.empty else 0.0
+    out["simulated_time_s"] = run_time
+    bl = busiest_links(frames["links"], run_time)
+    out["busiest_links"] = bl.to_dict(orient="records")
+    st = out.get("step_time_s")
+    n_gpus = meta.get("gpus_in_job")
+    peak = meta.get("peak_flops_per_s")
+    mflops = meta.get("model_flops_per_step")
+    if st and mflops and n_gpus and peak:
+        out["mfu"] = float(mflops) / (st * n_gpus * peak)
+        out["tflops_per_gpu"] = float(mflops) / (st * n_gpus) / 1e12
+    tokens = meta.get("tokens_per_step")
+    if st and tokens:
+        out["tokens_per_s"] = float(tokens) / st
+    for k, v in meta.items():
+        if isinstance(v, dict):
+            out[k] = v
+    return out

@@ -1,0 +1,1 @@
+"""The network: topology graphs, routing, the flow-level fabric and collective algorithms."""

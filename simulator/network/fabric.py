@@ -1,0 +1,275 @@
+"""Flow-level network: fluid flows sharing directed links max-min fairly.
+
+What is modeled: every transfer is a *flow* with a number of bytes to move and a set of
+directed links it loads. A flow may load a link several times (multiplicity): a pipelined
+ring channel is one flow whose edges all move at the same rate, so a link crossed by k of
+its edges carries k times that rate. Active flows get max-min fair rates (progressive
+filling); rates are recomputed only when a flow starts or ends, and only the earliest
+completion is scheduled. A lone flow over one path therefore moves at the path's
+bottleneck bandwidth.
+
+What is simplified: no packets, queues, congestion control or propagation inside the
+fluid (callers add path latency before a flow starts); switches are non-blocking.
+
+Links can be degraded (capacity factor) by the caller before or between flows.
+Records: one `FlowRecord` per flow and, per link, intervals of constant rate (kept as
+numpy chunks and turned into a DataFrame once).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import simpy
+
+# flows with fewer than this many bytes left (relative to their size) are finished
+_REL_EPS = 1e-9
+_ABS_EPS_BYTES = 1e-3
+
+
+@dataclass(slots=True, eq=False)
+class Flow:
+    """One fluid flow. `links`/`mult`: distinct directed links and how often it crosses each."""
+
+    flow_id: int
+    links: np.ndarray
+    mult: np.ndarray
+    size_bytes: float
+    op_id: str
+    label: str
+    started_at_s: float
+    done: simpy.Event
+    remaining_bytes: float = 0.0
+    rate_bytes_per_s: float = 0.0
+    finished_at_s: float = field(default=float("nan"))
+
+
+def usage(paths: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """Merge several paths into (distinct links, multiplicity)."""
+    if not paths:
+        return np.empty(0, dtype=np.int64), np.empty(0)
+    allp = np.concatenate(paths) if len(paths) > 1 else paths[0]
+    links, counts = np.unique(allp, return_counts=True)
+    return links, counts.astype(float)
+
+
+def max_min_rates(
+    flow_of_entry: np.ndarray,
+    link_of_entry: np.ndarray,
+    mult_of_entry: np.ndarray,
+    capacity: np.ndarray,
+    n_flows: int,
+) -> np.ndarray:
+    """Max-min fair rates by progressive filling.
+
+    Args:
+        flow_of_entry, link_of_entry, mult_of_entry: one entry per (flow, link) pair;
+            link indices are compact (0..len(capacity)-1).
+        capacity: capacity of each compact link, bytes/s.
+        n_flows: number of flows.
+
+    Returns:
+        rate of each flow, bytes/s. A flow that crosses no link gets +inf.
+    """
+    rates = np.zeros(n_flows)
+    frozen = np.zeros(n_flows, dtype=bool)
+    has_links = np.bincount(flow_of_entry, minlength=n_flows) > 0
+    rates[~has_links] = np.inf
+    frozen[~has_links] = True
+    remaining = capacity.astype(float).copy()
+    n_links = len(capacity)
+    live = np.ones(len(flow_of_entry), dtype=bool)
+    for _ in range(n_flows + 1):
+        if frozen.all():
+            break
+        w = np.bincount(link_of_entry[live], weights=mult_of_entry[live], minlength=n_links)
+        loaded = w > 0
+        share = np.full(n_links, np.inf)
+        share[loaded] = remaining[loaded] / w[loaded]
+        delta = share.min()
+        rates[~frozen] += delta
+        remaining -= delta * w
+        saturated = loaded & (remaining <= 1e-9 * np.maximum(capacity, 1.0))
+        hit = live & saturated[link_of_entry]
+        newly = np.unique(flow_of_entry[hit])
+        frozen[newly] = True
+        live &= ~frozen[flow_of_entry]
+    return rates
+
+
+class Fabric:
+    """The set of active flows on a table of directed links.
+
+    Args:
+        env: the SimPy environment.
+        capacity_bytes_per_s: per directed link capacity.
+        record_links: keep per-link rate intervals (turn off for very long runs).
+    """
+
+    def __init__(self, env: simpy.Environment, capacity_bytes_per_s: np.ndarray, record_links: bool = True) -> None:
+        self.env = env
+        self.base_capacity = np.asarray(capacity_bytes_per_s, dtype=float)
+        self.factor = np.ones_like(self.base_capacity)
+        self.record_links = record_links
+        self._active: list[Flow] = []
+        self._pending: list[Flow] = []
+        self._updated_at = 0.0
+        self._version = 0
+        self._update_scheduled = False
+        self._next_id = 0
+        self.flow_records: list[tuple] = []
+        self._link_rate = np.zeros(len(self.base_capacity))
+        self._link_since = np.zeros(len(self.base_capacity))
+        self._busy_links = np.empty(0, dtype=np.int64)
+        self._chunks: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
+        self.link_bytes = np.zeros(len(self.base_capacity))
+        self.recomputations = 0
+
+    @property
+    def capacity(self) -> np.ndarray:
+        return self.base_capacity * self.factor
+
+    def set_link_factor(self, link: int, factor: float) -> None:
+        """Scale a link's capacity (0 < factor <= 1 degrades it); applies to flows from now."""
+        if not factor > 0:
+            raise ValueError("a link factor must be positive; mark a link down in the router instead")
+        self._advance()
+        self.factor[link] = factor
+        self._schedule_update()
+
+    # -- API -----------------------------------------------------------------------
+    def transfer(
+        self, links: np.ndarray, mult: np.ndarray, size_bytes: float, *, op_id: str = "", label: str = ""
+    ) -> simpy.Event:
+        """Start a flow of `size_bytes` over `links` (with multiplicities `mult`).
+
+        Returns an event that succeeds when the last byte arrives.
+        """
+        done = self.env.event()
+        flow = Flow(self._next_id, links, mult, float(size_bytes), op_id, label, self.env.now, done)
+        self._next_id += 1
+        flow.remaining_bytes = float(size_bytes)
+        if size_bytes <= 0 or len(links) == 0:
+            flow.finished_at_s = self.env.now
+            self._record_flow(flow)
+            done.succeed(flow)
+            return done
+        self._pending.append(flow)
+        self._schedule_update()
+        return done
+
+    @property
+    def active_flows(self) -> int:
+        return len(self._active) + len(self._pending)
+
+    # -- internals -----------------------------------------------------------------
+    def _schedule_update(self) -> None:
+        if not self._update_scheduled:
+            self._update_scheduled = True
+            ev = self.env.timeout(0)
+            ev.callbacks.append(self._on_update)
+
+    def _on_update(self, _event: simpy.Event) -> None:
+        self._update_scheduled = False
+        self._advance()
+        self._finish_done()
+        if self._pending:
+            self._active.extend(self._pending)
+            self._pending.clear()
+        self._recompute()
+
+    def _advance(self) -> None:
+        now = self.env.now
+        dt = now - self._updated_at
+        if dt > 0:
+            for f in self._active:
+                f.remaining_bytes -= f.rate_bytes_per_s * dt
+        self._updated_at = now
+
+    def _finish_done(self) -> None:
+        now = self.env.now
+        still: list[Flow] = []
+        for f in self._active:
+            if f.remaining_bytes <= max(_ABS_EPS_BYTES, _REL_EPS * f.size_bytes) or (
+                f.rate_bytes_per_s > 0 and f.remaining_bytes / f.rate_bytes_per_s < 1e-12
+            ):
+                f.remaining_bytes = 0.0
+                f.finished_at_s = now
+                self._record_flow(f)
+                f.done.succeed(f)
+            else:
+                still.append(f)
+        self._active = still
+
+    def _recompute(self) -> None:
+        now = self.env.now
+        self.recomputations += 1
+        flows = self._active
+        if flows:
+            lens = np.fromiter((len(f.links) for f in flows), dtype=np.int64, count=len(flows))
+            all_links = np.concatenate([f.links for f in flows])
+            all_mult = np.concatenate([f.mult for f in flows])
+            flow_of = np.repeat(np.arange(len(flows)), lens)
+            used, compact = np.unique(all_links, return_inverse=True)
+            rates = max_min_rates(flow_of, compact, all_mult, self.capacity[used], len(flows))
+            for f, r in zip(flows, rates):
+                f.rate_bytes_per_s = float(r)
+            per_link = np.bincount(compact, weights=all_mult * rates[flow_of], minlength=len(used))
+        else:
+            used = np.empty(0, dtype=np.int64)
+            per_link = np.empty(0)
+        self._update_link_rates(used, per_link, now)
+        if flows:
+            ttf = min(f.remaining_bytes / f.rate_bytes_per_s for f in flows)
+            self._version += 1
+            version = self._version
+            ev = self.env.timeout(max(ttf, 0.0))
+            ev.callbacks.append(lambda _e, v=version: self._on_wakeup(v))
+
+    def _on_wakeup(self, version: int) -> None:
+        if version != self._version:
+            return
+        self._advance()
+        self._finish_done()
+        if self._pending:
+            self._active.extend(self._pending)
+            self._pending.clear()
+        self._recompute()
+
+    def _update_link_rates(self, used: np.ndarray, per_link: np.ndarray, now: float) -> None:
+        touched = np.union1d(self._busy_links, used)
+        if len(touched) == 0:
+            return
+        new = np.zeros(len(touched))
+        if len(used):
+            new[np.searchsorted(touched, used)] = per_link
+        old = self._link_rate[touched]
+        changed = ~np.isclose(old, new, rtol=1e-12, atol=0.0)
+        if changed.any():
+            idx = touched[changed]
+            since = self._link_since[idx]
+            old_c = old[changed]
+            closing = old_c > 0
+            if closing.any():
+                self.link_bytes[idx[closing]] += old_c[closing] * (now - since[closing])
+                if self.record_links:
+                    self._chunks.append(
+                        (idx[closing].copy(), since[closing].copy(), np.full(int(closing.sum()), now), old_c[closing].copy())
+                    )
+            self._link_rate[idx] = new[changed]
+            self._link_since[idx] = now
+        self._busy_links = used
+
+    def _record_flow(self, f: Flow) -> None:
+        self.flow_records.append(
+            (f.flow_id, f.op_id, f.label, len(f.links), float(f.mult.sum()) if len(f.mult) else 0.0,
+             f.size_bytes, f.started_at_s, f.finished_at_s)
+        )
+
+    def link_intervals(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(link, started_at_s, finished_at_s, rate_bytes_per_s) of every closed interval."""
+        if not self._chunks:
+            e = np.empty(0)
+            return np.empty(0, dtype=np.int64), e, e, e
+        return tuple(np.concatenate(c) for c in zip(*self._chunks))  # type: ignore[return-value]

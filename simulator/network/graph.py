@@ -1,0 +1,98 @@
+"""Conventions of a topology graph, and its validation.
+
+A topology is an undirected `networkx.Graph`. Each edge is one full-duplex link: its
+bandwidth is per direction, so the fabric turns every edge into two directed links.
+
+Node attributes:
+    kind: one of `gpu`, `nic`, `switch`, `host`, `storage`.
+    node: (gpu, nic, host, in-node switches) name of the server that holds it; the GPUs of
+        one server form its scale-up domain.
+    local_rank: (gpu, nic) index within the server, 0..G-1.
+    rail: (nic, optional) the rail (plane) the NIC is cabled to; routing prefers sending
+        from a NIC on the destination's rail (as NCCL's PXN does).
+    tier: (switch) 0 for switches inside a server (NVSwitch, PCIe switch), 1 for leaf/ToR
+        or rail switches, 2 for spine, 3 for core.
+    role: (switch, optional) free text such as `nvswitch`, `pcie`, `leaf`, `spine`.
+    ports: (switch, optional) port count, for cost estimates.
+    write_bandwidth_bytes_per_s, read_bandwidth_bytes_per_s: (storage) media bandwidth.
+
+Edge attributes:
+    bandwidth_bytes_per_s: per direction, > 0.
+    latency_s: one-way propagation plus switching latency of the hop, >= 0.
+    medium: one of `nvlink`, `xgmi`, `pcie`, `ib`, `ethernet`.
+
+Graph attributes: `name`, and `gpu` (the `GPUSpec` of its GPUs) when a generator built it.
+"""
+
+from __future__ import annotations
+
+import networkx as nx
+
+from simulator.errors import InputError
+
+NODE_KINDS = frozenset({"gpu", "nic", "switch", "host", "storage"})
+MEDIA = frozenset({"nvlink", "xgmi", "pcie", "ib", "ethernet"})
+SCALE_UP_MEDIA = frozenset({"nvlink", "xgmi", "pcie"})
+SCALE_OUT_MEDIA = frozenset({"ib", "ethernet"})
+
+
+def gpus(g: nx.Graph) -> list[str]:
+    """GPU node names in a stable order (server, then local rank, then name)."""
+    out = [n for n, d in g.nodes(data=True) if d.get("kind") == "gpu"]
+    return sorted(
+        out,
+        key=lambda n: (str(g.nodes[n].get("node", "")), g.nodes[n].get("local_rank", 0), str(n)),
+    )
+
+
+def validate_graph(g: nx.Graph, source: str = "topology") -> None:
+    """Check the conventions above; raise one clear InputError for the first violation.
+
+    Checks: node kinds and edge media are known, bandwidths positive, latencies
+    non-negative, at least one GPU, and the graph connected (every GPU reachable).
+    """
+    if g.number_of_nodes() == 0:
+        raise InputError("topology has no nodes", file=source)
+    for n, d in g.nodes(data=True):
+        kind = d.get("kind")
+        if kind not in NODE_KINDS:
+            raise InputError(
+                f"node {n!r} has kind {kind!r}; expected one of {sorted(NODE_KINDS)}",
+                file=source,
+                field="nodes.kind",
+            )
+    for u, v, d in g.edges(data=True):
+        bw = d.get("bandwidth_bytes_per_s")
+        if not isinstance(bw, (int, float)) or not bw > 0:
+            raise InputError(
+                f"link {u!r}-{v!r} has bandwidth {bw!r}; expected a positive number of bytes/s",
+                file=source,
+                field="links.bandwidth_bytes_per_s",
+            )
+        lat = d.get("latency_s", 0.0)
+        if not isinstance(lat, (int, float)) or lat < 0:
+            raise InputError(
+                f"link {u!r}-{v!r} has latency {lat!r}; expected seconds >= 0",
+                file=source,
+                field="links.latency_s",
+            )
+        medium = d.get("medium")
+        if medium not in MEDIA:
+            raise InputError(
+                f"link {u!r}-{v!r} has medium {medium!r}; expected one of {sorted(MEDIA)}",
+                file=source,
+                field="links.medium",
+            )
+    gpu_nodes = gpus(g)
+    if not gpu_nodes:
+        raise InputError("topology has no GPU (no node of kind 'gpu')", file=source)
+    if not nx.is_connected(g):
+        parts = sorted(nx.connected_components(g), key=len, reverse=True)
+        main = parts[0]
+        cut = sorted(str(n) for part in parts[1:] for n in part)
+        example = ", ".join(cut[:3]) + (" ..." if len(cut) > 3 else "")
+        raise InputError(
+            f"topology is disconnected: {len(parts)} parts; {len(cut)} node(s) cannot reach "
+            f"the largest part of {len(main)} nodes (e.g. {example})",
+            file=source,
+        )

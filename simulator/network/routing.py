@@ -1,0 +1,300 @@
+"""Routes between endpoints: scale-up domains, rail-aware egress, deterministic ECMP.
+
+Model of how traffic finds its way (what NCCL and an ECMP fabric do, simplified):
+
+* GPUs of one server (a *scale-up domain*: nodes joined by NVLink, xGMI or PCIe edges,
+  switches of tier 0 included) reach each other by the shortest path inside the domain.
+* Traffic to another domain leaves through a NIC of the source domain. The NIC is the one
+  whose switch is fewest switch hops from the destination's NIC; among those, one on the
+  destination's rail (NCCL's PXN: move data over NVLink to the GPU on the right rail),
+  then the one nearest the source. It enters the destination domain at the destination
+  GPU's nearest NIC.
+* Between switches, packets take a shortest path; where several exist, the next hop is
+  chosen by a stable hash of (source, destination, hop), as flow-hashed ECMP does. The
+  hash is CRC-32, so routes are identical across runs and processes.
+* Graphs with no NICs (e.g. a torus of directly linked GPUs) fall back to a plain shortest
+  path, cached per pair.
+
+Routes avoid links marked down; a node that can no longer be reached is a
+`SimulationError`. Links are directed: edge (u, v) is two links, u->v and v->u.
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections import deque
+from collections.abc import Iterable
+
+import networkx as nx
+import numpy as np
+
+from simulator.errors import SimulationError
+from simulator.network.graph import SCALE_UP_MEDIA
+
+
+class LinkTable:
+    """Directed links of a graph as arrays (SI units), with a (u, v) -> index map."""
+
+    def __init__(self, g: nx.Graph) -> None:
+        src: list[str] = []
+        dst: list[str] = []
+        cap: list[float] = []
+        lat: list[float] = []
+        medium: list[str] = []
+        for u, v, d in g.edges(data=True):
+            for a, b in ((u, v), (v, u)):
+                src.append(a)
+                dst.append(b)
+                cap.append(float(d["bandwidth_bytes_per_s"]))
+                lat.append(float(d.get("latency_s", 0.0)))
+                medium.append(d["medium"])
+        self.src = src
+        self.dst = dst
+        self.capacity_bytes_per_s = np.asarray(cap, dtype=float)
+        self.latency_s = np.asarray(lat, dtype=float)
+        self.medium = medium
+        self.index: dict[tuple[str, str], int] = {(a, b): i for i, (a, b) in enumerate(zip(src, dst))}
+        tiers = []
+        for a, b in zip(src, dst):
+            ta, tb = _tier(g, a), _tier(g, b)
+            tiers.append(max(ta, tb))
+        self.tier = np.asarray(tiers, dtype=np.int16)
+
+    def __len__(self) -> int:
+        return len(self.src)
+
+    def name(self, i: int) -> str:
+        return f"{self.src[i]}->{self.dst[i]}"
+
+
+def _tier(g: nx.Graph, n: str) -> int:
+    d = g.nodes[n]
+    if d.get("kind") == "switch":
+        return int(d.get("tier", 1))
+    return -1
+
+
+def _crc(*parts: object) -> int:
+    return zlib.crc32("|".join(map(str, parts)).encode())
+
+
+class Router:
+    """Computes and caches routes (as arrays of directed link indices)."""
+
+    def __init__(self, g: nx.Graph, links: LinkTable, down: Iterable[tuple[str, str]] = ()) -> None:
+        self.g = g
+        self.links = links
+        self.down = {frozenset(e) for e in down}
+        self._paths: dict[tuple[str, str], np.ndarray] = {}
+        self._latency: dict[tuple[str, str], float] = {}
+        self._build()
+
+    # -- structure -----------------------------------------------------------------
+    def _up(self, u: str, v: str) -> bool:
+        return frozenset((u, v)) not in self.down
+
+    def _build(self) -> None:
+        g = self.g
+        kind = {n: d.get("kind") for n, d in g.nodes(data=True)}
+        self._kind = kind
+        is_net_switch = {n for n, k in kind.items() if k == "switch" and int(g.nodes[n].get("tier", 1)) >= 1}
+        self._net_switches = is_net_switch
+        # scale-up domains: non-network-switch nodes joined by scale-up media
+        domain_graph = nx.Graph()
+        domain_graph.add_nodes_from(n for n in g.nodes if n not in is_net_switch)
+        for u, v, d in g.edges(data=True):
+            if u in is_net_switch or v in is_net_switch:
+                continue
+            if d["medium"] in SCALE_UP_MEDIA and self._up(u, v):
+                domain_graph.add_edge(u, v)
+        self._domain: dict[str, int] = {}
+        self._domain_graph = domain_graph
+        for i, comp in enumerate(sorted(nx.connected_components(domain_graph), key=lambda c: min(map(str, c)))):
+            for n in comp:
+                self._domain[n] = i
+        # network endpoints: non-switch nodes with an up edge to a network switch
+        self._attach: dict[str, list[str]] = {}
+        for n in g.nodes:
+            if n in is_net_switch:
+                continue
+            sws = sorted(s for s in g.neighbors(n) if s in is_net_switch and self._up(n, s))
+            if sws:
+                self._attach[n] = sws
+        self._endpoints_of: dict[int, list[str]] = {}
+        for n in sorted(self._attach, key=str):
+            self._endpoints_of.setdefault(self._domain[n], []).append(n)
+        # switch graph adjacency (sorted for determinism)
+        self._sw_adj: dict[str, list[str]] = {
+            s: sorted(t for t in g.neighbors(s) if t in is_net_switch and self._up(s, t)) for s in is_net_switch
+        }
+        self._dist_cache: dict[str, dict[str, int]] = {}
+        self._next_hops: dict[tuple[str, str], list[str]] = {}
+        self._hops_in_domain: dict[str, dict[str, int]] = {}
+        self._egress_cache: dict[tuple[str, str], str] = {}
+        self._ingress_cache: dict[str, str] = {}
+
+    # -- helpers -------------------------------------------------------------------
+    def domain_of(self, n: str) -> int:
+        return self._domain[n]
+
+    def _switch_dist(self, target: str) -> dict[str, int]:
+        """BFS hop distance from every network switch to `target` (cached)."""
+        d = self._dist_cache.get(target)
+        if d is None:
+            d = {target: 0}
+            q = deque([target])
+            adj = self._sw_adj
+            while q:
+                u = q.popleft()
+                du = d[u] + 1
+                for v in adj[u]:
+                    if v not in d:
+                        d[v] = du
+                        q.append(v)
+            self._dist_cache[target] = d
+        return d
+
+    def _domain_hops(self, src: str) -> dict[str, int]:
+        h = self._hops_in_domain.get(src)
+        if h is None:
+            h = nx.single_source_shortest_path_length(self._domain_graph, src)
+            self._hops_in_domain[src] = h
+        return h
+
+    def _ingress(self, b: str) -> str | None:
+        """The endpoint where traffic for `b` enters its domain (b itself, or its nearest NIC)."""
+        e = self._ingress_cache.get(b)
+        if e is None:
+            if b in self._attach:
+                e = b
+            else:
+                cands = self._endpoints_of.get(self._domain[b], [])
+                if not cands:
+                    return None
+                hops = self._domain_hops(b)
+                lr = self.g.nodes[b].get("local_rank")
+                e = min(
+                    cands,
+                    key=lambda n: (hops.get(n, 1 << 30), self.g.nodes[n].get("local_rank") != lr, str(n)),
+                )
+            self._ingress_cache[b] = e
+        return e
+
+    def _best_switch(self, endpoint: str, dist: dict[str, int]) -> tuple[int, str]:
+        best = min(self._attach[endpoint], key=lambda s: (dist.get(s, 1 << 30), s))
+        return dist.get(best, 1 << 30), best
+
+    def _egress(self, a: str, eb: str) -> str | None:
+        key = (a, eb)
+        e = self._egress_cache.get(key)
+        if e is None:
+            if a in self._attach and self._domain_graph.degree(a) == 0:
+                e = a
+            else:
+                cands = self._endpoints_of.get(self._domain[a], [])
+                if not cands:
+                    return None
+                _, sb = self._best_switch(eb, {s: 0 for s in self._attach[eb]})
+                dist = self._switch_dist(sb)
+                hops = self._domain_hops(a)
+                rail_b = self.g.nodes[eb].get("rail")
+                e = min(
+                    cands,
+                    key=lambda n: (
+                        self._best_switch(n, dist)[0],
+                        rail_b is None or self.g.nodes[n].get("rail") != rail_b,
+                        hops.get(n, 1 << 30),
+                        str(n),
+                    ),
+                )
+            self._egress_cache[key] = e
+        return e
+
+    def _domain_path(self, a: str, b: str) -> list[str]:
+        if a == b:
+            return [a]
+        try:
+            return nx.shortest_path(self._domain_graph, a, b)
+        except nx.NetworkXNoPath:
+            raise SimulationError(f"no path from {a} to {b} inside their server") from None
+
+    def _switch_path(self, s: str, t: str, a: str, b: str) -> list[str]:
+        if s == t:
+            return [s]
+        dist = self._switch_dist(t)
+        if s not in dist:
+            raise SimulationError(f"no network path from switch {s} to {t} (links down?)")
+        path = [s]
+        u = s
+        hop = 0
+        adj = self._sw_adj
+        nh = self._next_hops
+        while u != t:
+            nxt = nh.get((u, t))
+            if nxt is None:
+                du = dist[u] - 1
+                nxt = [v for v in adj[u] if dist.get(v) == du]
+                nh[(u, t)] = nxt
+            u = nxt[_crc(a, b, hop) % len(nxt)] if len(nxt) > 1 else nxt[0]
+            path.append(u)
+            hop += 1
+        return path
+
+    def _fallback(self, a: str, b: str) -> list[str]:
+        view = nx.subgraph_view(self.g, filter_edge=lambda u, v: self._up(u, v))
+        try:
+            return nx.shortest_path(view, a, b)
+        except nx.NetworkXNoPath:
+            raise SimulationError(
+                f"{a} cannot reach {b}: the fabric is cut (down links or missing cables)"
+            ) from None
+
+    # -- public --------------------------------------------------------------------
+    def node_path(self, a: str, b: str) -> list[str]:
+        """Node sequence from `a` to `b`."""
+        if a == b:
+            return [a]
+        da, db = self._domain[a], self._domain[b]
+        if da == db:
+            return self._domain_path(a, b)
+        eb = self._ingress(b)
+        ea = self._egress(a, eb) if eb is not None else None
+        if ea is None or eb is None:
+            return self._fallback(a, b)
+        _, sb = self._best_switch(eb, {s: 0 for s in self._attach[eb]})
+        dist = self._switch_dist(sb)
+        da_hops, sa = self._best_switch(ea, dist)
+        if da_hops >= 1 << 30:
+            raise SimulationError(f"{a} cannot reach {b}: no network path between their NICs")
+        return self._domain_path(a, ea) + self._switch_path(sa, sb, a, b) + self._domain_path(eb, b)
+
+    def path(self, a: str, b: str) -> np.ndarray:
+        """Directed link indices from `a` to `b` (cached)."""
+        key = (a, b)
+        p = self._paths.get(key)
+        if p is None:
+            nodes = self.node_path(a, b)
+            idx = self.links.index
+            p = np.fromiter((idx[(u, v)] for u, v in zip(nodes, nodes[1:])), dtype=np.int64, count=len(nodes) - 1)
+            self._paths[key] = p
+        return p
+
+    def latency_s(self, a: str, b: str) -> float:
+        key = (a, b)
+        lat = self._latency.get(key)
+        if lat is None:
+            lat = float(self.links.latency_s[self.path(a, b)].sum())
+            self._latency[key] = lat
+        return lat
+
+    def check_reachable(self, gpus: list[str]) -> None:
+        """Raise SimulationError naming a GPU cut off from the others (links down)."""
+        if len(gpus) < 2:
+            return
+        view = nx.subgraph_view(self.g, filter_edge=lambda u, v: self._up(u, v)) if self.down else self.g
+        reach = nx.node_connected_component(view, gpus[0])
+        for gname in gpus[1:]:
+            if gname not in reach:
+                raise SimulationError(
+                    f"GPU {gname} is cut off from the fabric (its links are down); the job cannot be scheduled"
+                )

@@ -1,0 +1,1 @@
+"""Workloads: model descriptions, parallel layouts, step programs and traces."""

@@ -1,0 +1,131 @@
+"""The step program: what every rank does in one training step, as a DAG of ops.
+
+This is the engine's input, whether it came from a recorded trace (`trace.py`) or was
+generated from a model and its parallel layout. All quantities are SI.
+
+* A *compute* op runs on one rank's compute stream; it has a duration, or FLOPs and bytes
+  for the cost model to price.
+* A *collective* op is shared by the ranks of its group: it starts when every simulated
+  member has reached it (its dependencies done and its stream free) and occupies each
+  member's communication stream until it ends. `mirrors` are further groups doing the same
+  collective at the same time; they load the fabric but have no rank of their own in the
+  simulation (ranks that play the same role need not be simulated one by one).
+* A *p2p* op (a matched send/recv) is a two-rank collective.
+* A *checkpoint* op writes bytes from a rank's GPU to a storage node.
+
+Ops on one (rank, stream) run in program order; `deps` add cross-stream and cross-rank
+order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+import networkx as nx
+
+OP_KINDS = ("compute", "collective", "p2p", "checkpoint")
+COMPUTE_STREAM = "compute"
+COMM_STREAM = "comm"
+
+
+@dataclass(slots=True, eq=False)
+class Op:
+    """One node of the step DAG (see module docstring). Quantities SI."""
+
+    id: str
+    kind: str
+    ranks: tuple[int, ...]
+    stream: str = COMPUTE_STREAM
+    deps: tuple[str, ...] = ()
+    tag: str = ""
+    duration_s: float | None = None
+    flops: float = 0.0
+    bytes_accessed: float = 0.0
+    dtype: str = "bf16"
+    collective: str | None = None
+    group: tuple[int, ...] = ()
+    mirrors: tuple[tuple[int, ...], ...] = ()
+    size_bytes: float = 0.0
+    algorithm: str | None = None
+    target: str | None = None
+
+
+@dataclass(slots=True)
+class StepProgram:
+    """A step: rank -> GPU placement, the ops, and how many ranks each simulated rank stands for.
+
+    Attributes:
+        name: shown in results.
+        rank_gpus: GPU node name of every rank (simulated or mirrored).
+        ops: the DAG, in program order.
+        weight: for each simulated rank, how many ranks it represents (1 when all are simulated).
+        role: optional label per rank used to group ranks in results (e.g. "pp0").
+        meta: free-form facts from the generator (model FLOPs per step, tokens per step, ...).
+    """
+
+    name: str
+    rank_gpus: list[str]
+    ops: list[Op]
+    weight: dict[int, int] = field(default_factory=dict)
+    role: dict[int, str] = field(default_factory=dict)
+    meta: dict[str, float | str] = field(default_factory=dict)
+
+    @property
+    def simulated_ranks(self) -> list[int]:
+        seen: set[int] = set()
+        for op in self.ops:
+            seen.update(op.ranks)
+        return sorted(seen)
+
+    def validate(self) -> None:
+        """Check ids unique, deps known, ranks in range, no cycle. Raises ValueError."""
+        n = len(self.rank_gpus)
+        ids: dict[str, Op] = {}
+        for op in self.ops:
+            if op.id in ids:
+                raise ValueError(f"op id {op.id!r} is used twice")
+            if op.kind not in OP_KINDS:
+                raise ValueError(f"op {op.id!r} has kind {op.kind!r}; expected one of {list(OP_KINDS)}")
+            for r in (*op.ranks, *op.group, *(x for m in op.mirrors for x in m)):
+                if not 0 <= r < n:
+                    raise ValueError(f"op {op.id!r} names rank {r}, but ranks are 0..{n - 1}")
+            ids[op.id] = op
+        for op in self.ops:
+            for d in op.deps:
+                if d not in ids:
+                    raise ValueError(f"op {op.id!r} depends on unknown op {d!r}")
+        order = self.dependency_graph()
+        if not nx.is_directed_acyclic_graph(order):
+            cycle = nx.find_cycle(order)
+            raise ValueError("dependency cycle: " + " -> ".join(str(u) for u, _ in cycle) + f" -> {cycle[0][0]}")
+
+    def dependency_graph(self) -> nx.DiGraph:
+        """Explicit deps plus the implicit order of ops on each (rank, stream)."""
+        dg = nx.DiGraph()
+        dg.add_nodes_from(op.id for op in self.ops)
+        last: dict[tuple[int, str], str] = {}
+        for op in self.ops:
+            dg.add_edges_from((d, op.id) for d in op.deps)
+            for r in op.ranks:
+                prev = last.get((r, op.stream))
+                if prev is not None and prev != op.id:
+                    dg.add_edge(prev, op.id)
+                last[(r, op.stream)] = op.id
+        return dg
+
+
+def stream_ops(program: StepProgram) -> dict[tuple[int, str], list[Op]]:
+    """Ops of each (rank, stream) in program order."""
+    out: dict[tuple[int, str], list[Op]] = {}
+    for op in program.ops:
+        for r in op.ranks:
+            out.setdefault((r, op.stream), []).append(op)
+    return out
+
+
+def groups_by_size(groups: Iterable[tuple[int, ...]]) -> dict[int, int]:
+    counts: dict[int, int] = {}
+    for g in groups:
+        counts[len(g)] = counts.get(len(g), 0) + 1
+    return counts

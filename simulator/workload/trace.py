@@ -1,0 +1,281 @@
+"""Step trace format v1 (`clustersim-step/1`): a recorded or hand-written training step.
+
+```yaml
+format: clustersim-step/1
+name: dp16-step
+ranks: 16                      # rank r runs on the r-th GPU of the topology (server, local rank)
+placement: [n0.gpu0, ...]      # optional: explicit GPU of every rank
+groups:                        # named rank groups: "all", a list, or {start, stop, step}
+  world: all
+ops:
+  - {id: fwd, kind: compute, ranks: all, duration_ms: 20, tag: fwd}
+  - {id: bwd, kind: compute, ranks: all, flops: 4.0e14, bytes: 2.0e10, dtype: bf16, deps: [fwd]}
+  - {id: grads, kind: collective, collective: all_reduce, group: world, size_mib: 512,
+     algorithm: ring, deps: [bwd], tag: dp}
+  - {id: s0, kind: send, ranks: [0], peer: 8, size_mib: 64}
+  - {id: r8, kind: recv, ranks: [8], peer: 0}
+  - {id: ckpt, kind: checkpoint, ranks: [0], size_gib: 10, target: stor0}
+```
+
+Rules:
+* An op listing several ranks stands for one op per rank, with id `ID@RANK`.
+* A dependency `X` of an op on rank r means X's instance on r (`X@r`); from a collective it
+  means X's instances on the collective's members; `X@3` names one instance.
+* Ops of one rank and stream run in file order. Compute ops use the `compute` stream,
+  communication the `comm` stream, unless `stream` says otherwise.
+* The n-th `send` from a to b pairs with the n-th `recv` on b from a; the pair is one
+  transfer that starts when both sides are ready. Sizes on the send side.
+* Errors (cycles, unknown ops, groups naming missing ranks, unmatched sends) name the file,
+  line and field.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field, model_validator
+
+from simulator.config.base import Spec
+from simulator.config.loader import Document, read_document, validate
+from simulator.errors import InputError
+from simulator.network.collective import COLLECTIVES
+from simulator.workload.program import COMM_STREAM, COMPUTE_STREAM, Op, StepProgram
+
+FORMAT = "clustersim-step/1"
+
+
+class RangeSpec(Spec):
+    """Ranks start, start+step, ... below stop."""
+
+    start: int = Field(0, ge=0, description="First rank.")
+    stop: int = Field(description="One past the last rank.")
+    step: int = Field(1, ge=1, description="Stride.")
+
+
+RankSet = Literal["all"] | list[int] | RangeSpec | str
+
+
+class TraceOpSpec(Spec):
+    """One op of a trace (see the module docstring for the rules)."""
+
+    id: str = Field(min_length=1, description="Unique op id (no '@').")
+    kind: Literal["compute", "collective", "send", "recv", "checkpoint"] = Field(description="Op kind.")
+    ranks: RankSet | None = Field(None, description="Ranks running the op: 'all', a list, a range or a group name.")
+    group: str | list[int] | None = Field(None, description="Collective: group name or rank list.")
+    mirrors: list[str | list[int]] = Field(
+        default_factory=list, description="Collective: further groups doing the same collective at once."
+    )
+    collective: str | None = Field(None, description=f"Collective kind, one of {list(COLLECTIVES)}.")
+    algorithm: str | None = Field(None, description="Collective algorithm (default: the scenario's).")
+    peer: int | None = Field(None, ge=0, description="send/recv: the other rank.")
+    deps: list[str] = Field(default_factory=list, description="Ops that must finish first.")
+    stream: str | None = Field(None, description="Stream name (default compute or comm by kind).")
+    tag: str = Field("", description="Category for breakdowns: fwd, bwd, optimizer, tp, dp, pp, ep, cp, ...")
+    duration_s: float | None = Field(None, ge=0, description="Compute duration, s.")
+    duration_ms: float | None = Field(None, ge=0, description="Compute duration, ms.")
+    duration_us: float | None = Field(None, ge=0, description="Compute duration, us.")
+    flops: float = Field(0.0, ge=0, description="Compute: floating-point operations.")
+    bytes: float = Field(0.0, ge=0, description="Compute: bytes read and written in HBM.")
+    dtype: str = Field("bf16", description="Compute: data type of the math.")
+    size_bytes: float | None = Field(None, ge=0, description="Message/buffer size, bytes.")
+    size_mib: float | None = Field(None, ge=0, description="Message/buffer size, MiB.")
+    size_gib: float | None = Field(None, ge=0, description="Message/buffer size, GiB.")
+    target: str | None = Field(None, description="Checkpoint: storage node name (default: nearest).")
+
+    @model_validator(mode="after")
+    def _check(self) -> TraceOpSpec:
+        if "@" in self.id:
+            raise ValueError("op ids may not contain '@'")
+        durs = [d for d in (self.duration_s, self.duration_ms, self.duration_us) if d is not None]
+        if len(durs) > 1:
+            raise ValueError("give one of duration_s, duration_ms, duration_us")
+        sizes = [s for s in (self.size_bytes, self.size_mib, self.size_gib) if s is not None]
+        if len(sizes) > 1:
+            raise ValueError("give one of size_bytes, size_mib, size_gib")
+        if self.kind == "compute" and not durs and self.flops == 0 and self.bytes == 0:
+            raise ValueError("a compute op needs a duration or flops/bytes")
+        if self.kind == "collective":
+            if self.collective not in COLLECTIVES:
+                raise ValueError(f"collective must be one of {list(COLLECTIVES)}")
+            if self.group is None:
+                raise ValueError("a collective needs a group")
+        if self.kind in ("send", "recv") and self.peer is None:
+            raise ValueError(f"a {self.kind} needs a peer")
+        if self.kind in ("collective", "send", "checkpoint") and not sizes:
+            raise ValueError(f"a {self.kind} needs size_bytes, size_mib or size_gib")
+        if self.kind != "collective" and self.ranks is None:
+            raise ValueError("ranks is required (e.g. ranks: all)")
+        return self
+
+    @property
+    def duration(self) -> float | None:
+        if self.duration_s is not None:
+            return self.duration_s
+        if self.duration_ms is not None:
+            return self.duration_ms * 1e-3
+        if self.duration_us is not None:
+            return self.duration_us * 1e-6
+        return None
+
+    @property
+    def size(self) -> float:
+        if self.size_bytes is not None:
+            return self.size_bytes
+        if self.size_mib is not None:
+            return self.size_mib * 2**20
+        if self.size_gib is not None:
+            return self.size_gib * 2**30
+        return 0.0
+
+
+class TraceSpec(Spec):
+    """A step trace file."""
+
+    format: Literal["clustersim-step/1"] = Field(description="Format tag and version.")
+    name: str = Field("trace", description="Name shown in results.")
+    ranks: int = Field(ge=1, description="Number of ranks.")
+    placement: list[str] | None = Field(None, description="GPU node name of every rank (default: packed).")
+    groups: dict[str, RankSet] = Field(default_factory=dict, description="Named rank groups.")
+    ops: list[TraceOpSpec] = Field(min_length=1, description="Ops in program order.")
+
+
+def _expand(doc: Document, rs: RankSet, n: int, groups: dict[str, list[int]], loc: tuple) -> list[int]:
+    if rs == "all":
+        return list(range(n))
+    if isinstance(rs, RangeSpec):
+        out = list(range(rs.start, rs.stop, rs.step))
+    elif isinstance(rs, str):
+        if rs not in groups:
+            raise doc.error(f"unknown group {rs!r}; defined groups: {sorted(groups)}", loc)
+        return groups[rs]
+    else:
+        out = list(rs)
+    bad = [r for r in out if not 0 <= r < n]
+    if bad:
+        raise doc.error(f"rank {bad[0]} does not exist; this trace has ranks 0..{n - 1}", loc)
+    if len(set(out)) != len(out):
+        raise doc.error("a rank is listed twice", loc)
+    if not out:
+        raise doc.error("empty rank set", loc)
+    return out
+
+
+def program_from_trace(spec: TraceSpec, doc: Document, gpus: list[str]) -> StepProgram:
+    """Turn a validated trace into a StepProgram placed on `gpus` (topology order)."""
+    n = spec.ranks
+    if spec.placement is not None:
+        if len(spec.placement) != n:
+            raise doc.error(f"placement lists {len(spec.placement)} GPUs for {n} ranks", ("placement",))
+        unknown = [x for x in spec.placement if x not in set(gpus)]
+        if unknown:
+            raise doc.error(f"GPU {unknown[0]!r} is not in the topology", ("placement",))
+        if len(set(spec.placement)) != n:
+            raise doc.error("two ranks placed on the same GPU", ("placement",))
+        rank_gpus = list(spec.placement)
+    else:
+        if n > len(gpus):
+            raise doc.error(f"{n} ranks do not fit on the topology's {len(gpus)} GPUs", ("ranks",))
+        rank_gpus = gpus[:n]
+    groups: dict[str, list[int]] = {}
+    for name, rs in spec.groups.items():
+        groups[name] = _expand(doc, rs, n, groups, ("groups", name))
+
+    # pass 1: instances
+    instances: dict[str, dict[int, str]] = {}  # base id -> rank -> instance id
+    collective_ids: set[str] = set()
+    for i, o in enumerate(spec.ops):
+        if o.id in instances or o.id in collective_ids:
+            raise doc.error(f"op id {o.id!r} is used twice", ("ops", i, "id"))
+        if o.kind == "collective":
+            collective_ids.add(o.id)
+        else:
+            ranks = _expand(doc, o.ranks, n, groups, ("ops", i, "ranks"))  # type: ignore[arg-type]
+            instances[o.id] = {r: f"{o.id}@{r}" for r in ranks}
+
+    def resolve(dep: str, ranks: list[int], loc: tuple) -> list[str]:
+        if dep in collective_ids:
+            return [dep]
+        if "@" in dep:
+            base, _, r = dep.partition("@")
+            if base in instances and r.isdigit() and int(r) in instances[base]:
+                return [dep]
+            raise doc.error(f"unknown op instance {dep!r}", loc)
+        if dep not in instances:
+            raise doc.error(f"unknown op {dep!r} in deps", loc)
+        inst = instances[dep]
+        mine = [inst[r] for r in ranks if r in inst]
+        if mine:
+            return mine
+        if len(inst) == 1:
+            return list(inst.values())
+        raise doc.error(f"{dep!r} runs on several ranks, none of them this op's; name one as {dep}@RANK", loc)
+
+    ops: list[Op] = []
+    alias: dict[str, str] = {}
+    pending_sends: dict[tuple[int, int], list[Op]] = {}
+    pending_recvs: dict[tuple[int, int], list[tuple[str, list[str]]]] = {}
+    p2p_ops: list[Op] = []
+    for i, o in enumerate(spec.ops):
+        loc = ("ops", i)
+        if o.kind == "collective":
+            grp = _expand(doc, o.group, n, groups, (*loc, "group"))  # type: ignore[arg-type]
+            mirrors = tuple(tuple(_expand(doc, m, n, groups, (*loc, "mirrors", j))) for j, m in enumerate(o.mirrors))
+            for j, m in enumerate(mirrors):
+                if len(m) != len(grp):
+                    raise doc.error(f"mirror group has {len(m)} ranks, the group {len(grp)}", (*loc, "mirrors", j))
+            deps = tuple(d for dep in o.deps for d in resolve(dep, grp, (*loc, "deps")))
+            ops.append(
+                Op(o.id, "collective", tuple(grp), o.stream or COMM_STREAM, deps, o.tag or o.collective or "",
+                   collective=o.collective, group=tuple(grp), mirrors=mirrors, size_bytes=o.size,
+                   algorithm=o.algorithm)
+            )
+            continue
+        for r, iid in instances[o.id].items():
+            deps = tuple(d for dep in o.deps for d in resolve(dep, [r], (*loc, "deps")))
+            if o.kind == "compute":
+                ops.append(Op(iid, "compute", (r,), o.stream or COMPUTE_STREAM, deps, o.tag or "compute",
+                              duration_s=o.duration, flops=o.flops, bytes_accessed=o.bytes, dtype=o.dtype))
+            elif o.kind == "checkpoint":
+                ops.append(Op(iid, "checkpoint", (r,), o.stream or COMM_STREAM, deps, o.tag or "checkpoint",
+                              size_bytes=o.size, target=o.target))
+            elif o.kind == "send":
+                if o.peer == r or not 0 <= o.peer < n:  # type: ignore[operator]
+                    raise doc.error(f"send peer {o.peer} is not another rank", (*loc, "peer"))
+                op = Op(iid, "p2p", (r, o.peer), o.stream or COMM_STREAM, deps, o.tag or "p2p",  # type: ignore[arg-type]
+                        collective="send_recv", group=(r, o.peer), size_bytes=o.size)  # type: ignore[arg-type]
+                pending_sends.setdefault((r, o.peer), []).append(op)  # type: ignore[arg-type]
+                ops.append(op)
+                p2p_ops.append(op)
+            else:  # recv
+                pending_recvs.setdefault((o.peer, r), []).append((iid, list(deps)))  # type: ignore[arg-type]
+    for key, sends in pending_sends.items():
+        recvs = pending_recvs.pop(key, [])
+        if len(recvs) != len(sends):
+            raise InputError(
+                f"{len(sends)} send(s) from rank {key[0]} to {key[1]} but {len(recvs)} matching recv(s)",
+                file=doc.path, field="ops",
+            )
+        for op, (rid, rdeps) in zip(sends, recvs):
+            alias[rid] = op.id
+            op.deps = tuple(dict.fromkeys((*op.deps, *rdeps)))
+    if pending_recvs:
+        (a, b), _ = next(iter(pending_recvs.items()))
+        raise InputError(f"recv on rank {b} from {a} has no matching send", file=doc.path, field="ops")
+    # a recv's id now names its send; rewrite deps
+    for op in ops:
+        op.deps = tuple(dict.fromkeys(alias.get(d, d) for d in op.deps))
+    # the merged transfer sits at the send's position in program order, for both ranks
+    program = StepProgram(spec.name, rank_gpus, ops)
+    try:
+        program.validate()
+    except ValueError as exc:
+        raise InputError(str(exc), file=doc.path, field="ops") from None
+    return program
+
+
+def load_trace(path: str | Path, gpus: list[str]) -> StepProgram:
+    """Read, validate and place a trace file."""
+    doc = read_document(path)
+    spec = validate(TraceSpec, doc)
+    return program_from_trace(spec, doc, gpus)
