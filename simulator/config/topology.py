@@ -15,6 +15,7 @@ and whose edges carry `bandwidth_bytes_per_s` (or `bandwidth_gbps`, Gbit/s), `la
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Annotated, Any, Literal, Union
 
@@ -84,7 +85,7 @@ def generator_names() -> list[str]:
 def resolve(base: Path, ref: str) -> Path:
     """Resolve a file reference relative to the file that names it."""
     p = Path(ref).expanduser()
-    return p if p.is_absolute() else (base.parent / p)
+    return p if p.is_absolute() else Path(os.path.normpath(base.parent / p))
 
 
 def load_gpu(ref: FileRef | GPUSpec, base: Path) -> GPUSpec:

@@ -101,8 +101,26 @@ class StepSimulator:
         self._members = {
             op.id: sum(1 for r in op.ranks if r in self._simulated) for op in program.ops if op.kind != "compute"
         }
+        self._rank_deps = self._split_deps(program)
         used = sorted({program.rank_gpus[r] for op in program.ops for r in (*op.ranks, *op.group)})
         cluster.check_gpus_reachable(used)
+
+    @staticmethod
+    def _split_deps(program: StepProgram) -> dict[tuple[str, int], tuple[str, ...]]:
+        """Which deps each member of a multi-rank op waits for before it is *ready*.
+
+        A member waits for the deps that run on it and for deps on no member; deps on
+        another member are that member's to wait for (the op starts when all are ready).
+        """
+        owner = {op.id: set(op.ranks) for op in program.ops}
+        out: dict[tuple[str, int], tuple[str, ...]] = {}
+        for op in program.ops:
+            if len(op.ranks) < 2:
+                continue
+            members = set(op.ranks)
+            for r in op.ranks:
+                out[(op.id, r)] = tuple(d for d in op.deps if r in owner[d] or not (owner[d] & members))
+        return out
 
     # -- preparation ---------------------------------------------------------------
     def _instances(self, op: Op) -> list[list[str]]:
@@ -204,9 +222,11 @@ class StepSimulator:
     def _stream(self, step: int, rank: int, stream: str, ops: list[Op], done: dict, arrivals: dict):  # noqa: ANN202
         env = self.env
         gpu = self.program.rank_gpus[rank]
+        rank_deps = self._rank_deps
         for op in ops:
-            if op.deps:
-                pending = [done[d] for d in op.deps if not done[d].processed]
+            deps = rank_deps.get((op.id, rank), op.deps) if len(op.ranks) > 1 else op.deps
+            if deps:
+                pending = [done[d] for d in deps if not done[d].processed]
                 if pending:
                     yield env.all_of(pending)
             if op.kind == "compute":

@@ -1,0 +1,117 @@
+"""The CLI through typer's CliRunner: exit codes, error text, files written."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from simulator.cli import app
+
+ROOT = Path(__file__).resolve().parents[2]
+runner = CliRunner()
+
+
+def _copy_catalog(tmp_path: Path) -> Path:
+    """A scratch copy of the catalog so tests can break files without touching the repo."""
+    for d in ("scenarios", "topologies", "workloads"):
+        shutil.copytree(ROOT / d, tmp_path / d)
+    return tmp_path
+
+
+def test_run_quickstart_writes_results(tmp_path):
+    out = tmp_path / "res"
+    r = runner.invoke(app, ["run", str(ROOT / "scenarios/quickstart.yaml"), "-o", str(out)])
+    assert r.exit_code == 0, r.output
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["steps"] == 3 and summary["gpus_in_job"] == 16
+    assert summary["compute_s"] + summary["exposed_comm_s"] + summary["idle_s"] == pytest.approx(summary["step_time_s"])
+    for name in ("ops", "flows", "links", "steps"):
+        assert (out / f"{name}.parquet").is_file()
+    html = (out / "dashboard.html").read_text()
+    assert "cdn.plot.ly" not in html.split("<script type='text/javascript'>")[0]
+    assert (out / "scenario.resolved.yaml").is_file()
+
+
+def test_validate_and_schema():
+    r = runner.invoke(app, ["validate", str(ROOT / "scenarios/quickstart.yaml")])
+    assert r.exit_code == 0 and "ok" in r.output
+    r = runner.invoke(app, ["schema"])
+    assert r.exit_code == 0 and '"topology"' in r.output
+
+
+def _bad(tmp_path: Path, rel: str, old: str, new: str) -> Path:
+    base = _copy_catalog(tmp_path)
+    p = base / rel
+    text = p.read_text()
+    assert old in text
+    p.write_text(text.replace(old, new, 1))
+    return base
+
+
+@pytest.mark.parametrize(
+    "rel, old, new, needle",
+    [
+        # unknown key in the scenario, with its line
+        ("scenarios/quickstart.yaml", "seed: 7", "seed: 7\nsede: 8", "quickstart.yaml:6: sede: unknown key"),
+        # malformed YAML
+        ("scenarios/quickstart.yaml", "run:\n  steps: 3", "run: [steps: 3", "malformed YAML"),
+        # wrong type
+        ("scenarios/quickstart.yaml", "steps: 3", "steps: many", "run.steps:"),
+        # missing referenced file
+        ("scenarios/quickstart.yaml", "h100-rail-clos-2n.yaml", "nowhere.yaml", "topology.file: file"),
+        # bad topology parameter (negative bandwidth)
+        ("topologies/h100-rail-clos-2n.yaml", "nic_gbps: 400", "nic_gbps: -400", "h100-rail-clos-2n.yaml:11: nic_gbps:"),
+        # unknown algorithm
+        ("scenarios/quickstart.yaml", "all_reduce: ring", "all_reduce: telepathy", "network.algorithms"),
+        # more ranks than GPUs
+        ("workloads/traces/dp16-gpt1p3b-step.yaml", "ranks: 16", "ranks: 64", "do not fit"),
+        # dependency on an op that does not exist
+        ("workloads/traces/dp16-gpt1p3b-step.yaml", "deps: [fwd]}", "deps: [fwdd]}", "unknown op 'fwdd'"),
+    ],
+)
+def test_bad_input_is_one_line_exit_2(tmp_path, rel, old, new, needle):
+    base = _bad(tmp_path, rel, old, new)
+    out = tmp_path / "out"
+    r = runner.invoke(app, ["run", str(base / "scenarios/quickstart.yaml"), "-o", str(out)])
+    assert r.exit_code == 2, r.output
+    assert needle in r.output
+    assert "Traceback" not in r.output
+    errors = [line for line in r.output.splitlines() if line.startswith("error:")]
+    assert errors and all(len(e) < 400 for e in errors)
+    assert not out.exists()
+
+
+def test_disconnected_topology_is_a_clear_error(tmp_path):
+    g = {"directed": False, "multigraph": False, "graph": {},
+         "nodes": [{"id": "a", "kind": "gpu"}, {"id": "b", "kind": "gpu"}, {"id": "s", "kind": "switch"}],
+         "links": [{"source": "a", "target": "s", "bandwidth_gbps": 400, "medium": "ib"}]}
+    (tmp_path / "g.json").write_text(json.dumps(g))
+    (tmp_path / "t.yaml").write_text(f"name: t\ngpu: {{file: {ROOT}/topologies/gpus/h100-sxm.yaml}}\ngraph: {{file: g.json}}\n")
+    (tmp_path / "w.yaml").write_text("format: clustersim-step/1\nranks: 2\nops:\n  - {id: a, kind: compute, ranks: all, duration_ms: 1}\n")
+    (tmp_path / "s.yaml").write_text("name: s\ntopology: {file: t.yaml}\nworkload: {file: w.yaml}\n")
+    r = runner.invoke(app, ["run", str(tmp_path / "s.yaml"), "-o", str(tmp_path / "o")])
+    assert r.exit_code == 2
+    assert "disconnected" in r.output and "g.json" in r.output
+
+
+def test_gpu_cut_off_by_down_links_is_unschedulable(tmp_path):
+    base = _copy_catalog(tmp_path)
+    sc = base / "scenarios/quickstart.yaml"
+    sc.write_text(sc.read_text() + "state:\n  down_links: [[n1.gpu3, n1.nvsw], [n1.gpu3, n1.nic3]]\n")
+    r = runner.invoke(app, ["run", str(sc), "-o", str(tmp_path / "o")])
+    assert r.exit_code == 3
+    assert "n1.gpu3 is cut off" in r.output
+
+
+def test_existing_results_survive_a_failed_run(tmp_path):
+    out = tmp_path / "res"
+    assert runner.invoke(app, ["run", str(ROOT / "scenarios/quickstart.yaml"), "-o", str(out)]).exit_code == 0
+    before = (out / "summary.json").read_text()
+    base = _bad(tmp_path / "b", "scenarios/quickstart.yaml", "seed: 7", "seed: -1")
+    r = runner.invoke(app, ["run", str(base / "scenarios/quickstart.yaml"), "-o", str(out)])
+    assert r.exit_code == 2
+    assert (out / "summary.json").read_text() == before

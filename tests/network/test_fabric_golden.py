@@ -1,0 +1,128 @@
+"""Golden cases of the flow-level fabric (max-min fair sharing)."""
+
+from __future__ import annotations
+
+import networkx as nx
+import numpy as np
+import pytest
+import simpy
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from simulator.network.fabric import Fabric, max_min_rates
+from simulator.network.routing import LinkTable, Router
+
+
+def _chain(bws: list[float], lats: list[float]) -> nx.Graph:
+    g = nx.Graph()
+    names = ["gpu0", *[f"sw{i}" for i in range(len(bws) - 1)], "gpu1"]
+    for n in names:
+        g.add_node(n, kind="gpu" if n.startswith("gpu") else "switch", tier=1)
+    for i, (b, l) in enumerate(zip(bws, lats)):
+        g.add_edge(names[i], names[i + 1], bandwidth_bytes_per_s=b, latency_s=l, medium="ib")
+    return g
+
+
+def test_lone_flow_over_hops_takes_latency_plus_bytes_over_bottleneck():
+    """One flow over h hops: T = sum(latency_i) + S / min(bandwidth_i) (fluid model, STYLE.md)."""
+    bws, lats = [100e9, 25e9, 50e9], [1e-6, 2e-6, 0.5e-6]
+    g = _chain(bws, lats)
+    lt = LinkTable(g)
+    router = Router(g, lt)
+    env = simpy.Environment()
+    fab = Fabric(env, lt.capacity_bytes_per_s)
+    path = router.path("gpu0", "gpu1")
+    size = 3e9
+    log = []
+
+    def proc():
+        yield env.timeout(router.latency_s("gpu0", "gpu1"))
+        yield fab.transfer(path, np.ones(len(path)), size)
+        log.append(("done", env.now))
+
+    env.process(proc())
+    env.run()
+    assert log == [("done", pytest.approx(sum(lats) + size / min(bws), rel=1e-12))]
+
+
+def test_two_flows_on_one_link_each_get_half():
+    env = simpy.Environment()
+    fab = Fabric(env, np.array([10e9]))
+    ends = []
+    for _ in range(2):
+        ev = fab.transfer(np.array([0]), np.array([1.0]), 10e9)
+        ev.callbacks.append(lambda e: ends.append(env.now))
+    env.run()
+    # each at 5 GB/s for 10 GB: 2 s
+    assert ends == [pytest.approx(2.0), pytest.approx(2.0)]
+
+
+def test_three_flows_unequal_max_min_shares():
+    """Links A (10) and B (4). f1 uses A, f2 uses A+B, f3 uses B.
+    Max-min: B is the bottleneck: f2 = f3 = 2; then f1 = 10 - 2 = 8."""
+    rates = max_min_rates(
+        np.array([0, 1, 1, 2]), np.array([0, 0, 1, 1]), np.ones(4), np.array([10.0, 4.0]), 3
+    )
+    assert rates == pytest.approx([8.0, 2.0, 2.0], rel=1e-12)
+
+
+def test_rates_recomputed_when_a_flow_ends():
+    """f1 (4 B) and f2 (12 B) share a 2 B/s link: both at 1 until f1 ends at t=4, then f2 at 2:
+    f2 has 8 B left and ends at 4 + 8/2 = 8."""
+    env = simpy.Environment()
+    fab = Fabric(env, np.array([2.0]))
+    ends = {}
+    for name, size in (("f1", 4.0), ("f2", 12.0)):
+        ev = fab.transfer(np.array([0]), np.array([1.0]), size, label=name)
+        ev.callbacks.append(lambda e, n=name: ends.__setitem__(n, env.now))
+    env.run()
+    assert ends == {"f1": pytest.approx(4.0), "f2": pytest.approx(8.0)}
+
+
+def test_multiplicity_counts_a_link_crossed_twice():
+    """A flow crossing a link twice moves at half that link's capacity."""
+    env = simpy.Environment()
+    fab = Fabric(env, np.array([8.0, 100.0]))
+    ev = fab.transfer(np.array([0, 1]), np.array([2.0, 1.0]), 8.0)
+    env.run()
+    assert ev.value.finished_at_s == pytest.approx(2.0)
+
+
+flows_strategy = st.lists(
+    st.tuples(
+        st.lists(st.integers(0, 5), min_size=1, max_size=4, unique=True),
+        st.floats(1.0, 1e3),
+        st.floats(0.0, 2.0),
+    ),
+    min_size=1,
+    max_size=12,
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(flows=flows_strategy, caps=st.lists(st.floats(1.0, 100.0), min_size=6, max_size=6))
+def test_fabric_laws(flows, caps):
+    """Property: bytes delivered = bytes sent, no link above capacity, each flow ends after it starts."""
+    env = simpy.Environment()
+    cap = np.array(caps)
+    fab = Fabric(env, cap)
+    done = []
+
+    def start(links, size, at):
+        yield env.timeout(at)
+        f = yield fab.transfer(np.array(sorted(links)), np.ones(len(links)), size)
+        done.append(f)
+
+    for links, size, at in flows:
+        env.process(start(links, size, at))
+    env.run()
+    assert len(done) == len(flows)
+    idx, s, e, rate = fab.link_intervals()
+    assert np.all(rate <= cap[idx] * (1 + 1e-9))
+    # bytes carried on each link equal the bytes of the flows crossing it
+    expected = np.zeros(6)
+    for links, size, _ in flows:
+        expected[links] += size
+    assert fab.link_bytes == pytest.approx(expected, rel=1e-6, abs=1e-6)
+    for f in done:
+        assert f.finished_at_s >= f.started_at_s

@@ -1,0 +1,71 @@
+"""Catalog tests: every topology, workload and scenario file validates, and scenarios run."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from simulator import runner
+from simulator.config.hardware import GPUSpec
+from simulator.config.loader import load
+from simulator.config.topology import load_topology
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _yaml(path: Path) -> dict:
+    return yaml.safe_load(path.read_text()) or {}
+
+
+TOPOLOGIES = sorted(p for p in (ROOT / "topologies").glob("*.yaml") if "name" in _yaml(p) and "gpu" in _yaml(p))
+GPUS = sorted((ROOT / "topologies/gpus").glob("*.yaml"))
+SCENARIOS = sorted(
+    p for p in (ROOT / "scenarios").glob("*.yaml") if {"topology", "workload"} <= set(_yaml(p))
+)
+
+
+@pytest.mark.parametrize("path", GPUS, ids=lambda p: p.name)
+def test_gpu_specs_validate(path):
+    spec = load(GPUSpec, path)
+    assert spec.peak("bf16") > 0 and spec.hbm_capacity_bytes > 0
+
+
+@pytest.mark.parametrize("path", TOPOLOGIES, ids=lambda p: p.name)
+def test_topologies_build(path):
+    topo = load_topology(path)
+    assert topo.graph.number_of_nodes() > 0
+
+
+def _gpus_of(path: Path) -> int:
+    prep = runner.prepare(path)
+    return len(prep.program.rank_gpus)
+
+
+def test_there_is_a_default_scenario():
+    assert (ROOT / "scenarios/quickstart.yaml") in SCENARIOS
+
+
+@pytest.mark.parametrize("path", SCENARIOS, ids=lambda p: p.name)
+def test_scenarios_validate_and_run_one_step(path):
+    prep = runner.prepare(path)
+    if len(prep.program.rank_gpus) > 1024 or len(prep.cluster.gpus) > 4096:
+        pytest.skip("large scenario: run in the slow suite (pytest -m slow)")
+    prep.scenario.spec = prep.scenario.spec.model_copy(
+        update={"run": prep.scenario.spec.run.model_copy(update={"steps": 1})}
+    )
+    result = runner.execute(prep)
+    s = result.summary
+    assert s["step_time_s"] > 0
+    assert s["compute_s"] + s["exposed_comm_s"] + s["idle_s"] == pytest.approx(s["step_time_s"], rel=1e-9)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("path", SCENARIOS, ids=lambda p: p.name)
+def test_large_scenarios_run_one_step(path):
+    prep = runner.prepare(path)
+    prep.scenario.spec = prep.scenario.spec.model_copy(
+        update={"run": prep.scenario.spec.run.model_copy(update={"steps": 1})}
+    )
+    assert runner.execute(prep).summary["step_time_s"] > 0
