@@ -1,0 +1,585 @@
+"""Per-layer, per-micro-batch compute and communication costs of a transformer step.
+
+Models what one rank executes for one micro-batch in one transformer block, in execution
+order, as plain records a step-program generator can turn into ops:
+`OpCost` (compute: FLOPs and HBM bytes moved) and `CommCost` (a collective or a
+point-to-point transfer and its buffer size). Costs are per rank: GEMMs divide by tp,
+attention by tp and cp, experts by tp with ep spreading whole experts.
+
+Counting conventions:
+    * A GEMM (m×k)·(k×n) is 2·m·n·k FLOPs; its backward is two GEMMs of the same size
+      (input gradient `dgrad`, weight gradient `wgrad`). Bias adds are not counted.
+    * Attention scores Q·Kᵀ and the value product P·V are 2·b·heads·s_q·s_k·d FLOPs each;
+      backward is twice forward. With `causal_skip=True` (default: what FlashAttention-style
+      kernels execute) a causal mask halves them (factor 1/2, ignoring the diagonal);
+      `causal_skip=False` counts the full s×s matrix as Narayanan et al. (SC'21) eq. 3 does.
+    * Attention is a fused kernel: the s×s scores never reach HBM, so the score / softmax /
+      value ops move only Q, K, V and O.
+    * Norms, activations, residual adds, router top-k, cross-entropy are `elementwise` ops
+      costed by bytes (read + write); their FLOPs are a rough few per element and are not
+      part of eq. 3 or 6·N.
+    * Collective `bytes` follow the nccl-tests "size" convention: all-reduce: the buffer;
+      all-gather: the gathered (output) buffer; reduce-scatter: the full (input) buffer;
+      all-to-all: one rank's send buffer; send/recv: one message (`count` messages).
+
+Simplifies: routing is perfectly balanced (each rank's experts see tokens·top_k pairs); with
+tp > 1 and no sequence parallelism the tp ranks split the (replicated) tokens for dispatch;
+shared experts are TP-sharded like a dense MLP; dropout is not an op; the gradient dtype is
+the weight dtype (bf16) for reductions.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
+from typing import Literal
+
+from simulator.workload.layout import (
+    LayoutSpec,
+    RankParams,
+    end_rank_params,
+    kv_heads_per_rank,
+    layer_rank_params,
+    stage_layers,
+    stage_rank_params,
+)
+from simulator.workload.model import ModelSpec
+
+Phase = Literal["fwd", "bwd", "recompute"]
+OpKind = Literal["gemm", "attention", "elementwise"]
+Collective = Literal["all_reduce", "all_gather", "reduce_scatter", "all_to_all", "send_recv"]
+
+#: FLOPs per element charged to elementwise ops (norm ≈ 4-5, SwiGLU ≈ 4, softmax ≈ 5).
+ELEMENTWISE_FLOPS = 4.0
+
+
+@dataclass(frozen=True)
+class OpCost:
+    """One compute op of one rank for one micro-batch.
+
+    Attributes:
+        name: op name, unique within a layer and phase (`qkv`, `mlp_up_wgrad`, ...).
+        kind: `gemm`, `attention` or `elementwise` (picks the cost model).
+        flops: floating-point operations.
+        bytes: HBM bytes read plus written (weights, inputs, outputs).
+        gemm: (m, n, k) of a GEMM, for calibrated GEMM-time lookups; None for other ops.
+            For grouped expert GEMMs m is the total routed tokens over the local experts.
+    """
+
+    name: str
+    kind: OpKind
+    flops: float
+    bytes: float
+    gemm: tuple[int, int, int] | None = None
+
+
+@dataclass(frozen=True)
+class CommCost:
+    """One communication of one rank (see the module docstring for `bytes`).
+
+    Attributes:
+        name: e.g. `tp_attn_out`, `ep_dispatch`, `cp_kv_ring`, `dp_grad[3]`.
+        collective: all_reduce | all_gather | reduce_scatter | all_to_all | send_recv.
+        group: the `RankGrid` group kind it runs over (tp, cp, ep, pp, dp_cp, edp).
+        bytes: buffer size per the nccl-tests convention (per message for send_recv).
+        count: how many times it happens back to back (ring steps for cp send_recv).
+    """
+
+    name: str
+    collective: Collective
+    group: str
+    bytes: float
+    count: int = 1
+
+
+Item = OpCost | CommCost
+
+
+# ---- building blocks ------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Pair:
+    """A forward item and the item that mirrors it in backward (either may be None)."""
+
+    fwd: Item | None
+    bwd: list[Item]
+    core: bool = False  # part of the attention core (selective recompute redoes it)
+
+
+class _Ctx:
+    """Shapes of one rank for one micro-batch."""
+
+    def __init__(self, model: ModelSpec, layout: LayoutSpec, causal_skip: bool) -> None:
+        self.m, self.L = model, layout
+        self.t = layout.tp
+        self.sp = layout.sequence_parallel and layout.tp > 1
+        self.p = model.element_bytes
+        self.b = layout.micro_batch_size
+        self.s_q = model.seq_len // layout.cp  # queries per sequence on this rank
+        self.s_k = model.seq_len  # keys each query sees over the whole cp ring
+        self.T = self.b * self.s_q  # tokens of the micro-batch on this tp group
+        self.Tn = self.T / self.t if self.sp else float(self.T)  # tokens in norms etc.
+        self.h = model.hidden_size
+        self.causal = 0.5 if causal_skip else 1.0
+
+
+def _gemm(c: _Ctx, name: str, m: float, n: float, k: float) -> _Pair:
+    """A GEMM (m×k)·(k×n) and its dgrad + wgrad in backward."""
+    f = 2.0 * m * n * k
+    byts = c.p * (m * k + k * n + m * n)
+    mnk = (int(m), int(n), int(k))
+    return _Pair(
+        OpCost(name, "gemm", f, byts, mnk),
+        [
+            OpCost(f"{name}_dgrad", "gemm", f, byts, (int(m), int(k), int(n))),
+            OpCost(f"{name}_wgrad", "gemm", f, byts, (int(k), int(n), int(m))),
+        ],
+    )
+
+
+def _elt(c: _Ctx, name: str, elements: float, rw_bytes: float) -> _Pair:
+    """An elementwise op; its backward reads/writes about twice as much."""
+    return _Pair(
+        OpCost(name, "elementwise", ELEMENTWISE_FLOPS * elements, rw_bytes),
+        [OpCost(f"{name}_bwd", "elementwise", 2 * ELEMENTWISE_FLOPS * elements, 2 * rw_bytes)],
+    )
+
+
+def _tp_enter(c: _Ctx, name: str, tokens_h_bytes: float) -> list[_Pair]:
+    """Megatron's `f` (entering a TP region): SP all-gather; else identity (bwd all-reduce)."""
+    if c.t == 1:
+        return []
+    if c.sp:
+        return [
+            _Pair(
+                CommCost(f"{name}_ag", "all_gather", "tp", tokens_h_bytes),
+                [CommCost(f"{name}_ag_bwd", "reduce_scatter", "tp", tokens_h_bytes)],
+            )
+        ]
+    return [_Pair(None, [CommCost(f"{name}_ar_bwd", "all_reduce", "tp", tokens_h_bytes)])]
+
+
+def _tp_exit(c: _Ctx, name: str, tokens_h_bytes: float) -> list[_Pair]:
+    """Megatron's `g` (leaving a TP region): SP reduce-scatter; else all-reduce (bwd none)."""
+    if c.t == 1:
+        return []
+    if c.sp:
+        return [
+            _Pair(
+                CommCost(f"{name}_rs", "reduce_scatter", "tp", tokens_h_bytes),
+                [CommCost(f"{name}_rs_bwd", "all_gather", "tp", tokens_h_bytes)],
+            )
+        ]
+    return [_Pair(CommCost(f"{name}_ar", "all_reduce", "tp", tokens_h_bytes), [])]
+
+
+def _norm(c: _Ctx, name: str, width: float, tokens: float) -> _Pair:
+    return _elt(c, name, tokens * width, 2 * c.p * tokens * width)
+
+
+def _zero3_gather(model: ModelSpec, layout: LayoutSpec, layer_index: int) -> list[_Pair]:
+    """ZeRO-3/FSDP: gather the layer's weights before use; reduce-scatter its gradients."""
+    if layout.zero_stage != 3:
+        return []
+    w = layer_rank_params(model, layout, layer_index)
+    p = model.element_bytes
+    out: list[_Pair] = []
+    for group, n in (("dp_cp", w.dense), ("edp", w.expert)):
+        if n <= 0:
+            continue
+        out.append(
+            _Pair(
+                CommCost(f"zero3_gather_{group}", "all_gather", group, n * p),
+                [
+                    CommCost(f"zero3_gather_{group}_bwd", "all_gather", group, n * p),
+                    CommCost(f"zero3_grad_rs_{group}", "reduce_scatter", group, n * p),
+                ],
+            )
+        )
+    return out
+
+
+def _attention(c: _Ctx) -> list[_Pair]:
+    """Projections, attention core and output projection (after the input norm)."""
+    m, L, t, h, T, p = c.m, c.L, c.t, c.h, c.T, c.p
+    a_t = m.attention_heads / t
+    dq, dv = m.qk_head_dim, m.v_head_dim
+    pairs: list[_Pair] = []
+    if m.mla is None:
+        kv_r = kv_heads_per_rank(m, t)
+        pairs.append(_gemm(c, "qkv", T, a_t * dq + kv_r * (dq + dv), h))
+    else:
+        mla = m.mla
+        kv_r = a_t  # MLA expands the latent into one K and V per query head
+        if mla.q_lora_rank is None:
+            pairs.append(_gemm(c, "q", T, a_t * dq, h))
+        else:
+            # down-projections are replicated over tp (as in Megatron's MLA)
+            pairs.append(_gemm(c, "q_a", T, mla.q_lora_rank, h))
+            pairs.append(_norm(c, "q_a_norm", mla.q_lora_rank, T))
+            pairs.append(_gemm(c, "q_b", T, a_t * dq, mla.q_lora_rank))
+        pairs.append(_gemm(c, "kv_a", T, mla.kv_lora_rank + mla.qk_rope_head_dim, h))
+        pairs.append(_norm(c, "kv_a_norm", mla.kv_lora_rank, T))
+        pairs.append(
+            _gemm(c, "kv_b", T, a_t * (mla.qk_nope_head_dim + mla.v_head_dim), mla.kv_lora_rank)
+        )
+    # context parallelism: each rank's K/V chunk travels the ring (cp - 1 steps)
+    kv_chunk = p * T * kv_r * (dq + dv)
+    if L.cp > 1:
+        pairs.append(
+            _Pair(
+                CommCost("cp_kv_ring", "send_recv", "cp", kv_chunk, L.cp - 1),
+                # backward: K/V travel again and dK/dV travel back
+                [CommCost("cp_kv_ring_bwd", "send_recv", "cp", 2 * kv_chunk, L.cp - 1)],
+                core=True,
+            )
+        )
+    pairs_core = c.b * a_t * c.s_q * c.s_k * c.causal
+    f_score = 2.0 * pairs_core * dq
+    f_value = 2.0 * pairs_core * dv
+    q_bytes = p * T * a_t * dq
+    k_bytes = p * c.b * c.s_k * kv_r * dq
+    v_bytes = p * c.b * c.s_k * kv_r * dv
+    o_bytes = p * T * a_t * dv
+    pairs.append(
+        _Pair(
+            OpCost("attn_score", "attention", f_score, q_bytes + k_bytes),
+            [OpCost("attn_score_bwd", "attention", 2 * f_score, 2 * (q_bytes + k_bytes))],
+            core=True,
+        )
+    )
+    pairs.append(
+        _Pair(
+            OpCost("attn_softmax", "elementwise", 5.0 * pairs_core, 0.0),
+            [OpCost("attn_softmax_bwd", "elementwise", 5.0 * pairs_core, 0.0)],
+            core=True,
+        )
+    )
+    pairs.append(
+        _Pair(
+            OpCost("attn_value", "attention", f_value, v_bytes + o_bytes),
+            [OpCost("attn_value_bwd", "attention", 2 * f_value, 2 * (v_bytes + o_bytes))],
+            core=True,
+        )
+    )
+    pairs.append(_gemm(c, "attn_out", T, h, a_t * dv))
+    return pairs
+
+
+def _mlp(c: _Ctx, prefix: str, tokens: float, ffn_total: float) -> list[_Pair]:
+    """A (possibly gated) MLP of total intermediate size `ffn_total`, split over tp."""
+    f_t = ffn_total / c.t
+    gate = 2 if c.m.gated_ffn else 1
+    act_in = tokens * f_t * gate
+    return [
+        _gemm(c, f"{prefix}_up", tokens, gate * f_t, c.h),
+        _elt(c, f"{prefix}_act", tokens * f_t, c.p * (act_in + tokens * f_t)),
+        _gemm(c, f"{prefix}_down", tokens, c.h, f_t),
+    ]
+
+
+def _moe(c: _Ctx) -> list[_Pair]:
+    """Router, dispatch, routed experts, combine, and shared experts."""
+    m, L, t, h, T, p = c.m, c.L, c.t, c.h, c.T, c.p
+    moe = m.moe
+    if moe is None:
+        raise ValueError("not an MoE model")
+    k, E = moe.top_k, moe.experts
+    routed = T / t  # tokens this rank routes (SP shard, or a 1/tp share of the replicas)
+    pairs: list[_Pair] = [
+        _gemm(c, "router", c.Tn, E, h),
+        _elt(c, "router_topk", c.Tn * E, 4.0 * c.Tn * E + 8.0 * c.Tn * k),
+        _elt(c, "moe_permute", routed * k * h, 2 * p * routed * k * h),
+    ]
+    if L.ep > 1:
+        pairs.append(
+            _Pair(
+                CommCost("ep_dispatch", "all_to_all", "ep", p * routed * k * h),
+                [CommCost("ep_dispatch_bwd", "all_to_all", "ep", p * routed * k * h)],
+            )
+        )
+    if t > 1:
+        # expert tensor parallelism: gather the routed tokens over tp, reduce-scatter after
+        pairs.append(
+            _Pair(
+                CommCost("moe_tp_ag", "all_gather", "tp", p * T * k * h),
+                [CommCost("moe_tp_ag_bwd", "reduce_scatter", "tp", p * T * k * h)],
+            )
+        )
+    pairs += _mlp(c, "experts", T * k, moe.expert_ffn_hidden_size)
+    if t > 1:
+        pairs.append(
+            _Pair(
+                CommCost("moe_tp_rs", "reduce_scatter", "tp", p * T * k * h),
+                [CommCost("moe_tp_rs_bwd", "all_gather", "tp", p * T * k * h)],
+            )
+        )
+    if L.ep > 1:
+        pairs.append(
+            _Pair(
+                CommCost("ep_combine", "all_to_all", "ep", p * routed * k * h),
+                [CommCost("ep_combine_bwd", "all_to_all", "ep", p * routed * k * h)],
+            )
+        )
+    pairs.append(_elt(c, "moe_unpermute", routed * k * h, p * (routed * k * h + routed * h)))
+    if moe.shared_experts:
+        pairs += _tp_enter(c, "tp_shared", p * T * h)
+        pairs += _mlp(c, "shared", T, moe.shared_experts * moe.shared_ffn)
+        pairs += _tp_exit(c, "tp_shared", p * T * h)
+    return pairs
+
+
+def _layer_pairs(
+    model: ModelSpec, layout: LayoutSpec, layer_index: int, causal_skip: bool
+) -> list[_Pair]:
+    c = _Ctx(model, layout, causal_skip)
+    h, p, T, Tn = c.h, c.p, c.T, c.Tn
+    act = p * T * h  # a full (tokens × h) activation of the tp group
+    pairs: list[_Pair] = list(_zero3_gather(model, layout, layer_index))
+    pairs.append(_norm(c, "attn_norm", h, Tn))
+    pairs += _tp_enter(c, "tp_attn_in", act)
+    pairs += _attention(c)
+    pairs += _tp_exit(c, "tp_attn_out", act)
+    pairs.append(_elt(c, "attn_residual", Tn * h, 3 * p * Tn * h))
+    pairs.append(_norm(c, "mlp_norm", h, Tn))
+    if model.is_moe_layer(layer_index):
+        pairs += _moe(c)
+    else:
+        pairs += _tp_enter(c, "tp_mlp_in", act)
+        pairs += _mlp(c, "mlp", T, model.ffn_hidden_size)
+        pairs += _tp_exit(c, "tp_mlp_out", act)
+    pairs.append(_elt(c, "mlp_residual", Tn * h, 3 * p * Tn * h))
+    return pairs
+
+
+def _phase_items(pairs: list[_Pair], phase: Phase, recompute: str) -> list[Item]:
+    if phase == "fwd":
+        return [x.fwd for x in pairs if x.fwd is not None]
+    if phase == "bwd":
+        return [item for x in reversed(pairs) for item in x.bwd]
+    if phase == "recompute":
+        if recompute == "none":
+            return []
+        keep = [x for x in pairs if recompute == "full" or x.core]
+        # weights are not gathered again for recompute under ZeRO-3: the backward gather
+        # (issued first) serves both
+        return [
+            replace(x.fwd, name=f"recompute_{x.fwd.name}")
+            for x in keep
+            if x.fwd is not None and not x.fwd.name.startswith("zero3_")
+        ]
+    raise ValueError(f"unknown phase {phase!r}; expected fwd, bwd or recompute")
+
+
+# ---- public API -------------------------------------------------------------------------
+
+
+def layer_program(
+    model: ModelSpec,
+    layout: LayoutSpec,
+    layer_index: int,
+    phase: Phase = "fwd",
+    *,
+    causal_skip: bool = True,
+) -> list[Item]:
+    """Compute ops and communications of one block for one micro-batch, in issue order.
+
+    Args:
+        phase: `fwd`; `bwd` (reverse order: dgrad then wgrad per GEMM, mirrored
+            collectives); `recompute` (what `layout.recompute` redoes before the backward:
+            nothing, the attention core (selective), or the whole forward (full)).
+        causal_skip: halve attention FLOPs for the causal mask (see module docstring).
+    """
+    pairs = _layer_pairs(model, layout, layer_index, causal_skip)
+    return _phase_items(pairs, phase, layout.recompute)
+
+
+def layer_ops(
+    model: ModelSpec,
+    layout: LayoutSpec,
+    layer_index: int,
+    phase: Phase = "fwd",
+    *,
+    causal_skip: bool = True,
+) -> list[OpCost]:
+    """Compute ops only of `layer_program` (per rank, per micro-batch)."""
+    items = layer_program(model, layout, layer_index, phase, causal_skip=causal_skip)
+    return [x for x in items if isinstance(x, OpCost)]
+
+
+def layer_comms(
+    model: ModelSpec, layout: LayoutSpec, layer_index: int, phase: Phase = "fwd"
+) -> list[CommCost]:
+    """Communications only of `layer_program`: TP (all-reduce, or all-gather +
+    reduce-scatter with SP), CP ring, EP dispatch/combine, ZeRO-3 gathers/reduce-scatters."""
+    items = layer_program(model, layout, layer_index, phase)
+    return [x for x in items if isinstance(x, CommCost)]
+
+
+def embedding_program(model: ModelSpec, layout: LayoutSpec, phase: Phase = "fwd") -> list[Item]:
+    """Input embedding of one micro-batch on the first stage (vocab-parallel over tp)."""
+    c = _Ctx(model, layout, True)
+    act = c.p * c.T * c.h
+    pairs = [_elt(c, "embedding", c.T * c.h, act + 8.0 * c.T)]
+    if c.t > 1:
+        # vocab-parallel lookup: each tp rank holds V/tp rows; partial rows are summed
+        if c.sp:
+            fwd = CommCost("tp_embedding_rs", "reduce_scatter", "tp", act)
+            pairs.append(_Pair(fwd, [CommCost("tp_embedding_rs_bwd", "all_gather", "tp", act)]))
+        else:
+            pairs.append(_Pair(CommCost("tp_embedding_ar", "all_reduce", "tp", act), []))
+    if phase == "recompute":
+        return []
+    return _phase_items(pairs, phase, layout.recompute)
+
+
+def output_program(model: ModelSpec, layout: LayoutSpec, phase: Phase = "fwd") -> list[Item]:
+    """Final norm, logits GEMM (vocab split over tp) and cross-entropy, on the last stage.
+
+    Never recomputed (as in Narayanan et al. eq. 3).
+    """
+    c = _Ctx(model, layout, True)
+    V_t = model.vocab_size / c.t
+    pairs = [_norm(c, "final_norm", c.h, c.Tn)]
+    pairs += _tp_enter(c, "tp_logits_in", c.p * c.T * c.h)
+    pairs.append(_gemm(c, "logits", c.T, V_t, c.h))
+    # fp32 softmax cross-entropy over the vocab shard; tp ranks exchange max and sum
+    pairs.append(_elt(c, "cross_entropy", c.T * V_t, 4.0 * 2 * c.T * V_t))
+    if c.t > 1:
+        pairs.append(_Pair(CommCost("tp_xent", "all_reduce", "tp", 4.0 * 2 * c.T), []))
+    if phase == "recompute":
+        return []
+    return _phase_items(pairs, phase, layout.recompute)
+
+
+def pp_send_bytes(model: ModelSpec, layout: LayoutSpec) -> float:
+    """Bytes one rank sends to the next stage per micro-batch (and the gradient back).
+
+    The (micro_batch × seq_len/cp × h) activation; with sequence parallelism each tp rank
+    sends its 1/tp slice.
+    """
+    c = _Ctx(model, layout, True)
+    return c.p * c.Tn * c.h
+
+
+def pp_comms(model: ModelSpec, layout: LayoutSpec, phase: Phase = "fwd") -> list[CommCost]:
+    """Pipeline send of one micro-batch at a stage boundary (fwd: activation; bwd: grad)."""
+    if layout.pp == 1 or phase == "recompute":
+        return []
+    name = "pp_send_act" if phase == "fwd" else "pp_send_grad"
+    return [CommCost(name, "send_recv", "pp", pp_send_bytes(model, layout))]
+
+
+def _buckets(total: float, bucket: float) -> list[float]:
+    if total <= 0:
+        return []
+    n = max(1, math.ceil(total / bucket))
+    return [total / n] * n
+
+
+def dp_comms(model: ModelSpec, layout: LayoutSpec, stage: int) -> list[CommCost]:
+    """Data-parallel gradient (and parameter) traffic of one rank of `stage` per step.
+
+    Dense parameters reduce over `dp_cp`, routed experts over `edp`; gradients are split in
+    buckets of `layout.grad_bucket_bytes`:
+        * ZeRO 0: all-reduce of the gradients.
+        * ZeRO 1/2: reduce-scatter of the gradients, then all-gather of the updated
+          weights after the optimizer step.
+        * ZeRO 3: the per-layer gathers and reduce-scatters are in `layer_program`; here
+          only the embedding/output parameters (all-gather + reduce-scatter).
+    A group of one rank moves nothing and is left out.
+    """
+    L = layout
+    p = model.element_bytes
+    params = (
+        end_rank_params(model, L, stage)
+        if L.zero_stage == 3
+        else stage_rank_params(model, L, stage)
+    )
+    sizes = {"dp_cp": L.dp * L.cp, "edp": L.edp * L.cp}
+    out: list[CommCost] = []
+    for group, n in (("dp_cp", params.dense), ("edp", params.expert)):
+        if n <= 0 or sizes[group] == 1:
+            continue
+        buckets = _buckets(n * p, L.grad_bucket_bytes)
+        if L.zero_stage == 0:
+            out += [
+                CommCost(f"dp_grad_ar_{group}[{i}]", "all_reduce", group, b)
+                for i, b in enumerate(buckets)
+            ]
+        else:
+            out += [
+                CommCost(f"dp_grad_rs_{group}[{i}]", "reduce_scatter", group, b)
+                for i, b in enumerate(buckets)
+            ]
+            out += [
+                CommCost(f"dp_param_ag_{group}[{i}]", "all_gather", group, b)
+                for i, b in enumerate(buckets)
+            ]
+    return out
+
+
+# ---- whole-step FLOPs ----------------------------------------------------------------
+
+
+def _sum_flops(items: Iterable[Item], kinds: tuple[str, ...] = ("gemm", "attention")) -> float:
+    return sum(x.flops for x in items if isinstance(x, OpCost) and x.kind in kinds)
+
+
+def step_flops(model: ModelSpec, layout: LayoutSpec, *, causal_skip: bool = True) -> float:
+    """Matmul FLOPs (GEMM + attention) the whole job executes per step, recompute included
+    ("hardware FLOPs"): per-op sums over every layer, micro-batch and replica."""
+    one_replica = 0.0
+    for stage in range(layout.pp):
+        per_mb = 0.0
+        for i in stage_layers(model, layout, stage):
+            for ph in ("fwd", "bwd", "recompute"):
+                items = layer_program(model, layout, i, ph, causal_skip=causal_skip)
+                per_mb += _sum_flops(items)
+        if stage == layout.pp - 1:
+            per_mb += _sum_flops(output_program(model, layout, "fwd"))
+            per_mb += _sum_flops(output_program(model, layout, "bwd"))
+        one_replica += per_mb * layout.tp * layout.cp  # every rank of the stage does this
+    return one_replica * layout.micro_batches * layout.dp
+
+
+def narayanan_flops_per_step(model: ModelSpec, batch_size: int) -> float:
+    """Model FLOPs per step by Narayanan et al., SC'21, eq. 3.
+
+    `96·B·s·l·h²·(1 + s/(6h) + V/(16·l·h))`: GPT blocks (MHA, ffn = 4h, non-gated), full
+    activation recomputation (four forward passes per layer: fwd, recompute, 2× in bwd),
+    logits counted without recomputation, attention without causal halving.
+    """
+    B, s, l, h, V = batch_size, model.seq_len, model.layers, model.hidden_size, model.vocab_size
+    return 96.0 * B * s * l * h * h * (1 + s / (6 * h) + V / (16 * l * h))
+
+
+def attention_flops_per_token(model: ModelSpec, *, causal_halving: bool = False) -> float:
+    """Attention score + value FLOPs per token, forward + backward (3× forward).
+
+    Per layer `6·s·a·(d_qk + d_v)`; for standard heads (d = h/a) this is PaLM's `12·s·h`
+    per layer. `causal_halving` halves it (PaLM does not).
+    """
+    per_layer = 6.0 * model.seq_len * model.attention_heads * (model.qk_head_dim + model.v_head_dim)
+    return per_layer * model.layers * (0.5 if causal_halving else 1.0)
+
+
+def mfu_flops_per_step(model: ModelSpec, tokens: int, *, causal_halving: bool = False) -> float:
+    """Model FLOPs for MFU: `(6·N + 12·l·h·s)·tokens` (PaLM, Chowdhery et al. 2022, App. B).
+
+    N is `ModelSpec.matmul_params()` (active parameters that enter a matmul: routed experts
+    at top_k/experts, input-embedding lookups excluded); the attention term is
+    `attention_flops_per_token` (no causal halving by default, as PaLM). Recomputation is
+    not counted (that is what makes it *model* FLOPs).
+    """
+    return (
+        6.0 * model.matmul_params()
+        + attention_flops_per_token(model, causal_halving=causal_halving)
+    ) * tokens
+
+
+def stage_param_summary(model: ModelSpec, layout: LayoutSpec) -> list[RankParams]:
+    """Parameters per rank of every stage (convenience for reports)."""
+    return [stage_rank_params(model, layout, s) for s in range(layout.pp)]

@@ -1,0 +1,469 @@
+"""Parallel layouts of a training job: degrees, schedules, and where each rank sits.
+
+Models Megatron-LM style 5-D parallelism: data (dp), tensor (tp, optionally with sequence
+parallelism), pipeline (pp, optionally interleaved with virtual stages), context (cp) and
+expert (ep) parallelism. Following Megatron-Core, ep is *folded into* dp: the world is
+`dp·tp·pp·cp` GPUs and the dp ranks of one (tp, cp, pp) slot are split into `ep` expert
+ranks times `dp/ep` expert-data-parallel ranks. Dense weights are replicated over dp (and
+their gradients reduced over dp·cp, since cp ranks hold the same weights); expert weights
+are replicated over the `dp/ep` expert-data-parallel ranks only.
+
+Rank placement: global ranks are laid out by the `placement` order, innermost first
+(default "tp,cp,ep,pp,dp": tensor-parallel peers are consecutive ranks, so they share a
+node). In the order, `ep` is the expert index inside dp and `dp` the remaining dp/ep
+factor; a rank's dp coordinate is `ep + ep_size·(outer dp index)`.
+
+Simplifies: expert tensor parallelism equals tp (no separate etp); pipeline stages hold
+equal numbers of layers (no uneven first/last stage); the embedding lives on the first
+stage and the output projection on the last.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any, Literal
+
+from pydantic import Field, field_validator, model_validator
+
+from simulator.config.base import Spec
+from simulator.errors import InputError
+from simulator.workload.model import ModelSpec
+
+log = logging.getLogger(__name__)
+
+DIMS = ("tp", "cp", "ep", "pp", "dp")
+#: Group kinds `RankGrid.groups` knows: the five dims, plus `dp_cp` (dense gradient
+#: reduction: dp×cp) and `edp` (expert data parallel: the (dp/ep)×cp replicas of one expert
+#: shard, where expert gradients are reduced).
+GROUP_KINDS = ("tp", "cp", "ep", "pp", "dp", "dp_cp", "edp")
+
+MB = 1024 * 1024
+
+
+class LayoutSpec(Spec):
+    """How one model is split over GPUs and batched (Megatron-LM vocabulary)."""
+
+    dp: int = Field(1, ge=1, description="Data-parallel degree (expert parallelism folds into it).")
+    tp: int = Field(1, ge=1, description="Tensor-parallel degree.")
+    sequence_parallel: bool = Field(
+        False,
+        description="Megatron sequence parallelism: norms/dropout sharded over tp; TP "
+        "all-reduces become reduce-scatter + all-gather.",
+    )
+    pp: int = Field(1, ge=1, description="Pipeline-parallel degree (stages).")
+    pp_schedule: Literal["gpipe", "1f1b", "interleaved_1f1b"] = Field(
+        "1f1b", description="Pipeline schedule."
+    )
+    virtual_stages: int = Field(
+        1, ge=1, description="Model chunks per pipeline rank (interleaved_1f1b only; else 1)."
+    )
+    ep: int = Field(1, ge=1, description="Expert-parallel degree; must divide dp.")
+    cp: int = Field(1, ge=1, description="Context-parallel degree (ring attention over sequence).")
+    zero_stage: int = Field(
+        0,
+        ge=0,
+        le=3,
+        description="ZeRO stage: 0 none, 1 optimizer states, 2 +gradients, 3 +weights "
+        "(sharded over dp·cp). 'fsdp' is accepted as 3.",
+    )
+    micro_batch_size: int = Field(1, ge=1, description="Sequences per micro-batch per rank.")
+    global_batch_size: int = Field(
+        ge=1, description="Sequences per optimizer step over the whole job."
+    )
+    recompute: Literal["none", "selective", "full"] = Field(
+        "none",
+        description="Activation recomputation (Korthikanti et al. 2022): none, selective "
+        "(attention core only; what FlashAttention does anyway) or full (whole layer).",
+    )
+    grad_bucket_bytes: float = Field(
+        40 * MB,
+        gt=0,
+        description="Gradient bucket size, bytes (YAML: grad_bucket_mb, MiB; Megatron "
+        "default 40M elements is close).",
+    )
+    overlap_grad_reduce: bool = Field(
+        True, description="Overlap data-parallel gradient reduction with the backward pass."
+    )
+    placement: str = Field(
+        "tp,cp,ep,pp,dp",
+        description="Rank placement order, innermost (fastest-varying) first; a "
+        "permutation of tp,cp,ep,pp,dp.",
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _human_units(cls, data: Any) -> Any:
+        """Accept grad_bucket_mb (MiB) and zero_stage: fsdp."""
+        if not isinstance(data, dict):
+            return data
+        d = dict(data)
+        if "grad_bucket_mb" in d:
+            d["grad_bucket_bytes"] = float(d.pop("grad_bucket_mb")) * MB
+        if isinstance(d.get("zero_stage"), str) and d["zero_stage"].lower() == "fsdp":
+            d["zero_stage"] = 3
+        return d
+
+    @field_validator("placement")
+    @classmethod
+    def _check_placement(cls, v: str) -> str:
+        parts = [p.strip() for p in v.split(",")]
+        if sorted(parts) != sorted(DIMS):
+            raise ValueError(f"placement {v!r} must be a permutation of {','.join(DIMS)}")
+        return ",".join(parts)
+
+    @model_validator(mode="after")
+    def _check_schedule(self) -> LayoutSpec:
+        if self.pp_schedule == "interleaved_1f1b":
+            if self.virtual_stages < 2:
+                raise ValueError("interleaved_1f1b needs virtual_stages >= 2")
+        elif self.virtual_stages != 1:
+            raise ValueError("virtual_stages > 1 needs pp_schedule interleaved_1f1b")
+        return self
+
+    @property
+    def world_size(self) -> int:
+        """GPUs the layout uses: dp·tp·pp·cp (ep folds into dp)."""
+        return self.dp * self.tp * self.pp * self.cp
+
+    @property
+    def micro_batches(self) -> int:
+        """Micro-batches per pipeline per step: global_batch / (micro_batch · dp)."""
+        return self.global_batch_size // (self.micro_batch_size * self.dp)
+
+    @property
+    def edp(self) -> int:
+        """Expert-data-parallel degree: replicas of one expert shard (dp / ep)."""
+        return self.dp // self.ep
+
+    @property
+    def placement_order(self) -> tuple[str, ...]:
+        """The placement dims, innermost first."""
+        return tuple(self.placement.split(","))
+
+
+# ---- validation ---------------------------------------------------------------------
+
+
+def _fail(message: str, field: str) -> InputError:
+    return InputError(message, field=f"layout.{field}")
+
+
+def check_layout(
+    model: ModelSpec, layout: LayoutSpec, n_gpus: int, gpus_per_node: int
+) -> list[str]:
+    """Check that `layout` can run `model` on `n_gpus` GPUs, `gpus_per_node` per server.
+
+    Rules (each failure names its constraint):
+        * dp·tp·pp·cp == n_gpus (ep is folded into dp, so dp % ep == 0);
+        * attention_heads % tp == 0;
+        * KV heads: if kv_heads >= tp, kv_heads % tp == 0; else tp % kv_heads == 0 and each
+          KV head is replicated tp/kv_heads times (as Megatron does);
+        * layers % (pp·virtual_stages) == 0;
+        * ep > 1 needs an MoE model and experts % ep == 0;
+        * cp > 1 needs seq_len % (2·cp) == 0 (load-balanced causal ring attention gives each
+          rank two chunks); with sequence parallelism (seq_len/cp) % tp == 0;
+        * global_batch_size % (micro_batch_size·dp) == 0;
+        * interleaved_1f1b needs micro_batches % pp == 0 (Megatron rule);
+        * tp <= gpus_per_node (tensor parallelism across servers is an error).
+
+    Returns:
+        Warnings (also logged): e.g. a TP group that the placement spreads over servers, or
+        fewer micro-batches than stages (a large bubble).
+
+    Raises:
+        InputError: the first failed constraint, with field `layout.<name>`.
+    """
+    L = layout
+    if L.world_size != n_gpus:
+        raise _fail(
+            f"dp·tp·pp·cp = {L.dp}·{L.tp}·{L.pp}·{L.cp} = {L.world_size} must equal the "
+            f"GPU count {n_gpus} (ep={L.ep} is folded into dp)",
+            "dp",
+        )
+    if L.dp % L.ep:
+        raise _fail(f"dp ({L.dp}) must be divisible by ep ({L.ep}); ep is folded into dp", "ep")
+    if model.attention_heads % L.tp:
+        raise _fail(
+            f"attention_heads ({model.attention_heads}) of {model.name} must be divisible by "
+            f"tp ({L.tp})",
+            "tp",
+        )
+    kv = model.n_kv_heads
+    if kv >= L.tp and kv % L.tp:
+        raise _fail(f"kv_heads ({kv}) must be divisible by tp ({L.tp})", "tp")
+    if kv < L.tp and L.tp % kv:
+        raise _fail(
+            f"tp ({L.tp}) must be a multiple of kv_heads ({kv}) so KV heads can be replicated",
+            "tp",
+        )
+    chunks = L.pp * L.virtual_stages
+    if model.layers % chunks:
+        raise _fail(
+            f"layers ({model.layers}) of {model.name} must be divisible by "
+            f"pp·virtual_stages = {L.pp}·{L.virtual_stages} = {chunks}",
+            "pp",
+        )
+    if L.ep > 1:
+        if model.moe is None:
+            raise _fail(f"ep = {L.ep} but {model.name} has no MoE layers", "ep")
+        if model.moe.experts % L.ep:
+            raise _fail(f"experts ({model.moe.experts}) must be divisible by ep ({L.ep})", "ep")
+    if L.cp > 1 and model.seq_len % (2 * L.cp):
+        raise _fail(
+            f"seq_len ({model.seq_len}) must be divisible by 2·cp = {2 * L.cp} "
+            "(load-balanced ring attention gives each cp rank two chunks)",
+            "cp",
+        )
+    if L.sequence_parallel and (model.seq_len // L.cp) % L.tp:
+        raise _fail(
+            f"with sequence_parallel, seq_len/cp = {model.seq_len // L.cp} must be divisible "
+            f"by tp ({L.tp})",
+            "sequence_parallel",
+        )
+    if L.global_batch_size % (L.micro_batch_size * L.dp):
+        raise _fail(
+            f"global_batch_size ({L.global_batch_size}) must be divisible by "
+            f"micro_batch_size·dp = {L.micro_batch_size}·{L.dp} = {L.micro_batch_size * L.dp}",
+            "global_batch_size",
+        )
+    if L.pp_schedule == "interleaved_1f1b" and L.micro_batches % L.pp:
+        raise _fail(
+            f"interleaved_1f1b needs micro-batches ({L.micro_batches}) divisible by pp "
+            f"({L.pp}) (Megatron rule)",
+            "pp_schedule",
+        )
+    if L.tp > gpus_per_node:
+        raise _fail(
+            f"tp ({L.tp}) exceeds GPUs per node ({gpus_per_node}); tensor parallelism must "
+            "stay inside one server",
+            "tp",
+        )
+    warnings: list[str] = []
+    grid = RankGrid(L)
+    if L.tp > 1 and any(len({r // gpus_per_node for r in g}) > 1 for g in grid.groups("tp")):
+        warnings.append(
+            f"placement {L.placement!r} spreads tensor-parallel groups over servers "
+            f"({gpus_per_node} GPUs per node); put tp first"
+        )
+    if L.pp > 1 and L.micro_batches < L.pp:
+        warnings.append(
+            f"{L.micro_batches} micro-batches for {L.pp} pipeline stages: most of the step "
+            "is pipeline bubble"
+        )
+    for w in warnings:
+        log.warning(w)
+    return warnings
+
+
+# ---- rank placement -----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RankCoord:
+    """Where one global rank sits. `dp` is the full data-parallel index (0..dp-1); `ep`
+    (= dp % ep_size) and `edp` (= dp // ep_size) are its expert split."""
+
+    dp: int
+    pp: int
+    tp: int
+    cp: int
+    ep: int
+    edp: int
+
+
+class RankGrid:
+    """Maps global ranks to (dp, pp, tp, cp, ep) coordinates and back, and lists groups.
+
+    Args:
+        layout: the parallel layout; its `placement` fixes the order of dims.
+    """
+
+    def __init__(self, layout: LayoutSpec) -> None:
+        self.layout = layout
+        self.sizes = {
+            "tp": layout.tp,
+            "cp": layout.cp,
+            "ep": layout.ep,
+            "pp": layout.pp,
+            "dp": layout.edp,  # the outer dp factor (dp / ep)
+        }
+        self.order = layout.placement_order
+        strides: dict[str, int] = {}
+        stride = 1
+        for d in self.order:
+            strides[d] = stride
+            stride *= self.sizes[d]
+        self.strides = strides
+        self.world_size = stride
+
+    def coords(self, rank: int) -> RankCoord:
+        """Coordinates of global `rank`."""
+        if not 0 <= rank < self.world_size:
+            raise IndexError(f"rank {rank} outside 0..{self.world_size - 1}")
+        idx = {d: (rank // self.strides[d]) % self.sizes[d] for d in DIMS}
+        dp = idx["ep"] + self.layout.ep * idx["dp"]
+        return RankCoord(
+            dp=dp, pp=idx["pp"], tp=idx["tp"], cp=idx["cp"], ep=idx["ep"], edp=idx["dp"]
+        )
+
+    def rank(self, *, dp: int, pp: int, tp: int, cp: int) -> int:
+        """Global rank at the given coordinates (ep follows from dp)."""
+        L = self.layout
+        for name, v, n in (("dp", dp, L.dp), ("pp", pp, L.pp), ("tp", tp, L.tp), ("cp", cp, L.cp)):
+            if not 0 <= v < n:
+                raise IndexError(f"{name} = {v} outside 0..{n - 1}")
+        idx = {"tp": tp, "cp": cp, "pp": pp, "ep": dp % L.ep, "dp": dp // L.ep}
+        return sum(idx[d] * self.strides[d] for d in DIMS)
+
+    @cached_property
+    def _all(self) -> list[RankCoord]:
+        return [self.coords(r) for r in range(self.world_size)]
+
+    def groups(self, kind: str) -> list[list[int]]:
+        """All groups of one kind (see `GROUP_KINDS`), each a sorted list of global ranks.
+
+        `tp`, `cp`, `pp`: ranks differing only in that coordinate. `dp`: same (pp, tp, cp).
+        `dp_cp`: same (pp, tp) — where dense gradients are reduced (cp ranks hold the same
+        weights). `ep`: same (pp, tp, cp, edp) — the all-to-all group. `edp`: same (pp, tp,
+        ep) — the replicas of one expert shard (dp/ep · cp ranks), where expert gradients
+        are reduced.
+        """
+        keys = {
+            "tp": ("dp", "pp", "cp"),
+            "cp": ("dp", "pp", "tp"),
+            "pp": ("dp", "tp", "cp"),
+            "dp": ("pp", "tp", "cp"),
+            "dp_cp": ("pp", "tp"),
+            "ep": ("pp", "tp", "cp", "edp"),
+            "edp": ("pp", "tp", "ep"),
+        }
+        if kind not in keys:
+            raise ValueError(f"unknown group kind {kind!r}; expected one of {GROUP_KINDS}")
+        out: dict[tuple[int, ...], list[int]] = {}
+        for r, c in enumerate(self._all):
+            out.setdefault(tuple(getattr(c, k) for k in keys[kind]), []).append(r)
+        return sorted(out.values())
+
+    def group_of(self, kind: str, rank: int) -> list[int]:
+        """The group of `kind` that holds `rank`."""
+        for g in self.groups(kind):
+            if rank in g:
+                return g
+        raise IndexError(f"rank {rank} outside 0..{self.world_size - 1}")
+
+    def stage_ranks(self, stage: int) -> list[int]:
+        """All global ranks of pipeline stage `stage`."""
+        return [r for r, c in enumerate(self._all) if c.pp == stage]
+
+
+def stage_layers(model: ModelSpec, layout: LayoutSpec, stage: int) -> list[int]:
+    """Layer indices held by pipeline rank `stage`, in execution order of its chunks.
+
+    With interleaving, chunk v of rank p holds layers
+    `[(v·pp + p)·n, (v·pp + p + 1)·n)` where n = layers / (pp·virtual_stages) (Megatron).
+    """
+    if not 0 <= stage < layout.pp:
+        raise IndexError(f"stage {stage} outside 0..{layout.pp - 1}")
+    n = model.layers // (layout.pp * layout.virtual_stages)
+    out: list[int] = []
+    for v in range(layout.virtual_stages):
+        start = (v * layout.pp + stage) * n
+        out.extend(range(start, start + n))
+    return out
+
+
+def in_flight_micro_batches(layout: LayoutSpec, stage: int) -> float:
+    """Micro-batches whose activations pipeline rank `stage` holds at its peak.
+
+    GPipe: all m. 1F1B: min(pp - stage, m) (Narayanan et al. 2021; Korthikanti et al. 2022
+    §4.2.3: the first stage holds pp). Interleaved 1F1B with v chunks: Megatron's warm-up
+    `2·(pp - stage - 1) + (v - 1)·pp` chunks plus the one in progress, divided by v (each
+    chunk is 1/v of the stage's layers) — for stage 0 this is pp·(1 + (pp - 1)/(pp·v)).
+    """
+    m = layout.micro_batches
+    if layout.pp_schedule == "gpipe":
+        return float(m)
+    if layout.pp_schedule == "1f1b":
+        return float(min(layout.pp - stage, m))
+    v = layout.virtual_stages
+    chunks = 2 * (layout.pp - stage - 1) + (v - 1) * layout.pp + 1
+    return min(chunks, m * v) / v
+
+
+# ---- sharding of parameters ---------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RankParams:
+    """Parameters one rank holds (before ZeRO sharding), split by the group that
+    replicates them: `dense` over dp·cp ranks, `expert` (routed experts) over (dp/ep)·cp."""
+
+    dense: float
+    expert: float
+
+    @property
+    def total(self) -> float:
+        """dense + expert."""
+        return self.dense + self.expert
+
+    def __add__(self, other: RankParams) -> RankParams:
+        return RankParams(self.dense + other.dense, self.expert + other.expert)
+
+
+def kv_heads_per_rank(model: ModelSpec, tp: int) -> float:
+    """KV heads one tp rank holds: kv/tp, or 1 (replicated) when kv < tp."""
+    kv = model.n_kv_heads
+    return kv / tp if kv >= tp else 1.0
+
+
+def layer_rank_params(model: ModelSpec, layout: LayoutSpec, layer_index: int) -> RankParams:
+    """Parameters of block `layer_index` held by one rank of its stage.
+
+    Sharding (Megatron): Q/KV/out projections, MLP and shared experts split over tp (KV
+    replicated when kv_heads < tp); MLA's q_a/kv_a down-projections, norms and the router
+    replicated; routed experts split over ep (whole experts) and tp.
+    """
+    t = layout.tp
+    kinds = model.layer_params(layer_index)
+    dense = kinds["norms"] + kinds["router"] + (kinds["dense_mlp"] + kinds["shared_experts"]) / t
+    for name, n in model.attention_params().items():
+        if name in ("q_a", "kv_a"):
+            dense += n
+        elif name == "kv":
+            dense += n * kv_heads_per_rank(model, t) / model.n_kv_heads
+        else:
+            dense += n / t
+    expert = kinds["moe_experts"] / (layout.ep * t)
+    return RankParams(dense, expert)
+
+
+def end_rank_params(model: ModelSpec, layout: LayoutSpec, stage: int) -> RankParams:
+    """Embedding/output/final-norm parameters on one rank of `stage` (vocab split over tp).
+
+    The first stage holds the input embedding (and learned positions, replicated); the last
+    holds the final norm and the output projection. With tied embeddings and pp > 1 the last
+    stage keeps its own copy of the embedding matrix (Megatron), kept equal by an extra
+    all-reduce of its gradient between first and last stage.
+    """
+    emb = model.embedding_params()
+    t = layout.tp
+    n = 0.0
+    if stage == 0:
+        n += emb["input"] / t + emb["position"]
+    if stage == layout.pp - 1:
+        n += model.hidden_size * (2 if model.norm == "layernorm" else 1)
+        if model.tied_embeddings:
+            n += emb["input"] / t if layout.pp > 1 else 0.0
+        else:
+            n += emb["output"] / t
+    return RankParams(n, 0.0)
+
+
+def stage_rank_params(model: ModelSpec, layout: LayoutSpec, stage: int) -> RankParams:
+    """All parameters one rank of pipeline stage `stage` holds (before ZeRO sharding)."""
+    total = end_rank_params(model, layout, stage)
+    for i in stage_layers(model, layout, stage):
+        total = total + layer_rank_params(model, layout, i)
+    return total
