@@ -88,7 +88,7 @@ def build_cluster(scenario: Scenario, topology: Topology) -> Cluster:
         g,
         topology.gpu,
         down=st.down_links,
-        degraded={tuple(d.link): d.factor for d in st.degraded_links},
+        degraded={(d.link[0], d.link[1]): d.factor for d in st.degraded_links},
         stragglers={s.gpu: s.slowdown for s in st.stragglers},
     )
 

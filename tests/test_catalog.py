@@ -69,3 +69,12 @@ def test_large_scenarios_run_one_step(path):
         update={"run": prep.scenario.spec.run.model_copy(update={"steps": 1})}
     )
     assert runner.execute(prep).summary["step_time_s"] > 0
+
+
+def test_same_scenario_and_seed_give_identical_frames():
+    import pandas as pd
+
+    a = runner.execute(runner.prepare(ROOT / "scenarios/quickstart.yaml"))
+    b = runner.execute(runner.prepare(ROOT / "scenarios/quickstart.yaml"))
+    for name in ("ops", "flows", "links", "steps"):
+        pd.testing.assert_frame_equal(a.frames[name], b.frames[name])

@@ -28,11 +28,11 @@ def write_atomic(path: str | Path, data: str | bytes) -> None:
     """Write a file through a temporary sibling and a rename, so a crash never leaves half a file."""
     p = Path(path)
     p.parent.mkdir(parents=True, exist_ok=True)
-    mode = "wb" if isinstance(data, bytes) else "w"
+    payload = data if isinstance(data, bytes) else data.encode("utf-8")
     fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", dir=p.parent)
     try:
-        with os.fdopen(fd, mode, **({} if mode == "wb" else {"encoding": "utf-8"})) as fh:
-            fh.write(data)
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(payload)
         os.chmod(tmp, 0o644)
         os.replace(tmp, p)
     except BaseException:

@@ -17,7 +17,7 @@ from simulator.errors import InputError, InputErrors
 
 M = TypeVar("M", bound=BaseModel)
 
-Loc = tuple[str | int, ...]
+Loc = tuple[Any, ...]
 
 
 class _LineLoader(yaml.SafeLoader):
@@ -111,7 +111,7 @@ def read_document(path: str | Path) -> Document:
     return doc
 
 
-def _message(err: dict[str, Any]) -> str:
+def _message(err: Any) -> str:
     kind = err.get("type", "")
     if kind == "extra_forbidden":
         return "unknown key (not in the schema; check its spelling)"

@@ -97,10 +97,10 @@ class ScenarioSpec(Spec):
     topology: FileRef = Field(description="Topology file.")
     workload: FileRef = Field(description="Workload file: a step trace or a model with its layout.")
     calibration: list[FileRef] = Field(default_factory=list, description="Calibration profiles to apply.")
-    network: NetworkSettings = Field(default_factory=NetworkSettings, description="Communication model.")
-    compute: ComputeSettings = Field(default_factory=ComputeSettings, description="Compute model.")
-    state: StateSpec = Field(default_factory=StateSpec, description="Degraded or down parts.")
-    run: RunSettings = Field(default_factory=RunSettings, description="Run length and output.")
+    network: NetworkSettings = Field(NetworkSettings(), description="Communication model.")
+    compute: ComputeSettings = Field(ComputeSettings(), description="Compute model.")
+    state: StateSpec = Field(StateSpec(), description="Degraded or down parts.")
+    run: RunSettings = Field(RunSettings(), description="Run length and output.")
 
     @field_validator("calibration", mode="before")
     @classmethod

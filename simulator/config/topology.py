@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, Literal, Union, get_args
 
 import networkx as nx
 from pydantic import Field, TypeAdapter
@@ -76,10 +76,7 @@ class Topology:
 
 
 def generator_names() -> list[str]:
-    return sorted(
-        t.model_fields["generator"].annotation.__args__[0]  # type: ignore[union-attr]
-        for t in GENERATOR_SPECS
-    )
+    return sorted(get_args(t.model_fields["generator"].annotation)[0] for t in GENERATOR_SPECS)  # type: ignore[attr-defined]
 
 
 def resolve(base: Path, ref: str) -> Path:

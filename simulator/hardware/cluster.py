@@ -50,7 +50,7 @@ class Cluster:
         self.graph = g
         self.gpu = gpu
         self.gpus = graph_gpus(g)
-        self.down = [tuple(e) for e in down]
+        self.down: list[tuple[str, str]] = [(u, v) for u, v in down]
         for u, v in self.down:
             if not g.has_edge(u, v):
                 raise SimulationError(f"cannot mark {u}-{v} down: no such link")

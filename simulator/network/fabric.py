@@ -19,6 +19,7 @@ numpy chunks and turned into a DataFrame once).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import partial
 
 import numpy as np
 import simpy
@@ -121,7 +122,7 @@ class Fabric:
         self.flow_records: list[tuple] = []
         self._link_rate = np.zeros(len(self.base_capacity))
         self._link_since = np.zeros(len(self.base_capacity))
-        self._busy_links = np.empty(0, dtype=np.int64)
+        self._busy_links: np.ndarray = np.empty(0, dtype=np.int64)
         self._chunks: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
         self.link_bytes = np.zeros(len(self.base_capacity))
         self.recomputations = 0
@@ -218,16 +219,16 @@ class Fabric:
             per_link = np.bincount(compact, weights=all_mult * rates[flow_of], minlength=len(used))
         else:
             used = np.empty(0, dtype=np.int64)
-            per_link = np.empty(0)
+            per_link = np.empty(0, dtype=float)
         self._update_link_rates(used, per_link, now)
         if flows:
             ttf = min(f.remaining_bytes / f.rate_bytes_per_s for f in flows)
             self._version += 1
             version = self._version
             ev = self.env.timeout(max(ttf, 0.0))
-            ev.callbacks.append(lambda _e, v=version: self._on_wakeup(v))
+            ev.callbacks.append(partial(self._on_wakeup, version))
 
-    def _on_wakeup(self, version: int) -> None:
+    def _on_wakeup(self, version: int, _event: simpy.Event | None = None) -> None:
         if version != self._version:
             return
         self._advance()

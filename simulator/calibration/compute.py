@@ -1,0 +1,200 @@
+"""Compute calibration: GEMM and memory-bound kernel efficiency from measured timings.
+
+Inputs are CSV files (what `benchmarks/gemm_timings.py` writes):
+
+* GEMM timings, columns `M,N,K,dtype,time_s` (one matmul of an MxK by a KxN matrix);
+* memory-bound kernel timings, columns `bytes,time_s` (bytes read plus written).
+
+Model: a kernel takes a fixed launch/ramp-up overhead plus its work at a sustained rate,
+
+    t = overhead_s + flops / flops_per_s        (GEMM, flops = 2 M N K, one line per dtype)
+    t = overhead_s + bytes / bytes_per_s        (memory-bound kernels)
+
+fitted like the collectives' alpha-beta line (`simulator.calibration.fit.fit_line`:
+least squares in relative error, then a robust refinement). The efficiency the cost
+model asks for is the achieved rate over the device's peak:
+`gemm_efficiency = (flops / t) / peak_flops_per_s`, clipped to (0, 1].
+
+Simplified away: the shape of a GEMM beyond its FLOP count (tile quantization, skinny
+matrices) and cache effects of small memory kernels; the fit error per dtype says how much
+that costs on the measured sizes.
+"""
+
+from __future__ import annotations
+
+import csv
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+from pydantic import Field
+
+from simulator.config.base import Spec
+from simulator.errors import InputError
+
+_ALIASES = {"float16": "fp16", "half": "fp16", "bfloat16": "bf16", "float32": "fp32",
+            "float": "fp32", "float64": "fp64", "double": "fp64", "tf32": "tf32"}  # fmt: skip
+MIN_EFFICIENCY = 1e-6
+
+
+def _dtype(name: str) -> str:
+    n = name.strip().lower().removeprefix("torch.")
+    return _ALIASES.get(n, n)
+
+
+class RateFit(Spec):
+    """t = overhead_s + work / rate, fitted on measured kernels."""
+
+    overhead_s: float = Field(ge=0, description="Fixed time per kernel, seconds.")
+    rate_per_s: float = Field(gt=0, description="Sustained rate: FLOP/s (GEMM) or bytes/s.")
+    n_points: int = Field(ge=1, description="Measurements fitted.")
+    min_work: float = Field(gt=0, description="Smallest measured work (FLOPs or bytes).")
+    max_work: float = Field(gt=0, description="Largest measured work (FLOPs or bytes).")
+    max_abs_error: float = Field(ge=0, description="Max |model/measured - 1| on the points.")
+
+    def time_s(self, work: float) -> float:
+        return self.overhead_s + work / self.rate_per_s
+
+
+class ComputeCalibration(Spec):
+    """Measured GEMM rates per dtype and memory bandwidth; efficiencies against a peak."""
+
+    gemm: dict[str, RateFit] = Field(
+        default_factory=dict, description="GEMM fit per dtype (fp16, bf16, fp32, ...)."
+    )
+    memory: RateFit | None = Field(None, description="Memory-bound kernel fit, if measured.")
+    sources: list[str] = Field(default_factory=list, description="CSV file names fitted on.")
+
+    def gemm_efficiency(
+        self, m: int, n: int, k: int, dtype: str, peak_flops_per_s: float
+    ) -> float:
+        """Achieved / peak FLOP/s of an (m x k) @ (k x n) GEMM, in (0, 1].
+
+        Raises:
+            KeyError: the dtype was not calibrated (bf16 and fp16 stand in for each other).
+            ValueError: a non-positive peak or dimension.
+        """
+        if peak_flops_per_s <= 0 or min(m, n, k) <= 0:
+            raise ValueError("GEMM dimensions and peak FLOP/s must be positive")
+        d = _dtype(dtype)
+        fit = self.gemm.get(d)
+        if fit is None and d in ("bf16", "fp16"):
+            fit = self.gemm.get("fp16" if d == "bf16" else "bf16")
+        if fit is None:
+            raise KeyError(f"no GEMM calibration for dtype {dtype!r}; have {sorted(self.gemm)}")
+        flops = 2.0 * m * n * k
+        achieved = flops / fit.time_s(flops)
+        return float(np.clip(achieved / peak_flops_per_s, MIN_EFFICIENCY, 1.0))
+
+    def memory_efficiency(self, nbytes: float, peak_bytes_per_s: float) -> float:
+        """Achieved / peak bandwidth of a memory-bound kernel moving `nbytes`, in (0, 1].
+
+        Raises:
+            KeyError: no memory-bound timings were calibrated.
+            ValueError: a non-positive peak or size.
+        """
+        if peak_bytes_per_s <= 0 or nbytes <= 0:
+            raise ValueError("bytes and peak bandwidth must be positive")
+        if self.memory is None:
+            raise KeyError("no memory-bound kernel calibration in this profile")
+        achieved = nbytes / self.memory.time_s(nbytes)
+        return float(np.clip(achieved / peak_bytes_per_s, MIN_EFFICIENCY, 1.0))
+
+    @classmethod
+    def from_csv(cls, paths: Sequence[str | Path]) -> ComputeCalibration:
+        """Fit GEMM and memory timings from CSV files (kind told by the columns).
+
+        Raises:
+            InputError: unreadable file, missing columns, or a value that is not a positive
+                number (names the file and line).
+        """
+        from simulator.calibration.fit import fit_line
+
+        gemm: dict[str, tuple[list[float], list[float]]] = {}
+        mem: tuple[list[float], list[float]] = ([], [])
+        names = []
+        for path in paths:
+            p = Path(path)
+            names.append(p.name)
+            for kind, lineno, row in _read_csv(p):
+                if kind == "gemm":
+                    flops = 2.0 * _pos(row, "M", p, lineno) * _pos(row, "N", p, lineno) * _pos(
+                        row, "K", p, lineno
+                    )
+                    d = _dtype(row["dtype"] or "")
+                    if not d:
+                        raise InputError("empty dtype", file=p, line=lineno, field="dtype")
+                    w, t = gemm.setdefault(d, ([], []))
+                else:
+                    flops = _pos(row, "bytes", p, lineno)
+                    w, t = mem
+                w.append(flops)
+                t.append(_pos(row, "time_s", p, lineno))
+
+        def fit(work: list[float], times: list[float]) -> RateFit:
+            w, t = np.asarray(work), np.asarray(times)
+            overhead, rate = fit_line(w, t)
+            err = np.abs((overhead + w / rate) / t - 1.0)
+            return RateFit(
+                overhead_s=float(f"{overhead:.6g}"),
+                rate_per_s=float(f"{rate:.6g}"),
+                n_points=len(w),
+                min_work=float(w.min()),
+                max_work=float(w.max()),
+                max_abs_error=float(f"{err.max():.4g}"),
+            )
+
+        if not gemm and not mem[0]:
+            raise InputError("no GEMM or memory timings found", file=paths[0] if paths else None)
+        return cls(
+            gemm={d: fit(*wt) for d, wt in sorted(gemm.items())},
+            memory=fit(*mem) if mem[0] else None,
+            sources=names,
+        )
+
+
+def _pos(row: dict[str, str], key: str, p: Path, lineno: int) -> float:
+    raw = (row.get(key) or "").strip()
+    try:
+        v = float(raw)
+    except ValueError:
+        raise InputError(f"expected a number, found {raw!r}", file=p, line=lineno, field=key) from None
+    if not v > 0:
+        raise InputError(f"must be positive, found {raw!r}", file=p, line=lineno, field=key)
+    return v
+
+
+def _read_csv(p: Path) -> list[tuple[str, int, dict[str, str]]]:
+    """Rows as (kind, line, row); kind from a `kind` column or from the columns present."""
+    try:
+        text = p.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise InputError("file not found", file=p) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"cannot read file: {exc}", file=p) from None
+    lines = [ln for ln in text.splitlines()]
+    reader = csv.DictReader(lines)
+    cols = {c.strip() for c in (reader.fieldnames or [])}
+    has_gemm = {"M", "N", "K", "dtype", "time_s"} <= cols
+    has_mem = {"bytes", "time_s"} <= cols
+    if not has_gemm and not has_mem:
+        raise InputError(
+            "expected CSV columns M,N,K,dtype,time_s (GEMM) or bytes,time_s (memory-bound)",
+            file=p,
+            line=1,
+        )
+    out = []
+    for i, row in enumerate(reader, start=2):
+        row = {(k or "").strip(): (v or "") for k, v in row.items()}
+        kind = (row.get("kind") or "").strip().lower()
+        if not kind:
+            if has_gemm and (row.get("M") or "").strip():
+                kind = "gemm"
+            elif has_mem and (row.get("bytes") or "").strip():
+                kind = "memory"
+            else:
+                raise InputError("row has neither M,N,K nor bytes", file=p, line=i)
+        if kind not in ("gemm", "memory"):
+            raise InputError(f"unknown kind {kind!r}; expected gemm or memory", file=p, line=i)
+        out.append((kind, i, row))
+    return out

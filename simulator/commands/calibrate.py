@@ -1,0 +1,197 @@
+"""`clustersim calibrate`: fit a calibration profile from benchmark output, or check one.
+
+    clustersim calibrate LOGS... [GEMM.csv ...] -o PROFILE.yaml [--collective K --gpus N --nodes M]
+    clustersim calibrate --check PROFILE.yaml LOGS...
+
+The first form reads nccl-tests / rccl-tests logs (and GEMM / memory-kernel CSV files),
+fits every table, writes the profile (atomically) and an offline HTML figure beside it
+(`PROFILE.html`, plotly.js embedded), and prints the fit error per table. The second form
+predicts every measured size of the logs from the profile (across scales where the
+profile lacks that GPU/node count) and prints the error per size.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import numpy as np
+import typer
+from rich.table import Table
+
+from simulator.calibration.collective import KINDS
+from simulator.calibration.compute import ComputeCalibration
+from simulator.calibration.figure import calibration_figure, fit_frame
+from simulator.calibration.fit import error_frame, fit_table
+from simulator.calibration.parser import BenchmarkTable, read_benchmarks
+from simulator.calibration.profile import CalibrationProfile, build_profile, load_profile
+from simulator.commands.common import console, fail, write_atomic
+from simulator.errors import ClustersimError, InputError
+
+
+def _pct(x: float) -> str:
+    return "-" if x != x else f"{100 * x:.1f}%"
+
+
+def _fit_and_write(
+    logs: list[Path],
+    csvs: list[Path],
+    output: Path,
+    html: Path | None,
+    collective: str | None,
+    gpus: int | None,
+    nodes: int | None,
+    name: str | None,
+    description: str,
+) -> None:
+    tables = read_benchmarks(logs, collective=collective, n_gpus=gpus, n_nodes=nodes)
+    fits = [fit_table(t) for t in tables]
+    compute = ComputeCalibration.from_csv(csvs) if csvs else None
+    profile = build_profile(name or output.stem, fits, description=description, compute=compute)
+    write_atomic(output, profile.to_yaml())
+    html_path = html or output.with_suffix(".html")
+    if fits:
+        fig = calibration_figure(fit_frame(fits))
+        write_atomic(html_path, fig.to_html(include_plotlyjs=True, full_html=True))
+
+    table = Table(title=f"fit error per table ({output.name})")
+    cols = ("#", "kind", "GPUs", "nodes", "alpha us", "busbw GB/s", "med>=1MiB", "max", "line")
+    for col in cols:
+        table.add_column(col, no_wrap=True, justify="right")
+    for i, f in enumerate(fits, start=1):
+        s = f.summary()
+        table.add_row(
+            str(i),
+            str(s["collective"]),
+            str(s["n_gpus"]),
+            str(s["n_nodes"]),
+            f"{s['alpha_us']:.1f}",
+            f"{s['busbw_gbps']:.1f}",
+            _pct(float(s["median_abs_error_ge_1mib"])),  # type: ignore[arg-type]
+            _pct(float(s["max_abs_error"])),  # type: ignore[arg-type]
+            _pct(float(s["line_max_abs_error"])),  # type: ignore[arg-type]
+        )
+    console.print(table)
+    console.print(
+        "med: median |model/measured - 1| over sizes >= 1 MiB; max: over every size; "
+        "line: max without the efficiency curve",
+        markup=False,
+        style="dim",
+    )
+    for i, f in enumerate(fits, start=1):
+        console.print(f"#{i} {f.table.label}", markup=False)
+    for t in tables:
+        inferred = [n for n in t.notes if "inferred" in n or "file name" in n or "ratio" in n]
+        if inferred:
+            console.print(f"{t.label}: " + "; ".join(inferred), markup=False, style="dim")
+    if compute is not None:
+        for dtype, fit in compute.gemm.items():
+            console.print(
+                f"GEMM {dtype}: overhead {fit.overhead_s * 1e6:.1f} us, "
+                f"{fit.rate_per_s / 1e12:.2f} TFLOP/s sustained, max error {_pct(fit.max_abs_error)}",
+                markup=False,
+            )
+        if compute.memory is not None:
+            m = compute.memory
+            console.print(
+                f"memory: overhead {m.overhead_s * 1e6:.1f} us, {m.rate_per_s / 1e9:.1f} GB/s "
+                f"sustained, max error {_pct(m.max_abs_error)}",
+                markup=False,
+            )
+    console.print(f"wrote {output}" + (f" and {html_path}" if fits else ""), markup=False)
+
+
+def check_tables(
+    profile: CalibrationProfile, tables: list[BenchmarkTable]
+) -> list[tuple[BenchmarkTable, str, object]]:
+    """Per table: (table, source text of the fit used, error frame or None)."""
+    out: list[tuple[BenchmarkTable, str, object]] = []
+    for t in tables:
+        m = t.sizes()
+        m = m[m["size_bytes"] > 0]
+        if m.empty:
+            out.append((t, "no size above 0 bytes", None))
+            continue
+        probe = profile.collective(t.collective, t.n_gpus, t.n_nodes, float(m["size_bytes"].iloc[0]))
+        if probe is None:
+            out.append((t, f"profile has no {t.collective} entry for this scope", None))
+            continue
+
+        def predict(sizes: np.ndarray, t: BenchmarkTable = t) -> np.ndarray:
+            vals = []
+            for s in sizes:
+                fit = profile.collective(t.collective, t.n_gpus, t.n_nodes, float(s))
+                vals.append(fit.time_s(float(s)) if fit is not None else np.nan)
+            return np.asarray(vals)
+
+        out.append((t, probe.source, error_frame(t, predict)))
+    return out
+
+
+def _check(profile_path: Path, logs: list[Path], collective: str | None, gpus: int | None,
+           nodes: int | None) -> None:  # fmt: skip
+    profile = load_profile(profile_path)
+    tables = read_benchmarks(logs, collective=collective, n_gpus=gpus, n_nodes=nodes)
+    for t, source, errors in check_tables(profile, tables):
+        console.print(f"\n{t.label}: {t.collective}, {t.n_gpus} GPUs / {t.n_nodes} node(s)", markup=False)
+        console.print(f"  using {source}", markup=False, style="dim")
+        if errors is None:
+            continue
+        table = Table(show_header=True)
+        for col in ("size (B)", "measured (us)", "predicted (us)", "error"):
+            table.add_column(col, justify="right")
+        for _, r in errors.iterrows():  # type: ignore[attr-defined]
+            table.add_row(
+                f"{int(r['size_bytes'])}",
+                f"{r['measured_time_s'] * 1e6:.1f}",
+                f"{r['model_time_s'] * 1e6:.1f}",
+                f"{100 * r['rel_error']:+.1f}%",
+            )
+        console.print(table)
+        e = errors  # type: ignore[assignment]
+        big = e[e["size_bytes"] >= 2**20]["rel_error"].abs()  # type: ignore[index]
+        console.print(
+            f"  median |error| >= 1 MiB: {_pct(float(big.median()) if len(big) else float('nan'))}, "
+            f"max |error|: {_pct(float(e['rel_error'].abs().max()))}",  # type: ignore[index]
+            markup=False,
+        )
+
+
+def register(app: typer.Typer) -> None:
+    """Add the `calibrate` command to `app`."""
+
+    @app.command("calibrate")
+    def calibrate(
+        files: Annotated[list[Path], typer.Argument(help="nccl-tests / rccl-tests logs; GEMM or memory-kernel CSV files.")],
+        output: Annotated[Path | None, typer.Option("--output", "-o", help="Profile YAML to write.")] = None,
+        collective: Annotated[str | None, typer.Option(help=f"Collective where a log does not say it: {', '.join(KINDS)}.")] = None,
+        gpus: Annotated[int | None, typer.Option(help="GPU (rank) count where a log does not say it.", min=1)] = None,
+        nodes: Annotated[int | None, typer.Option(help="Node count where a log does not say it.", min=1)] = None,
+        check: Annotated[Path | None, typer.Option(help="Compare this profile's predictions with FILES instead of fitting.")] = None,
+        html: Annotated[Path | None, typer.Option(help="HTML figure to write (default: beside the profile).")] = None,
+        name: Annotated[str | None, typer.Option(help="Profile name (default: the output file's stem).")] = None,
+        description: Annotated[str, typer.Option(help="Profile description.")] = "",
+    ) -> None:
+        """Fit a calibration profile from benchmark output (or --check one against it)."""
+        try:
+            if collective is not None:
+                from simulator.calibration.collective import normalize_kind
+
+                kind = normalize_kind(collective)
+                if kind is None:
+                    raise InputError(
+                        f"--collective: unknown collective {collective!r}; expected one of {', '.join(KINDS)}"
+                    )
+                collective = kind
+            csvs = [f for f in files if f.suffix.lower() == ".csv"]
+            logs = [f for f in files if f.suffix.lower() != ".csv"]
+            if check is not None:
+                if csvs:
+                    raise InputError("--check compares collective logs; CSV files cannot be checked", file=csvs[0])
+                _check(check, logs, collective, gpus, nodes)
+                return
+            if output is None:
+                raise InputError("missing -o/--output PROFILE.yaml (or use --check PROFILE)")
+            _fit_and_write(logs, csvs, output, html, collective, gpus, nodes, name, description)
+        except ClustersimError as err:
+            fail(err)

@@ -1,0 +1,167 @@
+"""Parsing nccl-tests / rccl-tests output: real samples, launcher noise, bad files."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from conftest import DATA, SAMPLES, sample_files, synthetic_log
+
+from simulator.calibration.collective import busbw_factor, normalize_kind
+from simulator.calibration.parser import parse_text, read_benchmark, strip_prefix
+from simulator.errors import InputError
+
+SAMPLE_IDS = [p.name for p in sample_files()] or ["<no samples>"]
+
+
+@pytest.mark.parametrize("name", SAMPLE_IDS)
+def test_every_sample_parses_and_busbw_matches_the_file(samples: Path, name: str) -> None:
+    """busbw = S / t * factor(n) (nccl-tests doc/PERFORMANCE.md) recomputed from the parsed
+    size, time, collective and rank count equals the file's own busbw at the largest size."""
+    tables = read_benchmark(samples / name)
+    assert tables
+    for t in tables:
+        rows = t.rows
+        assert {"size_bytes", "time_s", "algbw_bytes_per_s", "busbw_bytes_per_s", "in_place"} <= set(rows)
+        assert rows["in_place"].any() and (~rows["in_place"]).any()
+        big = rows[(rows["size_bytes"] == rows["size_bytes"].max()) & ~rows["in_place"]].iloc[0]
+        recomputed = big["size_bytes"] / big["time_s"] * busbw_factor(t.collective, t.n_gpus)
+        assert recomputed == pytest.approx(big["busbw_bytes_per_s"], rel=5e-3, abs=0.01e9)
+        assert len(t.sha256) == 64 and t.source == name
+
+
+@pytest.mark.parametrize("name", SAMPLE_IDS)
+def test_avg_busbw_equals_mean_of_rows_when_complete(samples: Path, name: str) -> None:
+    """nccl-tests' `# Avg bus bandwidth` is the mean busbw of every printed row and half
+    (common.cu); where no row was elided our rows reproduce it, so no row was lost."""
+    for t in read_benchmark(samples / name):
+        if t.avg_busbw_bytes_per_s is None or t.elided:
+            continue
+        mean = t.rows["busbw_bytes_per_s"].mean()
+        assert mean == pytest.approx(t.avg_busbw_bytes_per_s, rel=2e-3, abs=0.01e9)
+
+
+def test_metadata_of_samples(samples: Path) -> None:
+    t = read_benchmark(samples / "h100-16gpu-2node-allreduce-gcp-a3mega-tcpxo.txt")[0]
+    assert (t.collective, t.n_gpus, t.n_nodes, t.scope) == ("all_reduce", 16, 2, "inter")
+    assert t.gpu_name == "NVIDIA H100 80GB HBM3"
+    # gcm fixture: nGpus 1 in the header, but 8 ranks (processes) on one (templated) host
+    t = read_benchmark(samples / "a100-80gb-8gpu-1node-allreduce-gcm-fixture.txt")[0]
+    assert (t.n_gpus, t.n_nodes) == (8, 1)
+    # superbench: no root column; alltoall even has an empty redop column
+    t = read_benchmark(samples / "a100-40gb-8gpu-1node-alltoall-superbench-fixture.txt")[0]
+    assert t.collective == "all_to_all" and t.rows["root"].isna().all()
+    assert t.rows["wrong"].isna().all()  # N/A
+    # Open MPI prefixes and '...' elision
+    t = read_benchmark(samples / "h100-16gpu-2node-allreduce-aws-p5-efa-eks-excerpt.txt")[0]
+    assert t.elided and t.rows["size_bytes"].max() == 2**31
+
+
+def test_multi_table_files(samples: Path) -> None:
+    oci = read_benchmark(samples / "mi355x-pollara400-1-2-4node-allreduce-alltoall-oci-largesizes-excerpt.txt")
+    got = [(t.collective, t.n_gpus, t.n_nodes) for t in oci]
+    assert got == [
+        ("all_reduce", 8, 1), ("all_to_all", 8, 1), ("all_reduce", 16, 2),
+        ("all_to_all", 16, 2), ("all_reduce", 32, 4), ("all_to_all", 32, 4),
+    ]  # fmt: skip
+    assert all("Node" in (t.section or "") for t in oci)
+    mi325 = read_benchmark(samples / "mi325x-1-2-4-8node-allreduce-rccl-ring-largesizes-excerpt.txt")
+    assert [(t.n_gpus, t.n_nodes) for t in mi325] == [(8, 1), (16, 2), (32, 4), (64, 8)]
+    assert any("ratio" in n for n in mi325[0].notes)  # said to be inferred
+
+
+def test_inference_notes_and_explicit_arguments(samples: Path) -> None:
+    path = samples / "a100-8gpu-1node-sendrecv-partial.txt"
+    text = path.read_text()
+    t = parse_text(text, "capture.txt", collective="send_recv", n_gpus=8, n_nodes=1)[0]
+    assert (t.collective, t.n_gpus, t.n_nodes) == ("send_recv", 8, 1)
+    assert any("argument" in n for n in t.notes)
+    with pytest.raises(InputError, match="--collective") as exc:
+        parse_text(text, "capture.txt")
+    assert "capture.txt:5" in str(exc.value)
+    with pytest.raises(InputError, match="--nodes"):
+        parse_text(text, "capture.txt", collective="send_recv", n_gpus=8)
+    with pytest.raises(InputError, match="--gpus"):
+        parse_text(text, "capture.txt", collective="send_recv", n_nodes=1)
+
+
+def test_ranks_inferred_from_ratio_when_nothing_else_says() -> None:
+    log = synthetic_log("all_reduce", 16, 8, 50e-6, 400e9, [2**k for k in range(20, 31)])
+    table_only = "\n".join(ln for ln in log.splitlines() if "Rank" not in ln)
+    t = parse_text(table_only, "run.log", n_nodes=2)[0]
+    assert t.n_gpus == 16
+    assert any("ratio" in n and "last resort" in n for n in t.notes)
+
+
+def test_launcher_prefixes_and_timestamps_are_stripped() -> None:
+    assert strip_prefix("[1,0]<stdout>:#  size") == "#  size"
+    assert strip_prefix("0:            8             2") == "           8             2"
+    assert strip_prefix("2024-05-01T10:00:00.123Z [1,0]<stdout>:   8  2 float") == "   8  2 float"
+    sizes = [2**k for k in range(10, 20)]
+    plain = parse_text(synthetic_log("all_gather", 16, 8, 30e-6, 200e9, sizes), "a.log")[0]
+    for prefix in ("[1,0]<stdout>:", "0: ", "2025-01-02 03:04:05 "):
+        t = parse_text(synthetic_log("all_gather", 16, 8, 30e-6, 200e9, sizes, prefix=prefix), "a.log")[0]
+        assert (t.collective, t.n_gpus, t.n_nodes) == ("all_gather", 16, 2)
+        assert np.allclose(t.rows["time_s"], plain.rows["time_s"])
+
+
+def test_noise_inside_table_is_ignored() -> None:
+    sizes = [2**k for k in range(10, 16)]
+    lines = synthetic_log("all_reduce", 8, 8, 20e-6, 400e9, sizes).splitlines()
+    lines.insert(20, "host:3442:3442 [0] NCCL INFO Launch mode Parallel")
+    lines.insert(22, "[host:01234] mca_base_component_repository_open: unable to open mca_op_avx")
+    t = parse_text("\n".join(lines), "noisy.log")[0]
+    assert len(t.rows) == 2 * len(sizes)
+
+
+def test_truncated_row_names_file_and_line() -> None:
+    with pytest.raises(InputError) as exc:
+        read_benchmark(DATA / "truncated-allreduce.txt")
+    msg = str(exc.value)
+    assert "truncated-allreduce.txt:18:" in msg and "cut" in msg
+
+
+def test_truncated_file_mid_number_is_caught() -> None:
+    log = synthetic_log("all_reduce", 8, 8, 20e-6, 400e9, [2**k for k in range(10, 16)])
+    lines = log.splitlines()
+    last = next(i for i, ln in enumerate(lines) if ln.strip().startswith(str(2**15)))
+    cut = "\n".join(lines[:last] + [lines[last][:-20]])
+    with pytest.raises(InputError, match=rf"cut\.log:{last + 1}:"):
+        parse_text(cut, "cut.log")
+
+
+def test_foreign_files_are_rejected(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match=r"foreign\.csv:1: no nccl-tests result table"):
+        read_benchmark(DATA / "foreign.csv")
+    binary = tmp_path / "blob.bin"
+    binary.write_bytes(b"\xff\xfe\x00\x01")
+    with pytest.raises(InputError, match="blob.bin:1"):
+        read_benchmark(binary)
+    with pytest.raises(InputError, match="file not found"):
+        read_benchmark(tmp_path / "missing.txt")
+
+
+def test_kind_spellings() -> None:
+    assert normalize_kind("all_reduce_perf") == "all_reduce"
+    assert normalize_kind("AllToAll") == "all_to_all"
+    assert normalize_kind("all2all") == "all_to_all"
+    assert normalize_kind("sendrecv") == "send_recv"
+    assert normalize_kind("ReduceScatter") == "reduce_scatter"
+    assert normalize_kind("gemm") is None
+
+
+def test_busbw_factors_golden() -> None:
+    """Factors from nccl-tests doc/PERFORMANCE.md: all-reduce 2(n-1)/n; all-gather,
+    reduce-scatter, all-to-all (n-1)/n; broadcast, reduce, send/recv 1."""
+    assert busbw_factor("all_reduce", 8) == pytest.approx(1.75)
+    assert busbw_factor("all_reduce", 16) == pytest.approx(1.875)
+    assert busbw_factor("all_gather", 8) == pytest.approx(0.875)
+    assert busbw_factor("reduce_scatter", 16) == pytest.approx(0.9375)
+    assert busbw_factor("all_to_all", 32) == pytest.approx(31 / 32)
+    for k in ("broadcast", "reduce", "send_recv"):
+        assert busbw_factor(k, 8) == 1.0
+
+
+def test_samples_folder_location() -> None:
+    assert SAMPLES.name == "nccl-tests" and SAMPLES.parent.name == "calibration"
