@@ -184,7 +184,7 @@ class StepSimulator:
         if res is None:
             return
         latency_s, eff, source = res
-        eff = float(min(max(eff, 1e-3), 1.0))
+        eff = float(max(eff, 1e-3))
         total_lat = sum(ph.latency_s for ph in p.phases)
         for ph in p.phases:
             if latency_s is not None:

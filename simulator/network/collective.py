@@ -306,8 +306,12 @@ def plan_collective(
             raise SimulationError(f"{kind}: mirrored groups must have the same size ({len(gpus)} != {n_ranks})")
         if n_ranks == 1:
             phases: list[Phase] = []
-        elif kind == "send_recv":
+        elif kind == "send_recv" and n_ranks == 2:
             phases = [Phase(1, [PlannedFlow([(gpus[0], gpus[1])], size_bytes, "p2p")])]
+        elif kind == "send_recv":
+            # every rank sends to the next at once (as nccl-tests' sendrecv_perf does)
+            edges = _ring_edges(gpus)
+            phases = [Phase(1, [PlannedFlow([e], size_bytes, f"p2p{i}") for i, e in enumerate(edges)])]
         elif algorithm == "ring":
             phases = _ring(kind, topo, gpus, size_bytes)
         elif algorithm == "hierarchical":

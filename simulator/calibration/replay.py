@@ -1,0 +1,59 @@
+"""Replay a benchmark table through the simulator: the end-to-end check of a calibration.
+
+One collective of each measured size runs, one after another, on a topology matching the
+table (an NVSwitch server for one node, a rail-optimized Clos with one leaf group for
+several), with the profile applied through the engine's calibration hook. The result says
+how well the *simulator* (flows, fabric, calibration), not just the fitted curve,
+reproduces the measurement.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from simulator.calibration.apply import ProfileTuning
+from simulator.calibration.parser import BenchmarkTable
+from simulator.calibration.profile import CalibrationProfile
+from simulator.config.hardware import GPUSpec
+from simulator.engine.context import SimContext
+from simulator.engine.cost import ComputeCost
+from simulator.engine.step import StepSettings, StepSimulator
+from simulator.hardware.cluster import Cluster
+from simulator.network.generator import NVSwitchNodeSpec, RailClosSpec, build_nvswitch_node, build_rail_clos
+from simulator.workload.program import Op, StepProgram
+
+# compute never runs in a replay; the GPU spec only has to exist
+_GPU = GPUSpec(name="replay", peak_flops_per_s={"bf16": 1e15}, hbm_bandwidth_bytes_per_s=3e12, hbm_capacity_bytes=8e10)
+
+
+def replay_cluster(n_gpus: int, n_nodes: int) -> Cluster:
+    gpn = max(1, n_gpus // max(1, n_nodes))
+    if n_nodes <= 1:
+        return Cluster(build_nvswitch_node(NVSwitchNodeSpec(generator="nvswitch_node", gpus=gpn), _GPU), _GPU)
+    spec = RailClosSpec(generator="rail_clos", nodes=n_nodes, gpus_per_node=gpn, servers_per_leaf=n_nodes)
+    return Cluster(build_rail_clos(spec, _GPU), _GPU)
+
+
+def replay(table: BenchmarkTable, profile: CalibrationProfile, fidelity: str = "flow") -> pd.DataFrame:
+    """Simulated vs measured time per size (columns size_bytes, measured_s, simulated_s, rel_error)."""
+    measured = table.rows.groupby("size_bytes")["time_s"].min()
+    measured = measured[measured.index > 0]
+    cluster = replay_cluster(table.n_gpus, table.n_nodes)
+    n = table.n_gpus
+    ops: list[Op] = []
+    prev: tuple[str, ...] = ()
+    for i, size in enumerate(measured.index):
+        op = Op(f"c{i}", "collective", tuple(range(n)), "comm", prev, collective=table.collective,
+                group=tuple(range(n)), size_bytes=float(size))
+        ops.append(op)
+        prev = (op.id,)
+    sim = StepSimulator(SimContext(0), cluster, StepProgram("replay", cluster.gpus[:n], ops), ComputeCost(_GPU),
+                        StepSettings(fidelity=fidelity), ProfileTuning([(profile.name, profile)]))
+    sim.run(1)
+    dur = {r[1]: r[8] - r[7] for r in sim.op_rows}
+    simulated = np.array([dur[f"c{i}"] for i in range(len(measured))])
+    out = pd.DataFrame({"size_bytes": measured.index.to_numpy(dtype=float), "measured_s": measured.to_numpy(),
+                        "simulated_s": simulated})
+    out["rel_error"] = out["simulated_s"] / out["measured_s"] - 1
+    return out
