@@ -21,6 +21,8 @@ transfers (sum of link latencies along the route) plus the per-step overhead `al
   all-reduce of S/G per rail (G rings in parallel), intra-server ring all-gather.
 * tree (all-reduce: double binary tree, NCCL's; broadcast/reduce: one binary tree):
   pipelined; each tree edge carries S/2 up and S/2 down for all-reduce, 2·depth steps.
+  Across servers it is NCCL's shape: a chain inside each server and a double binary tree
+  between servers, one per channel (GPU of a server), so every NIC carries traffic.
 * halving_doubling (all-reduce, reduce-scatter, all-gather; Rabenseifner): log2 n rounds
   of pairwise exchange at halving distances (S/2, S/4, ...), then doubling; n must be a
   power of two.
@@ -237,6 +239,10 @@ def _tree_edges(order: list[str]) -> list[tuple[str, str]]:
 
 
 def _tree(kind: str, topo: Topo, gpus: list[str], size: float) -> list[Phase]:
+    servers = _by_server(topo, gpus)
+    g_local = len(servers[0])
+    if kind == "all_reduce" and len(servers) > 1 and all(len(s) == g_local for s in servers):
+        return _nccl_tree(topo, servers, size)
     n = len(gpus)
     depth = max(1, int(np.ceil(log2(n + 1))) - 1)
     if kind == "all_reduce":
@@ -249,6 +255,25 @@ def _tree(kind: str, topo: Topo, gpus: list[str], size: float) -> list[Phase]:
     up = _tree_edges(gpus)
     edges = up if kind == "reduce" else [(b, a) for a, b in up]
     return [Phase(depth, [PlannedFlow(edges, size, "tree")])]
+
+
+def _nccl_tree(topo: Topo, servers: list[list[str]], size: float) -> list[Phase]:
+    """NCCL's multi-node tree all-reduce: per channel, a chain through each server's GPUs and a
+    double binary tree between servers (entered at the channel's GPU, so every NIC is used);
+    each of the 2·G (tree, channel) pairs reduces up and broadcasts down S/(2·G), pipelined."""
+    g_local, n_srv = len(servers[0]), len(servers)
+    depth = max(1, int(np.ceil(log2(n_srv + 1))) - 1)
+    flows = []
+    for c in range(g_local):
+        chain_up: list[tuple[str, str]] = []
+        for s in servers:
+            order = [s[(c + j) % g_local] for j in range(g_local)]
+            chain_up += [(order[j + 1], order[j]) for j in range(g_local - 1)]
+        heads = [s[c] for s in servers]
+        for t, order in enumerate((heads, heads[::-1])):
+            up = chain_up + _tree_edges(order)
+            flows.append(PlannedFlow(up + [(b, a) for a, b in up], size / (2 * g_local), f"tree{t} ch{c}"))
+    return [Phase(2 * (depth + g_local - 1), flows)]
 
 
 def _halving_doubling(kind: str, gpus: list[str], size: float) -> list[Phase]:
