@@ -18,7 +18,7 @@ import pandas as pd
 import yaml
 
 import simulator
-from simulator.config.loader import read_document
+from simulator.config.loader import Document, read_document
 from simulator.config.scenario import Scenario, load_scenario
 from simulator.config.topology import Topology, load_topology
 from simulator.engine.context import SimContext
@@ -95,8 +95,12 @@ def build_cluster(scenario: Scenario, topology: Topology) -> Cluster:
 
 def prepare(path: str | Path) -> PreparedRun:
     """Load and validate a scenario and everything it references."""
-    scenario = load_scenario(path)
-    topology = load_topology(scenario.topology_path)
+    return prepare_scenario(load_scenario(path))
+
+
+def prepare_scenario(scenario: Scenario, topology_doc: Document | None = None) -> PreparedRun:
+    """Load what a validated scenario references (the topology from `topology_doc` if given)."""
+    topology = load_topology(scenario.topology_path, doc=topology_doc)
     cluster = build_cluster(scenario, topology)
     program = load_workload(scenario, topology, cluster)
     tuning, compute_cal, sources = load_calibration(scenario.calibration_paths)

@@ -7,6 +7,7 @@ the dotted field path and what was expected.
 
 from __future__ import annotations
 
+import copy
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -66,6 +67,12 @@ class Document:
                 return self.lines[loc]
             loc = loc[:-1]
         return self.lines.get((), None)
+
+    def with_data(self, data: Any) -> Document:
+        """The same document (same class, lines and error attribution) holding other data."""
+        sub = copy.copy(self)
+        sub.data = data
+        return sub
 
     def error(self, message: str, loc: Loc = ()) -> InputError:
         field = ".".join(str(p) for p in loc) or None
@@ -150,10 +157,7 @@ def _clean_loc(doc: Document, loc: Loc) -> Loc:
     out: list[str | int] = []
     data: Any = doc.data
     for part in loc:
-        if isinstance(data, dict) and part in data:
-            out.append(part)
-            data = data[part]
-        elif isinstance(data, list) and isinstance(part, int) and 0 <= part < len(data):
+        if isinstance(data, dict) and part in data or isinstance(data, list) and isinstance(part, int) and 0 <= part < len(data):
             out.append(part)
             data = data[part]
         elif isinstance(data, (dict, list)):

@@ -130,7 +130,7 @@ def load_topology(path: str | Path, doc: Document | None = None) -> Topology:
     if not isinstance(data, dict):
         raise doc.error("expected a mapping with name, gpu and a generator or graph")
     header_data = {k: v for k, v in data.items() if k in _HEADER_KEYS}
-    header = validate(TopologyHeader, Document(doc.path, header_data, doc.lines))
+    header = validate(TopologyHeader, doc.with_data(header_data))
     gpu = load_gpu(header.gpu, doc.path)
     params = {k: v for k, v in data.items() if k not in _HEADER_KEYS}
     if header.graph is not None:
@@ -145,7 +145,7 @@ def load_topology(path: str | Path, doc: Document | None = None) -> Topology:
         raise doc.error(
             f"missing 'generator' (one of {generator_names()}) or 'graph: {{file: ...}}'"
         )
-    spec = validate(_GENERATOR_ADAPTER, Document(doc.path, params, doc.lines))
+    spec = validate(_GENERATOR_ADAPTER, doc.with_data(params))
     if isinstance(spec, spine.SPINE_SPECS):
         g = spine.build_spine(spec, gpu)
     else:

@@ -138,6 +138,10 @@ class TraceSpec(Spec):
     placement: list[str] | None = Field(None, description="GPU node name of every rank (default: packed).")
     groups: dict[str, RankSet] = Field(default_factory=dict, description="Named rank groups.")
     ops: list[TraceOpSpec] = Field(min_length=1, description="Ops in program order.")
+    meta: dict[str, float | str] = Field(
+        default_factory=dict,
+        description="Facts about the step for the summary: tokens_per_step, model_flops_per_step, dtype.",
+    )
 
 
 def _expand(doc: Document, rs: RankSet, n: int, groups: dict[str, list[int]], loc: tuple) -> list[int]:
@@ -266,7 +270,7 @@ def program_from_trace(spec: TraceSpec, doc: Document, gpus: list[str]) -> StepP
     for op in ops:
         op.deps = tuple(dict.fromkeys(alias.get(d, d) for d in op.deps))
     # the merged transfer sits at the send's position in program order, for both ranks
-    program = StepProgram(spec.name, rank_gpus, ops)
+    program = StepProgram(spec.name, rank_gpus, ops, meta=dict(spec.meta))
     try:
         program.validate()
     except ValueError as exc:

@@ -1,0 +1,535 @@
+"""Compare files: one base scenario and named variants of it, run side by side.
+
+```yaml
+name: rail-only-vs-clos
+base: {file: tp8-dp32-rail-clos.yaml}          # a scenario, relative to this file
+variants:
+  - {name: rail-clos}                            # the base as is
+  - name: rail-only
+    topology: {file: ../topologies/h100-rail-only-32n.yaml}
+  - name: clos-2to1
+    topology: {params: {oversubscription: 2}}    # edit the base's topology file's keys
+  - name: tree
+    network: {algorithms: {all_reduce: tree}}    # partial override, deep-merged
+```
+
+A variant overrides parts of the base scenario: its mapping is deep-merged into the base
+scenario's YAML mapping (mappings merge key by key; lists and scalars replace), then the
+result is validated by `ScenarioSpec` exactly as a scenario file would be. File
+references a variant names resolve relative to the compare file; those of the base,
+relative to the base scenario. `topology.params` edits keys of the topology file itself
+(generator parameters such as `oversubscription`, `nodes`) without writing a new file.
+
+Errors name the compare file and the variant's line when the variant caused them, the
+base scenario's file and line otherwise (the base is validated alone first).
+
+Running: every variant is prepared (loaded, validated, cluster and program built) here,
+so bad input fails before anything runs; then each variant is simulated by one task of
+`simulator.executor.run_tasks` (serial, process pool or Dask). A task returns the run's
+frames (with a `variant` column) and summary, plus the network's cost estimate when the
+cost model is available. The comparison table has one row per variant in file order, so
+it is identical whichever executor ran the tasks.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+from pydantic import Field, field_validator
+
+from simulator.config.base import Spec
+from simulator.config.loader import Document, Loc, read_document, validate
+from simulator.config.scenario import Scenario, ScenarioSpec, load_scenario
+from simulator.config.topology import FileRef, resolve
+from simulator.errors import ClustersimError, InputError
+from simulator.executor import OnDone, run_tasks
+
+NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._+-]*$"
+SECONDS_PER_YEAR = 365.25 * 86400
+
+# ----------------------------------------------------------------------------- schema
+
+
+class TopologyOverride(Spec):
+    """Which topology a variant runs on: another file, edited keys of a file, or both."""
+
+    file: str | None = Field(
+        None,
+        description="Topology file relative to the compare file (default: the base scenario's).",
+    )
+    params: dict[str, Any] = Field(
+        default_factory=dict,
+        description="Keys of the topology file to replace (deep-merged), e.g. {oversubscription: 2}.",
+    )
+
+
+class VariantSpec(Spec):
+    """One variant: a name and the parts of the base scenario it changes."""
+
+    name: str = Field(
+        pattern=NAME_PATTERN,
+        description="Variant name (letters, digits, . _ + -); its results folder.",
+    )
+    description: str = Field("", description="What this variant changes and why.")
+    seed: int | None = Field(
+        None, ge=0, description="Seed of this variant (default: the base scenario's)."
+    )
+    topology: TopologyOverride | None = Field(
+        None, description="Topology file and/or edited topology keys."
+    )
+    workload: FileRef | None = Field(
+        None, description="Workload file, relative to the compare file."
+    )
+    calibration: list[FileRef] | None = Field(
+        None,
+        description="Calibration profiles (replace the base's list; [] for none), relative to the compare file.",
+    )
+    network: dict[str, Any] | None = Field(
+        None,
+        description="Partial override of the scenario's `network` (e.g. {algorithms: {all_reduce: tree}}).",
+    )
+    compute: dict[str, Any] | None = Field(
+        None, description="Partial override of the scenario's `compute`."
+    )
+    state: dict[str, Any] | None = Field(
+        None,
+        description="Partial override of the scenario's `state` (down/degraded links, stragglers).",
+    )
+    run: dict[str, Any] | None = Field(
+        None, description="Partial override of the scenario's `run` (e.g. {steps: 2})."
+    )
+
+    @field_validator("calibration", mode="before")
+    @classmethod
+    def _one_or_many(cls, v: Any) -> Any:
+        return [v] if isinstance(v, dict) else v
+
+
+class CostSettings(Spec):
+    """How the network cost columns are computed (when the cost model is available)."""
+
+    prices: FileRef | None = Field(
+        None,
+        description="Price table relative to the compare file (default: topologies/prices.yaml).",
+    )
+    amortization_years: float = Field(
+        4.0, gt=0, description="Years over which network capex is spread for the cost per token."
+    )
+
+
+class CompareSpec(Spec):
+    """A compare file: a base scenario and the variants to run side by side."""
+
+    name: str = Field(
+        pattern=NAME_PATTERN, description="Comparison name; default results folder results/<name>."
+    )
+    description: str = Field("", description="What this comparison shows.")
+    base: FileRef = Field(description="The base scenario file, relative to the compare file.")
+    variants: list[VariantSpec] = Field(
+        min_length=1, description="Variants in display order (the first is the reference)."
+    )
+    cost: CostSettings = Field(
+        default_factory=CostSettings, description="Network cost estimate settings."
+    )
+
+
+# ----------------------------------------------------------------------------- merging
+
+
+def deep_merge(base: Any, over: Any) -> Any:
+    """Mappings merge key by key (recursively); anything else in `over` replaces `base`."""
+    if isinstance(base, dict) and isinstance(over, dict):
+        out = dict(base)
+        for k, v in over.items():
+            out[k] = deep_merge(base[k], v) if k in base else copy.deepcopy(v)
+        return out
+    return copy.deepcopy(over)
+
+
+def _leaf_locs(data: Any, prefix: Loc = ()) -> set[Loc]:
+    """Every key path a mapping spells out (mappings recurse; lists and scalars are leaves)."""
+    out: set[Loc] = {prefix} if prefix else set()
+    if isinstance(data, dict):
+        for k, v in data.items():
+            out |= _leaf_locs(v, (*prefix, k))
+    return out
+
+
+class MergedDocument(Document):
+    """A merged mapping whose errors point at whichever file supplied the offending key.
+
+    Args:
+        data: the merged mapping.
+        base: the document the merge started from (errors default to it).
+        over: the document holding the overrides (the compare file).
+        over_prefix: where the overrides sit in `over` (e.g. ("variants", 2)).
+        overridden: key paths (in `data`'s terms) the overrides supplied.
+    """
+
+    def __init__(
+        self, data: Any, base: Document, over: Document, over_prefix: Loc, overridden: set[Loc]
+    ) -> None:
+        super().__init__(base.path, data, base.lines)
+        self.base, self.over, self.over_prefix, self.overridden = (
+            base,
+            over,
+            over_prefix,
+            overridden,
+        )
+
+    def error(self, message: str, loc: Loc = ()) -> InputError:
+        loc = tuple(loc)
+        from_over = any(loc[:k] in self.overridden for k in range(len(loc), 0, -1)) or any(
+            o[: len(loc)] == loc for o in self.overridden
+        )
+        if from_over:
+            return self.over.error(message, (*self.over_prefix, *loc))
+        return self.base.error(message, loc)
+
+
+def _rebase(ref: str, from_file: Path, to_file: Path) -> str:
+    """A file reference written relative to `from_file`, rewritten relative to `to_file`."""
+    target = resolve(from_file, ref)
+    if target.is_absolute() and not Path(ref).expanduser().is_absolute():
+        return str(target)
+    try:
+        return os.path.relpath(target, to_file.parent)
+    except ValueError:  # pragma: no cover - other drive on Windows
+        return str(target.resolve())
+
+
+# ----------------------------------------------------------------------------- loading
+
+
+@dataclass
+class Variant:
+    """A variant, merged and validated; `prepared` is ready to execute."""
+
+    name: str
+    index: int
+    description: str
+    scenario_data: dict[str, Any]
+    topology_params: dict[str, Any]
+    prepared: Any  # runner.PreparedRun
+
+
+@dataclass
+class Comparison:
+    """A loaded compare file: its spec, base scenario and prepared variants."""
+
+    spec: CompareSpec
+    path: Path
+    doc: Document
+    base: Scenario
+    variants: list[Variant] = field(default_factory=list)
+    prices: Any = None  # network.cost.PriceSpec, when the cost model is available
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+
+def _cost_module() -> Any:
+    """The topology cost model, if this installation has it (optional hook)."""
+    try:
+        from simulator.network import cost
+    except ImportError:
+        return None
+    if not hasattr(cost, "estimate_cost") or not hasattr(cost, "load_prices"):
+        return None
+    return cost
+
+
+def variant_overrides(v: VariantSpec, compare_path: Path, base_path: Path) -> dict[str, Any]:
+    """The scenario mapping a variant merges into the base (file references rebased)."""
+    over: dict[str, Any] = {}
+    if v.seed is not None:
+        over["seed"] = v.seed
+    if v.topology is not None and v.topology.file is not None:
+        over["topology"] = {"file": _rebase(v.topology.file, compare_path, base_path)}
+    if v.workload is not None:
+        over["workload"] = {"file": _rebase(v.workload.file, compare_path, base_path)}
+    if v.calibration is not None:
+        over["calibration"] = [
+            {"file": _rebase(c.file, compare_path, base_path)} for c in v.calibration
+        ]
+    for key in ("network", "compute", "state", "run"):
+        part = getattr(v, key)
+        if part is not None:
+            over[key] = part
+    return over
+
+
+def _prepare_variant(cmp: Comparison, i: int, v: VariantSpec) -> Variant:
+    from simulator import runner
+
+    base = cmp.base
+    over = variant_overrides(v, cmp.path, base.path)
+    data = deep_merge(base.doc.data, over)
+    overridden = _leaf_locs(over)
+    # the variant spells scenario keys at the same paths, under variants.<i>
+    vdoc = _VariantView(cmp.doc, i)
+    mdoc = MergedDocument(data, base.doc, vdoc, (), overridden)
+    spec = validate(ScenarioSpec, mdoc)
+    scenario = Scenario(spec, base.path, mdoc)
+    for loc, p in (("topology", scenario.topology_path), ("workload", scenario.workload_path)):
+        if not p.is_file():
+            raise mdoc.error(f"file {str(p)!r} not found", (loc, "file"))
+    for j, p in enumerate(scenario.calibration_paths):
+        if not p.is_file():
+            raise mdoc.error(f"file {str(p)!r} not found", ("calibration", j, "file"))
+
+    params = dict(v.topology.params) if v.topology is not None else {}
+    tdoc = read_document(scenario.topology_path)
+    if params:
+        if not isinstance(tdoc.data, dict):
+            raise tdoc.error("expected a mapping")
+        tdata = deep_merge(tdoc.data, params)
+        if "name" in tdata and "name" not in params:
+            tdata["name"] = (
+                f"{tdata['name']} [" + ", ".join(f"{k}={params[k]}" for k in params) + "]"
+            )
+        tdoc = MergedDocument(
+            tdata, tdoc, cmp.doc, ("variants", i, "topology", "params"), _leaf_locs(params)
+        )
+    prep = runner.prepare_scenario(scenario, topology_doc=tdoc)
+    return Variant(v.name, i, v.description, data, params, prep)
+
+
+class _VariantView(Document):
+    """The compare file seen from one variant: scenario key paths map to the variant's keys."""
+
+    def __init__(self, doc: Document, index: int) -> None:
+        super().__init__(doc.path, doc.data, doc.lines)
+        self.doc, self.index = doc, index
+
+    def error(self, message: str, loc: Loc = ()) -> InputError:
+        return self.doc.error(message, ("variants", self.index, *tuple(loc)))
+
+
+def load_comparison(path: str | Path) -> Comparison:
+    """Parse, validate and prepare a compare file and every variant (nothing runs)."""
+    path = Path(path)
+    doc = read_document(path)
+    spec: CompareSpec = validate(CompareSpec, doc)
+    seen: dict[str, int] = {}
+    for i, v in enumerate(spec.variants):
+        if v.name in seen:
+            raise doc.error(
+                f"variant name {v.name!r} is used twice (first at variant {seen[v.name]})",
+                ("variants", i, "name"),
+            )
+        seen[v.name] = i
+    base_path = resolve(path, spec.base.file)
+    if not base_path.is_file():
+        raise doc.error(
+            f"file {str(base_path)!r} not found (resolved relative to the compare file)",
+            ("base", "file"),
+        )
+    base = load_scenario(base_path)
+    cmp = Comparison(spec, path, doc, base)
+    cost = _cost_module()
+    if cost is not None:
+        if spec.cost.prices is not None:
+            prices_path = resolve(path, spec.cost.prices.file)
+            if not prices_path.is_file():
+                raise doc.error(f"file {str(prices_path)!r} not found", ("cost", "prices", "file"))
+            cmp.prices = cost.load_prices(prices_path)
+        elif Path(cost.DEFAULT_PRICES).is_file():
+            cmp.prices = cost.load_prices()
+    for i, v in enumerate(spec.variants):
+        cmp.variants.append(_prepare_variant(cmp, i, v))
+    return cmp
+
+
+# ----------------------------------------------------------------------------- running
+
+
+@dataclass
+class VariantTask:
+    """What a worker needs to simulate one variant (picklable; no open files)."""
+
+    compare: str
+    variant: str
+    prepared: Any
+    prices: Any = None
+    steps: int | None = None
+
+
+@dataclass
+class VariantOutcome:
+    """A worker's answer: the run result, or the user error it hit."""
+
+    variant: str
+    result: Any = None  # runner.RunResult
+    error: tuple[str, int, list[str]] | None = None  # (type, exit code, lines)
+
+
+def network_cost(graph: Any, prices: Any, gpus: int | None) -> dict[str, float]:
+    """Capex and power of a topology's network, `{}` when the cost model is unavailable."""
+    cost = _cost_module()
+    if cost is None or prices is None:
+        return {}
+    items = cost.estimate_cost(graph, prices)
+    totals = (
+        cost.cost_summary(items, gpus)
+        if hasattr(cost, "cost_summary")
+        else {
+            "capex_usd": float(items["capex_usd"].sum()),
+            "power_w": float(items["power_w"].sum()),
+        }
+    )
+    out = {
+        "network_capex_usd": float(totals["capex_usd"]),
+        "network_power_w": float(totals["power_w"]),
+    }
+    if gpus:
+        out["network_capex_per_gpu_usd"] = out["network_capex_usd"] / gpus
+    return out
+
+
+def simulate_variant(task: VariantTask) -> VariantOutcome:
+    """Run one variant (executed in a worker). Deterministic given the task."""
+    from simulator import runner
+
+    try:
+        prep = task.prepared
+        if task.steps is not None:
+            sc = prep.scenario.spec
+            prep.scenario.spec = sc.model_copy(
+                update={"run": sc.run.model_copy(update={"steps": task.steps})}
+            )
+        result = runner.execute(prep)
+    except ClustersimError as err:
+        lines = err.lines() if hasattr(err, "lines") else [str(err)]
+        return VariantOutcome(task.variant, error=(type(err).__name__, err.exit_code, lines))
+    frames = {}
+    for name, df in result.frames.items():
+        df = df.copy()
+        df.insert(0, "variant", task.variant)
+        frames[name] = df
+    result.frames = frames
+    result.summary = {"variant": task.variant, "compare": task.compare, **result.summary}
+    result.summary.update(
+        network_cost(prep.topology.graph, task.prices, result.summary.get("gpus_in_topology"))
+    )
+    result.resolved["variant"] = task.variant
+    result.resolved["compare"] = task.compare
+    return VariantOutcome(task.variant, result=result)
+
+
+class VariantFailed(ClustersimError):
+    """A variant could not be simulated; carries the worker's error lines."""
+
+    def __init__(self, variant: str, kind: str, exit_code: int, lines: list[str]) -> None:
+        self.exit_code = exit_code
+        self._lines = [f"variant {variant}: {line}" for line in lines]
+        super().__init__(self._lines[0])
+
+    def lines(self) -> list[str]:
+        return self._lines
+
+
+def run_comparison(
+    cmp: Comparison,
+    executor: Any = "pool",
+    *,
+    max_workers: int | None = None,
+    on_done: OnDone | None = None,
+    steps: int | None = None,
+) -> list[Any]:
+    """Simulate every variant; RunResults in the compare file's order."""
+    tasks = [VariantTask(cmp.name, v.name, v.prepared, cmp.prices, steps) for v in cmp.variants]
+    outcomes = run_tasks(
+        simulate_variant, tasks, executor, max_workers=max_workers, on_done=on_done
+    )
+    for o in outcomes:
+        if o.error is not None:
+            kind, code, lines = o.error
+            raise VariantFailed(o.variant, kind, code, lines)
+    return [o.result for o in outcomes]
+
+
+# ----------------------------------------------------------------------------- tables
+
+TABLE_FIRST = [
+    "variant",
+    "topology",
+    "gpus_in_job",
+    "steps",
+    "step_time_s",
+    "relative_step_time",
+    "compute_s",
+    "comm_s",
+    "exposed_comm_s",
+    "idle_s",
+]
+TABLE_OPTIONAL = [
+    "mfu",
+    "tflops_per_gpu",
+    "tokens_per_s",
+    "network_capex_usd",
+    "network_power_w",
+    "network_capex_per_gpu_usd",
+    "network_usd_per_mtoken",
+]
+
+
+def comparison_table(results: list[Any], amortization_years: float = 4.0) -> pd.DataFrame:
+    """One row per variant (input order): step time, breakdown, MFU, cost where known.
+
+    Columns (SI): variant, topology, gpus_in_job, steps, step_time_s, relative_step_time
+    (step time over the first variant's), compute_s, comm_s, exposed_comm_s, idle_s,
+    exposed_<tag>_s for every tag any variant has (0 where absent), then when any
+    variant has them: mfu, tflops_per_gpu, tokens_per_s, network_capex_usd,
+    network_power_w, network_capex_per_gpu_usd, network_usd_per_mtoken (network capex
+    spread over `amortization_years` of training at this variant's tokens/s, per 10^6
+    tokens), busiest_link and busiest_link_utilization (mean over the run).
+    Wall time is left out so the table is identical whichever executor ran.
+    """
+    rows = []
+    for r in results:
+        s = r.summary
+        row: dict[str, Any] = {k: s.get(k) for k in TABLE_FIRST if k != "relative_step_time"}
+        row["variant"] = s.get("variant", r.name)
+        for tag, v in sorted(s.get("exposed_comm_by_tag_s", {}).items()):
+            row[f"exposed_{tag}_s"] = v
+        for k in TABLE_OPTIONAL:
+            if k in s:
+                row[k] = s[k]
+        if "network_capex_usd" in s and s.get("tokens_per_s"):
+            row["network_usd_per_mtoken"] = (
+                s["network_capex_usd"]
+                / (amortization_years * SECONDS_PER_YEAR * s["tokens_per_s"])
+                * 1e6
+            )
+        links = s.get("busiest_links") or []
+        row["busiest_link"] = links[0]["link"] if links else ""
+        row["busiest_link_utilization"] = float(links[0]["mean_utilization"]) if links else 0.0
+        rows.append(row)
+    df = pd.DataFrame.from_records(rows)
+    if df.empty:
+        return df
+    first = df["step_time_s"].iloc[0]
+    df["relative_step_time"] = (
+        df["step_time_s"] / first if first and not math.isnan(first) else float("nan")
+    )
+    tags = sorted(c for c in df.columns if c.startswith("exposed_") and c != "exposed_comm_s")
+    df[tags] = df[tags].fillna(0.0)
+    optional = [c for c in TABLE_OPTIONAL if c in df.columns]
+    cols = [*TABLE_FIRST, *tags, *optional, "busiest_link", "busiest_link_utilization"]
+    return df[cols].reset_index(drop=True)
+
+
+def concat_frames(results: list[Any], name: str) -> pd.DataFrame:
+    """One frame kind of every variant, stacked in variant order (each has a `variant` column)."""
+    parts = [r.frames[name] for r in results if name in r.frames]
+    if not parts:
+        return pd.DataFrame()
+    return pd.concat(parts, ignore_index=True)

@@ -1,0 +1,209 @@
+"""Where independent simulations run: in this process, a local process pool, or Dask.
+
+`run_tasks(fn, tasks, executor)` applies a picklable, module-level `fn` to every task and
+returns the results in task order, whichever executor ran them. Nothing here changes a
+result: every task carries its own inputs and seed, and the simulator is deterministic
+given them, so `serial`, `pool` and Dask give identical lists (only wall time differs).
+
+Executors:
+    * ``"serial"``: one after another in this process (debugging, single tasks).
+    * ``"pool"`` (default): a local `concurrent.futures.ProcessPoolExecutor` with at most
+      ``os.cpu_count()`` workers (and no more than there are tasks).
+    * ``"local-dask"``: a throw-away `distributed.LocalCluster` bound to 127.0.0.1
+      (worker processes by default; ``processes=False`` gives threads in this process).
+    * any other string: the address of a running Dask scheduler
+      (``tcp://10.0.0.5:8786``), used through `distributed.Client(address)`.
+    * a `distributed.Client` object: used as is (not closed).
+
+Dask workers must be able to import this package (same version) and unpickle the tasks;
+tasks should therefore carry data, not open files. No home-made distribution layer: the
+pool and Dask do the scheduling; this module only keeps order and reports progress.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from contextlib import contextmanager
+from typing import Any, TypeVar
+
+from simulator.errors import ClustersimError
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+#: Called in the calling process each time a task finishes: (task index, result).
+OnDone = Callable[[int, Any], None]
+
+LOCAL_DASK = "local-dask"
+
+
+class ExecutorError(ClustersimError):
+    """The executor itself failed (Dask missing, scheduler unreachable)."""
+
+    exit_code = 1
+
+
+def default_workers(n_tasks: int, max_workers: int | None = None) -> int:
+    """Workers of a local pool: at most os.cpu_count(), at most the number of tasks."""
+    cap = max_workers or os.cpu_count() or 1
+    return max(1, min(cap, n_tasks))
+
+
+def describe(executor: Any) -> str:
+    """A short human label of an executor choice, for progress lines."""
+    if executor in (None, "pool"):
+        return f"a local process pool ({os.cpu_count() or 1} CPUs)"
+    if executor == "serial":
+        return "this process (serial)"
+    if executor == LOCAL_DASK:
+        return "a local Dask cluster on 127.0.0.1"
+    if isinstance(executor, str):
+        return f"Dask at {executor}"
+    return "a Dask client"
+
+
+def run_tasks(
+    fn: Callable[[T], R],
+    tasks: Sequence[T],
+    executor: Any = "pool",
+    *,
+    max_workers: int | None = None,
+    on_done: OnDone | None = None,
+    processes: bool = True,
+) -> list[R]:
+    """Apply `fn` to every task; results in task order.
+
+    Args:
+        fn: a module-level (picklable) function of one task.
+        tasks: picklable task objects.
+        executor: "serial", "pool", "local-dask", a Dask scheduler address, or a
+            `distributed.Client`.
+        max_workers: cap on local workers (pool and local-dask); default os.cpu_count().
+        on_done: called in this process as each task finishes (completion order).
+        processes: for "local-dask", worker processes (True) or threads (False).
+
+    Raises:
+        ExecutorError: Dask is not installed or the scheduler cannot be reached.
+        Whatever `fn` raises, re-raised here for the first failing task in task order.
+    """
+    tasks = list(tasks)
+    if not tasks:
+        return []
+    if executor == "serial" or (
+        executor in (None, "pool") and default_workers(len(tasks), max_workers) == 1
+    ):
+        return _serial(fn, tasks, on_done)
+    if executor in (None, "pool"):
+        return _pool(fn, tasks, default_workers(len(tasks), max_workers), on_done)
+    with dask_client(executor, max_workers=max_workers, processes=processes) as client:
+        return _dask(client, fn, tasks, on_done)
+
+
+def _serial(fn: Callable[[T], R], tasks: list[T], on_done: OnDone | None) -> list[R]:
+    out: list[R] = []
+    for i, t in enumerate(tasks):
+        r = fn(t)
+        out.append(r)
+        if on_done:
+            on_done(i, r)
+    return out
+
+
+def _pool(fn: Callable[[T], R], tasks: list[T], workers: int, on_done: OnDone | None) -> list[R]:
+    results: list[Any] = [None] * len(tasks)
+    with ProcessPoolExecutor(max_workers=workers) as pool:
+        futures = {pool.submit(fn, t): i for i, t in enumerate(tasks)}
+        errors: dict[int, BaseException] = {}
+        for fut in as_completed(futures):
+            i = futures[fut]
+            exc = fut.exception()
+            if exc is not None:
+                errors[i] = exc
+                continue
+            results[i] = fut.result()
+            if on_done:
+                on_done(i, results[i])
+        if errors:
+            raise errors[min(errors)]
+    return results
+
+
+@contextmanager
+def dask_client(
+    executor: Any, max_workers: int | None = None, processes: bool = True
+) -> Iterator[Any]:
+    """A `distributed.Client` for an executor choice; closed on exit unless passed in."""
+    try:
+        from distributed import Client, LocalCluster
+    except ImportError:  # pragma: no cover - depends on the environment
+        raise ExecutorError(
+            "Dask is not installed; install clustersim[dask] (dask[distributed]) or use the local pool"
+        ) from None
+    if not isinstance(executor, str):
+        yield executor
+        return
+    if executor == LOCAL_DASK:
+        workers = default_workers(os.cpu_count() or 1, max_workers)
+        with (
+            LocalCluster(
+                n_workers=workers,
+                threads_per_worker=1,
+                processes=processes,
+                protocol="tcp",  # threads default to the in-process transport, which ignores host
+                host="127.0.0.1",
+                dashboard_address=None,
+            ) as cluster,
+            Client(cluster) as client,
+        ):
+            yield client
+        return
+    try:
+        client = Client(executor, timeout="10s")
+    except (OSError, TimeoutError, ValueError) as exc:
+        raise ExecutorError(f"cannot reach the Dask scheduler at {executor!r}: {exc}") from None
+    try:
+        yield client
+    finally:
+        client.close()
+
+
+def _dask(client: Any, fn: Callable[[T], R], tasks: list[T], on_done: OnDone | None) -> list[R]:
+    from distributed import as_completed as dask_completed
+
+    futures = client.map(fn, tasks, pure=False)
+    index = {f.key: i for i, f in enumerate(futures)}
+    results: list[Any] = [None] * len(tasks)
+    errors: dict[int, BaseException] = {}
+    for fut in dask_completed(futures):
+        i = index[fut.key]
+        if fut.status == "error":
+            errors[i] = fut.exception()
+            continue
+        results[i] = fut.result()
+        if on_done:
+            on_done(i, results[i])
+    if errors:
+        raise errors[min(errors)]
+    return results
+
+
+@contextmanager
+def progress_bar(description: str, total: int, console: Any = None) -> Iterator[OnDone]:
+    """A transient rich progress bar; yields an `on_done` callback that advances it."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    with Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=console,
+        transient=True,
+    ) as progress:
+        task = progress.add_task(description, total=total)
+        yield lambda _i, _r: progress.advance(task)

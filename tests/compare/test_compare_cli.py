@@ -1,0 +1,143 @@
+"""`clustersim compare` through typer's CliRunner: executors agree, files, bad input."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+from typer.testing import CliRunner
+
+from simulator.cli import app
+
+
+def _run(args: list[str]):
+    return CliRunner().invoke(app, ["compare", *args])
+
+
+def test_pool_serial_and_dask_give_identical_tables(small_compare: Path, tmp_path: Path) -> None:
+    """Determinism across executors: same table bytes and same frames (only wall time differs)."""
+    from distributed import LocalCluster
+
+    outs = {}
+    for label, extra in (("pool", []), ("serial", ["--serial"])):
+        out = tmp_path / label
+        res = _run([str(small_compare), "-o", str(out), "--no-dashboards", *extra])
+        assert res.exit_code == 0, res.output
+        outs[label] = out
+    with LocalCluster(
+        n_workers=2,
+        threads_per_worker=1,
+        processes=False,
+        protocol="tcp",
+        host="127.0.0.1",
+        dashboard_address=None,
+    ) as cluster:
+        out = tmp_path / "dask"
+        res = _run(
+            [
+                str(small_compare),
+                "-o",
+                str(out),
+                "--no-dashboards",
+                "--dask",
+                cluster.scheduler_address,
+            ]
+        )
+        assert res.exit_code == 0, res.output
+        outs["dask"] = out
+    ref = (outs["pool"] / "comparison.csv").read_bytes()
+    for label, out in outs.items():
+        assert (out / "comparison.csv").read_bytes() == ref, label
+        for variant in ("ring", "tree", "hier-1step"):
+            for frame in ("steps", "ops", "flows"):
+                a = pd.read_parquet(outs["pool"] / variant / f"{frame}.parquet")
+                b = pd.read_parquet(out / variant / f"{frame}.parquet")
+                pd.testing.assert_frame_equal(a, b)
+    table = pd.read_csv(outs["pool"] / "comparison.csv")
+    assert list(table["variant"]) == ["ring", "tree", "hier-1step"]
+
+
+def test_compare_writes_folder_and_prints_table(small_compare: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    res = _run([str(small_compare), "-o", str(out), "--serial"])
+    assert res.exit_code == 0, res.output
+    assert "small" in res.output and "ring" in res.output and "step" in res.output
+    for name in (
+        "comparison.csv",
+        "comparison.parquet",
+        "comparison.html",
+        "compare.resolved.yaml",
+    ):
+        assert (out / name).is_file(), name
+    for variant in ("ring", "tree", "hier-1step"):
+        assert (out / variant / "summary.json").is_file()
+        assert (out / variant / "dashboard.html").is_file()
+        steps = pd.read_parquet(out / variant / "steps.parquet")
+        assert set(steps["variant"]) == {variant}
+    html = (out / "comparison.html").read_text()
+    assert "Step time per variant" in html and "Busiest" in html and "breakdown" in html
+    assert '<script src="https://cdn' not in html
+
+
+def _one_error_line(res) -> str:
+    lines = [ln for ln in res.output.splitlines() if ln.strip()]
+    assert res.exit_code == 2, res.output
+    assert len(lines) == 1 and lines[0].startswith("error: "), res.output
+    assert "Traceback" not in res.output
+    return lines[0]
+
+
+def test_unknown_key_in_a_variant_exits_2_with_file_line_field(
+    small_compare: Path, tmp_path: Path
+) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(
+        small_compare.read_text().replace("  - name: tree\n", "  - name: tree\n    netwrk: {}\n")
+    )
+    line = _one_error_line(_run([str(bad), "-o", str(tmp_path / "o")]))
+    assert f"{bad}:7: variants.1.netwrk: unknown key" in line
+    assert not (tmp_path / "o").exists()
+
+
+def test_bad_override_points_at_the_compare_file_line(small_compare: Path, tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(small_compare.read_text().replace("all_reduce: tree", "all_reduce: teleport"))
+    line = _one_error_line(_run([str(bad), "-o", str(tmp_path / "o")]))
+    assert line.startswith(f"error: {bad}:7: variants.1.network.algorithms")
+    assert "teleport" in line
+
+
+def test_bad_override_value_deep_in_scenario_schema(small_compare: Path, tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(small_compare.read_text().replace("run: {steps: 1}", "run: {steps: 0}"))
+    line = _one_error_line(_run([str(bad)]))
+    assert f"{bad}:10: variants.2.run.steps:" in line
+
+
+def test_missing_variant_file_and_bad_topology_param(small_compare: Path, tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(
+        small_compare.read_text() + "  - name: other\n    workload: {file: nowhere.yaml}\n"
+    )
+    line = _one_error_line(_run([str(bad)]))
+    assert f"{bad}:12: variants.3.workload.file: file" in line and "nowhere.yaml" in line
+    bad.write_text(
+        small_compare.read_text()
+        + "  - name: other\n    topology: {params: {oversubscription: 0.5}}\n"
+    )
+    line = _one_error_line(_run([str(bad)]))
+    assert f"{bad}:12: variants.3.topology.params.oversubscription:" in line
+
+
+def test_duplicate_variant_names_and_missing_base(small_compare: Path, tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(small_compare.read_text().replace("name: tree", "name: ring"))
+    assert "variants.1.name: variant name 'ring' is used twice" in _one_error_line(_run([str(bad)]))
+    bad.write_text("name: x\nbase: {file: none.yaml}\nvariants: [{name: a}]\n")
+    assert f"{bad}:2: base.file: file" in _one_error_line(_run([str(bad)]))
+
+
+def test_serial_and_dask_together_is_an_error(small_compare: Path) -> None:
+    assert "either --serial or --dask" in _one_error_line(
+        _run([str(small_compare), "--serial", "--dask", "local"])
+    )

@@ -1,0 +1,98 @@
+"""Compare files of the catalog, variant overrides, and what the comparisons show."""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+
+import pytest
+
+from simulator import compare as C
+from simulator.compare import deep_merge
+
+from .conftest import ROOT
+
+COMPARES = sorted((ROOT / "scenarios").glob("compare-*.yaml"))
+
+
+def test_deep_merge_merges_mappings_and_replaces_the_rest() -> None:
+    base = {
+        "network": {"fidelity": "flow", "algorithms": {"all_reduce": "ring", "all_gather": "ring"}},
+        "calibration": [{"file": "a"}],
+        "seed": 1,
+    }
+    over = {"network": {"algorithms": {"all_reduce": "tree"}}, "calibration": [], "seed": 2}
+    merged = deep_merge(base, over)
+    assert merged == {
+        "network": {"fidelity": "flow", "algorithms": {"all_reduce": "tree", "all_gather": "ring"}},
+        "calibration": [],
+        "seed": 2,
+    }
+    assert base["network"]["algorithms"]["all_reduce"] == "ring"  # inputs untouched
+
+
+@pytest.mark.parametrize("path", COMPARES, ids=lambda p: p.name)
+def test_catalog_compare_files_load_and_prepare(path: Path) -> None:
+    cmp = C.load_comparison(path)
+    assert len(cmp.variants) >= 2
+    assert len({v.name for v in cmp.variants}) == len(cmp.variants)
+
+
+def test_variant_overrides_apply(small_compare: Path) -> None:
+    cmp = C.load_comparison(small_compare)
+    ring, tree, hier = cmp.variants
+    assert ring.prepared.scenario.spec.network.algorithms == {"all_reduce": "ring"}
+    assert tree.prepared.scenario.spec.network.algorithms == {"all_reduce": "tree"}
+    assert hier.prepared.scenario.spec.run.steps == 1 and ring.prepared.scenario.spec.run.steps == 3
+    results = C.run_comparison(cmp, "serial")
+    algos = [set(r.frames["ops"].query("kind == 'collective'")["algorithm"]) for r in results]
+    assert algos == [{"ring"}, {"tree"}, {"hierarchical"}]
+    table = C.comparison_table(results)
+    assert list(table["variant"]) == ["ring", "tree", "hier-1step"]
+    assert list(table["steps"]) == [3, 3, 1]
+    assert table["relative_step_time"].iloc[0] == 1.0
+
+
+def test_topology_params_and_files_resolve_relative_to_the_compare_file(tmp_path: Path) -> None:
+    sub = tmp_path / "sub"
+    sub.mkdir()
+    (sub / "two.yaml").write_text(
+        (ROOT / "topologies/h100-rail-clos-2n.yaml")
+        .read_text()
+        .replace("gpus/h100-sxm.yaml", str(ROOT / "topologies/gpus/h100-sxm.yaml"))
+    )
+    path = sub / "c.yaml"
+    path.write_text(
+        f"name: t\nbase: {{file: {ROOT / 'scenarios/quickstart.yaml'}}}\nvariants:\n"
+        "  - name: copy\n    topology: {file: two.yaml}\n"
+        "  - name: slow-nic\n    topology: {params: {nic_gbps: 100}}\n"
+    )
+    cmp = C.load_comparison(path)
+    copy, slow = cmp.variants
+    assert copy.prepared.scenario.topology_path.resolve() == (sub / "two.yaml").resolve()
+    assert slow.prepared.topology.name == "h100-rail-clos-2n [nic_gbps=100]"
+    results = C.run_comparison(cmp, "serial")
+    assert results[1].summary["exposed_comm_s"] > results[0].summary["exposed_comm_s"]
+
+
+def test_oversubscription_never_speeds_the_step_up() -> None:
+    """Thinner spine uplinks (same spines, same ECMP paths) cannot make a spine-bound ring faster."""
+    cmp = C.load_comparison(ROOT / "scenarios/compare-oversubscription.yaml")
+    table = C.comparison_table(C.run_comparison(cmp, "pool"))
+    steps = list(table["step_time_s"])
+    assert list(table["variant"]) == ["1to1", "2to1", "4to1"]
+    assert all(a <= b for a, b in itertools.pairwise(steps)), steps
+    assert steps[-1] > 1.5 * steps[0]
+    if "network_capex_usd" in table.columns:
+        capex = list(table["network_capex_usd"])
+        assert all(a >= b for a, b in itertools.pairwise(capex)), capex
+
+
+def test_rail_only_matches_clos_on_rail_aligned_traffic() -> None:
+    """TP inside servers and DP along rails never needs the spine (Wang et al., 2023)."""
+    cmp = C.load_comparison(ROOT / "scenarios/compare-rail-only-vs-clos.yaml")
+    table = C.comparison_table(C.run_comparison(cmp, "pool"))
+    clos, rail_only = table["step_time_s"]
+    assert rail_only == pytest.approx(clos, rel=0.01)
+    if "network_capex_usd" in table.columns:
+        assert table["network_capex_usd"].iloc[1] < table["network_capex_usd"].iloc[0]
