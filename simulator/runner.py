@@ -115,6 +115,7 @@ class RunResult:
     frames: dict[str, pd.DataFrame]
     summary: dict[str, Any]
     resolved: dict[str, Any]
+    graph: Any = None
 
     def write(self, folder: str | Path, dashboard: bool = True) -> Path:
         out = Path(folder)
@@ -125,10 +126,20 @@ class RunResult:
         from simulator.commands.common import write_atomic
 
         write_atomic(out / "scenario.resolved.yaml", yaml.safe_dump(self.resolved, sort_keys=False))
+        graph = None
+        if self.graph is not None:
+            import networkx as nx
+
+            from simulator.viz.dashboard import load_graph
+
+            data = nx.node_link_data(self.graph, edges="links")
+            data["graph"] = {k: v for k, v in data["graph"].items() if k != "gpu"}
+            write_json(out / "topology.json", data)
+            graph = load_graph(out)  # the dashboard draws what a rebuild would read
         if dashboard:
             from simulator.viz.dashboard import run_dashboard_html
 
-            write_atomic(out / "dashboard.html", run_dashboard_html(self.frames, self.summary))
+            write_atomic(out / "dashboard.html", run_dashboard_html(self.frames, self.summary, graph))
         return out
 
 
@@ -187,7 +198,7 @@ def execute(prep: PreparedRun, on_step: Callable[[int], None] | None = None, see
         "seed": seed,
         "clustersim_version": simulator.__version__,
     }
-    return RunResult(sc.name, frames, summary, resolved)
+    return RunResult(sc.name, frames, summary, resolved, prep.topology.graph)
 
 
 def default_output(prep: PreparedRun) -> Path:

@@ -1,8 +1,24 @@
-"""Self-contained HTML dashboards (plotly.js embedded once; works offline)."""
+"""Self-contained HTML dashboards (plotly.js embedded once; works offline).
+
+`page(...)` assembles headline cards, notes and figures into one HTML file; other rooms
+(compare, calibration, faults) call it for their own dashboards. `run_dashboard_html(...)`
+is the dashboard of one run, built from its saved frames and summary only (plus the
+topology graph when the run folder holds `topology.json`), so `clustersim dashboard
+RUN_FOLDER` rebuilds exactly what `clustersim run` wrote.
+
+Page contract used by the browser test (`tests/viz/browser.py`): the page carries
+`<meta name="clustersim-figures" content="N">` with its number of figures, and each figure
+sits in a `div.fig`; figure data are kept small (numbers rounded to 1 ns / 1e-4 %,
+sampled or binned past fixed budgets, each figure saying so).
+"""
 
 from __future__ import annotations
 
 import html
+import json
+import math
+from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
@@ -12,27 +28,69 @@ from plotly.offline import get_plotlyjs
 
 from simulator.viz import figures as F
 
+_CSS = (
+    "body{font-family:system-ui,-apple-system,Segoe UI,sans-serif;margin:24px auto;max-width:1400px;"
+    "padding:0 16px;color:#222}"
+    "h1{font-size:24px;margin-bottom:4px}h2{font-size:18px;margin:28px 0 6px}"
+    ".cards{display:flex;flex-wrap:wrap;gap:12px;margin:12px 0 18px}"
+    ".card{border:1px solid #ddd;border-radius:8px;padding:10px 14px;min-width:140px;background:#fafafa}"
+    ".card .v{font-size:22px;font-weight:600}.card .k{font-size:12px;color:#666}"
+    ".card .s{font-size:11px;color:#888}"
+    ".note{color:#555;font-size:13px;margin:4px 0}.fig{margin-bottom:28px}"
+    "ul.notes{color:#555;font-size:13px;margin:4px 0 18px}"
+)
+
 
 def _fmt(v: Any, unit: str = "") -> str:
-    if isinstance(v, float):
+    if isinstance(v, bool) or v is None:
+        return html.escape(str(v))
+    if isinstance(v, (int, float)):
+        v = float(v)
+        if math.isnan(v):
+            return "–"
+        if math.isinf(v):
+            return "∞"
         if unit == "%":
             return f"{v * 100:.1f}%"
         if unit == "ms":
-            return f"{v * 1e3:.3f} ms"
-        return f"{v:.4g}"
+            return f"{v * 1e3:.3f} ms" if abs(v) < 10 else f"{v:.2f} s"
+        if unit == "h":
+            return f"{v / 3600:.1f} h"
+        if unit == "int":
+            return f"{v:,.0f}"
+        return f"{v:,.4g}" if abs(v) < 1e5 else f"{v:,.0f}"
     return html.escape(str(v))
 
 
-def page(title: str, cards: list[tuple[str, str]], figures: list[go.Figure], notes: list[str] = ()) -> str:
-    """One HTML page: headline cards, then figures; plotly.js inline."""
+def _figure_div(fig: go.Figure, i: int) -> str:
+    return pio.to_html(
+        fig, include_plotlyjs=False, full_html=False, div_id=f"fig{i}",
+        config={"responsive": True, "displaylogo": False},
+    )
+
+
+def page(
+    title: str,
+    cards: Sequence[tuple[str, str]],
+    figures: Sequence[go.Figure],
+    notes: Sequence[str] = (),
+) -> str:
+    """One HTML page: headline cards, notes, then figures; plotly.js inline once.
+
+    Args:
+        title: page title and heading.
+        cards: (label, value) pairs; a value is shown as given (HTML allowed, so escape
+            untrusted text), a label is escaped.
+        figures: plotly figures, drawn in order; a figure's aggregation note (see
+            `simulator.viz.figures.aggregation_note`) is listed under the notes.
+        notes: sentences shown under the cards (escaped).
+    """
+    figures = list(figures)
     parts = [
-        "<!DOCTYPE html><html><head><meta charset='utf-8'>",
-        f"<title>{html.escape(title)}</title>",
-        "<style>body{font-family:system-ui,sans-serif;margin:24px;color:#222}"
-        ".cards{display:flex;flex-wrap:wrap;gap:12px;margin:12px 0 24px}"
-        ".card{border:1px solid #ddd;border-radius:8px;padding:10px 14px;min-width:140px}"
-        ".card .v{font-size:22px;font-weight:600}.card .k{font-size:12px;color:#666}"
-        ".note{color:#666;font-size:13px}.fig{margin-bottom:28px}</style>",
+        "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>",
+        "<meta name='viewport' content='width=device-width, initial-scale=1'>",
+        f"<meta name='clustersim-figures' content='{len(figures)}'>",
+        f"<title>{html.escape(title)}</title><style>{_CSS}</style>",
         f"<script type='text/javascript'>{get_plotlyjs()}</script>",
         f"</head><body><h1>{html.escape(title)}</h1><div class='cards'>",
     ]
@@ -41,49 +99,149 @@ def page(title: str, cards: list[tuple[str, str]], figures: list[go.Figure], not
     parts.append("</div>")
     for n in notes:
         parts.append(f"<p class='note'>{html.escape(n)}</p>")
+    agg = [(i, F.aggregation_note(f)) for i, f in enumerate(figures)]
+    agg = [(i, a) for i, a in agg if a]
+    if agg:
+        parts.append("<p class='note'>Shown aggregated to keep this page small and fast:</p><ul class='notes'>")
+        for i, a in agg:
+            name = _plain_title(figures[i]) or f"figure {i + 1}"
+            parts.append(f"<li>{html.escape(name)}: {html.escape(a)}</li>")
+        parts.append("</ul>")
     for i, fig in enumerate(figures):
-        div = pio.to_html(fig, include_plotlyjs=False, full_html=False, div_id=f"fig{i}", config={"responsive": True})
-        parts.append(f"<div class='fig'>{div}</div>")
+        parts.append(f"<div class='fig'>{_figure_div(fig, i)}</div>")
     parts.append("</body></html>")
     return "".join(parts)
 
 
+def _plain_title(fig: go.Figure) -> str:
+    t = fig.layout.title.text if fig.layout.title is not None else None
+    return str(t).split("<br>")[0] if t else ""
+
+
 def run_cards(summary: dict[str, Any]) -> list[tuple[str, str]]:
-    cards = [("step time", _fmt(summary.get("step_time_s", float("nan")), "ms"))]
+    """Headline cards of a run: step time, MFU, TFLOP/s per GPU, exposed communication,
+    goodput/ETTR when the summary has them, and the busiest link."""
+    st = summary.get("step_time_s", float("nan"))
+    cards = [("step time", _fmt(st, "ms"))]
     for key, label, unit in (
-        ("compute_s", "compute per rank", "ms"),
-        ("exposed_comm_s", "exposed communication", "ms"),
-        ("idle_s", "idle", "ms"),
         ("mfu", "MFU", "%"),
         ("tflops_per_gpu", "TFLOP/s per GPU", ""),
-        ("tokens_per_s", "tokens/s", ""),
-        ("goodput", "goodput", "%"),
-        ("ettr", "ETTR", "%"),
+        ("tokens_per_s", "tokens/s", "int"),
+        ("compute_s", "compute per rank", "ms"),
     ):
         if key in summary:
             cards.append((label, _fmt(summary[key], unit)))
-    cards.append(("GPUs", _fmt(summary.get("gpus_in_job", ""))))
+    if "exposed_comm_s" in summary:
+        v = _fmt(summary["exposed_comm_s"], "ms")
+        if isinstance(st, (int, float)) and st and not math.isnan(st):
+            v += f" <span class='s'>({summary['exposed_comm_s'] / st * 100:.1f}% of step)</span>"
+        cards.append(("exposed communication", v))
+    if "idle_s" in summary:
+        cards.append(("idle per rank", _fmt(summary["idle_s"], "ms")))
+    for key, label, unit in (
+        ("goodput", "goodput", "%"),
+        ("ettr", "ETTR", "%"),
+        ("interruptions", "interruptions", "int"),
+        ("lost_work_s", "lost work", "h"),
+    ):
+        if key in summary:
+            cards.append((label, _fmt(summary[key], unit)))
+    bl = summary.get("busiest_links") or []
+    if bl:
+        top = bl[0]
+        cards.append((f"busiest link ({top.get('link', '?')})",
+                      _fmt(top.get("mean_utilization", float("nan")), "%") + " mean"))
+    cards.append(("GPUs in job", _fmt(summary.get("gpus_in_job", "?"), "int")))
     return cards
 
 
-def run_figures(frames: dict[str, pd.DataFrame]) -> list[go.Figure]:
+def _faults_figure(frames: dict[str, pd.DataFrame]) -> go.Figure:
+    """The faults room's run figure when it offers one, else `figures.incidents_figure`."""
+    fn: Any = None
+    try:
+        from simulator.faults import figure as faults_fig  # lazy: the faults room may not exist
+
+        fn = getattr(faults_fig, "run_figure", None)
+    except ImportError:
+        pass
+    if callable(fn):
+        return fn(frames["incidents"], frames.get("segments"))
+    return F.incidents_figure(frames["incidents"], frames.get("segments"))
+
+
+def _topology_fig(graph: Any, frames: dict[str, pd.DataFrame]) -> go.Figure | None:
+    try:
+        from simulator.viz.topology import topology_figure
+    except ImportError:
+        return None
+    links, steps = frames.get("links"), frames.get("steps")
+    run_s = None
+    if steps is not None and not steps.empty:  # the run time summary.json uses
+        run_s = float(steps["finished_at_s"].max() - steps["started_at_s"].min())
+    util = F.link_mean_utilization(links, run_s) if links is not None else None
+    return topology_figure(graph, util)
+
+
+def run_figures(frames: dict[str, pd.DataFrame], graph: Any = None) -> list[go.Figure]:
+    """The run dashboard's figures, in page order, from the frames present."""
     figs = []
-    if "ops" in frames:
-        figs.append(F.timeline_figure(frames["ops"]))
-    if "steps" in frames:
-        figs.append(F.breakdown_figure(frames["steps"]))
+    ops = frames.get("ops")
+    groups = F.rank_groups(ops) if ops is not None and not ops.empty else None
+    if ops is not None:
+        figs.append(F.timeline_figure(ops))
+    if "steps" in frames and not frames["steps"].empty:
+        figs.append(F.breakdown_figure(frames["steps"], groups=groups))
     if "links" in frames:
         figs.append(F.link_utilization_figure(frames["links"]))
         figs.append(F.link_heatmap_figure(frames["links"]))
+    if graph is not None:
+        t = _topology_fig(graph, frames)
+        if t is not None:
+            figs.append(t)
+    if "incidents" in frames:
+        figs.append(_faults_figure(frames))
     return figs
 
 
-def run_dashboard_html(frames: dict[str, pd.DataFrame], summary: dict[str, Any]) -> str:
-    """The run dashboard, from saved frames and summary only."""
+def run_dashboard_html(frames: dict[str, pd.DataFrame], summary: dict[str, Any], graph: Any = None) -> str:
+    """The run dashboard, from saved frames and summary only.
+
+    Args:
+        frames: the run's frames (`ops`, `steps`, `links`, ... ; `incidents`/`segments`
+            for run-level failure studies).
+        summary: the run's summary.json.
+        graph: the topology graph (networkx) when the run saved it; the page then draws
+            it with links colored by mean utilization.
+    """
     title = f"clustersim: {summary.get('scenario', 'run')}"
     notes = [
-        f"topology {summary.get('topology', '?')}, {summary.get('gpus_in_job', '?')} GPUs in the job, "
-        f"{summary.get('simulated_ranks', '?')} simulated ranks, {summary.get('fidelity', '?')} fidelity, "
-        f"seed {summary.get('seed', '?')}."
+        (f"topology {summary.get('topology', '?')}, {summary.get('gpus_in_job', '?')} GPUs in the job, "
+         f"{summary.get('simulated_ranks', '?')} simulated ranks, {summary.get('fidelity', '?')} fidelity, "
+         f"{summary.get('steps', '?')} steps, seed {summary.get('seed', '?')}, "
+         f"clustersim {summary.get('version', '?')}.")
     ]
-    return page(title, run_cards(summary), run_figures(frames), notes)
+    if summary.get("calibration_applied"):
+        notes.append("calibrated collectives: " + ", ".join(
+            f"{k} ({v})" for k, v in dict(summary["calibration_applied"]).items()))
+    return page(title, run_cards(summary), run_figures(frames, graph), notes)
+
+
+def load_graph(folder: str | Path) -> Any:
+    """The topology graph saved in a run folder (`topology.json`, node-link), or None."""
+    p = Path(folder) / "topology.json"
+    if not p.is_file():
+        return None
+    import networkx as nx
+
+    data = json.loads(p.read_text(encoding="utf-8"))
+    try:
+        return nx.node_link_graph(data, edges="links")
+    except TypeError:  # networkx < 3.4
+        return nx.node_link_graph(data)
+
+
+def run_dashboard_from_folder(folder: str | Path) -> str:
+    """Rebuild a run folder's dashboard from its saved frames, summary and topology."""
+    from simulator.metrics.store import read_frames, read_summary
+
+    return run_dashboard_html(read_frames(folder), read_summary(folder), load_graph(folder))

@@ -1,0 +1,221 @@
+"""`clustersim dashboard` (rebuild dashboards from saved results) and `clustersim trace`.
+
+`dashboard RESULTS_DIR... [-o FILE]` reads saved results only (never re-simulates) and
+recognizes what a folder holds by its files:
+
+* a comparison (`compare.resolved.yaml` + `comparison.parquet|csv`, one run folder per
+  variant) -> `simulator.viz.compare.comparison_html`, written to `comparison.html`;
+* a run-level study (`study.resolved.yaml` + `runs.parquet|csv`) -> the faults room's
+  `sweep_figure` in a dashboard page, written to `sweep.html`;
+* a calibration result (a profile YAML with `sources:` and no frames) -> the calibration
+  room's `profile_dashboard_html(profile_path)` when it exists;
+* a run (`summary.json` + frames) -> the run dashboard, written to `dashboard.html`.
+
+Other rooms' builders are imported lazily, so a missing one gives a clear error for its
+kind only. Several folders rebuild each one in place (`-o` needs a single folder).
+
+`trace RESULTS_DIR [-o FILE]` writes the run's step timeline as a Chrome/Perfetto trace
+(`trace.json` in the folder by default).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated
+
+import pandas as pd
+import typer
+import yaml
+
+from simulator.commands.common import console, fail, write_atomic
+from simulator.errors import ClustersimError, InputError
+
+
+def _table(folder: Path, stem: str) -> pd.DataFrame | None:
+    pq, csv = folder / f"{stem}.parquet", folder / f"{stem}.csv"
+    if pq.is_file():
+        return pd.read_parquet(pq)
+    if csv.is_file():
+        return pd.read_csv(csv)
+    return None
+
+
+def _has_table(folder: Path, stem: str) -> bool:
+    return (folder / f"{stem}.parquet").is_file() or (folder / f"{stem}.csv").is_file()
+
+
+def _missing(kind: str, module: str, folder: Path) -> InputError:
+    return InputError(f"this folder holds a {kind} result, but this version of clustersim has no {kind} "
+                      f"dashboard builder ({module})", file=folder)
+
+
+def _read_yaml(path: Path) -> dict:
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        raise InputError(f"malformed YAML: {exc}", file=path) from None
+    return data if isinstance(data, dict) else {}
+
+
+# -- builders: folder -> (html, default file name) ---------------------------------------------
+
+
+def build_run(folder: Path) -> tuple[str, str]:
+    from simulator.viz.dashboard import run_dashboard_from_folder
+
+    return run_dashboard_from_folder(folder), "dashboard.html"
+
+
+def build_comparison(folder: Path) -> tuple[str, str]:
+    try:
+        from simulator.viz.compare import comparison_html
+    except ImportError:
+        raise _missing("comparison", "simulator.viz.compare", folder) from None
+    from simulator.metrics.store import read_frames
+
+    table = _table(folder, "comparison")
+    if table is None:
+        raise InputError("comparison.parquet / comparison.csv not found", file=folder)
+    resolved = _read_yaml(folder / "compare.resolved.yaml")
+    spec = resolved.get("compare") or {}
+    name = str(spec.get("name") or folder.name)
+    frames: dict[str, list[pd.DataFrame]] = {"steps": [], "links": []}
+    for variant in table["variant"].astype(str):
+        vdir = folder / variant
+        if not vdir.is_dir():
+            raise InputError(f"run folder of variant {variant!r} not found", file=vdir)
+        run = read_frames(vdir)
+        for k, parts in frames.items():
+            if k in run:
+                df = run[k]
+                parts.append(df if "variant" in df else df.assign(variant=variant))
+    stacked = {k: pd.concat(v, ignore_index=True) if v else pd.DataFrame() for k, v in frames.items()}
+    notes = [str(spec["description"])] if spec.get("description") else []
+    return comparison_html(name, table, stacked, notes), "comparison.html"
+
+
+def build_sweep(folder: Path) -> tuple[str, str]:
+    try:
+        from simulator.faults import figure as faults_figure
+    except ImportError:
+        raise _missing("run-level study", "simulator.faults.figure", folder) from None
+    custom = getattr(faults_figure, "sweep_dashboard_html", None)
+    if callable(custom):
+        return custom(folder), "sweep.html"
+    from simulator.viz.dashboard import page
+
+    runs = _table(folder, "runs")
+    if runs is None:
+        raise InputError("runs.parquet / runs.csv not found", file=folder)
+    resolved = _read_yaml(folder / "study.resolved.yaml")
+    study = resolved.get("study") or {}
+    if not runs.attrs.get("axes") and isinstance(study.get("axes"), dict):
+        runs.attrs["axes"] = [a for a in study["axes"] if a in runs.columns]
+    name = str(study.get("name") or folder.name)
+    cards = [("runs", f"{len(runs):,}")]
+    for col, label in (("goodput", "mean goodput"), ("ettr", "mean ETTR")):
+        if col in runs:
+            cards.append((label, f"{runs[col].mean() * 100:.1f}%"))
+    notes = [f"{len(runs)} runs (seeds x variants); mean and 95% t-interval over seeds."]
+    return page(f"clustersim study: {name}", cards, [faults_figure.sweep_figure(runs)], notes), "sweep.html"
+
+
+def _calibration_profile(folder: Path) -> Path | None:
+    for p in sorted(folder.glob("*.yaml")):
+        if p.name.endswith(".resolved.yaml"):
+            continue
+        try:
+            head = p.read_text(encoding="utf-8")[:4000]
+        except OSError:
+            continue
+        if "\nsources:" in head and ("collectives" in head or "compute" in head):
+            return p
+    return None
+
+
+def build_calibration(folder: Path) -> tuple[str, str]:
+    profile = _calibration_profile(folder)
+    if profile is None:
+        raise InputError("no calibration profile in this folder", file=folder)
+    try:
+        from simulator.calibration.figure import profile_dashboard_html  # type: ignore[attr-defined]
+    except ImportError:
+        raise _missing("calibration", "simulator.calibration.figure.profile_dashboard_html", folder) from None
+    return profile_dashboard_html(profile), f"{profile.stem}.html"
+
+
+def detect(folder: Path) -> tuple[str, Callable[[Path], tuple[str, str]]]:
+    """What a results folder holds: (kind, builder)."""
+    if not folder.is_dir():
+        raise InputError("results folder not found", file=folder)
+    if (folder / "compare.resolved.yaml").is_file() or _has_table(folder, "comparison"):
+        return "comparison", build_comparison
+    if (folder / "study.resolved.yaml").is_file() or _has_table(folder, "runs"):
+        return "study", build_sweep
+    if (folder / "summary.json").is_file() and any(
+        _has_table(folder, n) for n in ("ops", "steps", "links", "incidents", "segments")
+    ):
+        return "run", build_run
+    if _calibration_profile(folder) is not None:
+        return "calibration", build_calibration
+    raise InputError("not a results folder: expected a run (summary.json and frames), a comparison "
+                     "(compare.resolved.yaml), a study (study.resolved.yaml) or a calibration profile",
+                     file=folder)
+
+
+def _size(n: int) -> str:
+    return f"{n / 2**20:.1f} MiB" if n >= 2**20 else f"{n / 2**10:.0f} KiB"
+
+
+def register(app: typer.Typer) -> None:
+    """Add `dashboard` and `trace` to the CLI."""
+
+    @app.command()
+    def dashboard(
+        results: Annotated[list[Path], typer.Argument(help="Results folders (run, comparison, study, calibration).")],
+        output: Annotated[
+            Path | None, typer.Option("-o", "--output", help="HTML file to write (one folder only).")
+        ] = None,
+    ) -> None:
+        """Rebuild dashboards from saved results only (no simulation)."""
+        try:
+            if output is not None and len(results) > 1:
+                raise InputError("-o/--output takes one results folder; without it each folder is rebuilt in place")
+            for folder in results:
+                t = time.perf_counter()
+                kind, build = detect(folder)
+                html, default_name = build(folder)
+                path = output or folder / default_name
+                write_atomic(path, html)
+                console.print(f"{kind} dashboard: {path} ({_size(len(html.encode()))}, "
+                              f"built in {time.perf_counter() - t:.1f} s)", markup=False, soft_wrap=True)
+        except ClustersimError as err:
+            fail(err)
+
+    @app.command()
+    def trace(
+        results: Annotated[Path, typer.Argument(help="Run results folder.")],
+        output: Annotated[
+            Path | None, typer.Option("-o", "--output", help="Trace JSON to write (default RESULTS/trace.json).")
+        ] = None,
+        step: Annotated[
+            list[int] | None, typer.Option("--step", help="Only these steps (repeatable; default all).")
+        ] = None,
+        links: Annotated[int, typer.Option(help="Busiest links given a utilization counter track.", min=0)] = 8,
+    ) -> None:
+        """Write the step timeline as a Chrome/Perfetto trace (open in ui.perfetto.dev)."""
+        from simulator.metrics.store import read_frames
+        from simulator.viz.chrome_trace import write_chrome_trace
+
+        try:
+            frames = read_frames(results)
+            if "ops" not in frames:
+                raise InputError("no ops frame (ops.parquet / ops.csv): not a step-level run folder", file=results)
+            path = output or results / "trace.json"
+            counts = write_chrome_trace(frames, path, steps=step or None, top_links=links)
+        except ClustersimError as err:
+            fail(err)
+        console.print(f"trace: {path} ({counts['ops']:,} ops, {counts['counter_samples']:,} counter samples on "
+                      f"{counts['link_counters']} links; open in https://ui.perfetto.dev)", markup=False, soft_wrap=True)

@@ -1,0 +1,291 @@
+"""Failure models per component class, repair-time models, and the sampled failure timeline.
+
+What is modeled: every component of a class (gpu, hbm, host, nic, link, switch, storage,
+software) fails independently with an exponential (`exponential`, alias `poisson`) or Weibull
+(`weibull`) time to failure, given per component as a mean time between failures; or a
+failure is `scheduled` at a given time on a given component. A failed component takes
+`blast_gpus` GPUs out of service (1 for a GPU, a whole host for a host, `gpus_per_switch`
+for a switch, none for software and storage: the job just restarts) — this is how
+correlated failures are expressed: a host takes its GPUs, a switch the GPUs behind it. The
+run level drains whole hosts, so a failure removes every host its GPUs sit on.
+
+What is simplified: each component is a renewal process whose clock does not pause during
+repair (the slot is refilled by replacement hardware, which starts ageing at once); repair
+times are drawn per failure but only matter to policies that wait for the repaired
+hardware (hot-spare replenishment, elastic rejoin, `wait_for_repair`).
+
+Common random numbers: the whole timeline is sampled before the run from streams spawned
+by name (`failure/<target>/<cause>` for arrivals, `.../repair` for repair times) from
+`SeedSequence(seed)`, so the same seed gives the same failures whatever the policy does,
+and adding a failure source does not move the others.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import re
+import zlib
+from typing import Annotated, Any, Literal
+
+import numpy as np
+from pydantic import Field, model_validator
+
+from simulator.config.base import Spec
+from simulator.faults.state import JobShape
+
+ComponentClass = Literal["gpu", "hbm", "host", "nic", "link", "switch", "storage", "software"]
+
+_UNITS = {"_s": 1.0, "_min": 60.0, "_h": 3600.0, "_days": 86400.0}
+
+
+def human_units(data: Any, *bases: str) -> Any:
+    """Turn `<base>_h` / `_min` / `_days` keys of a mapping into `<base>_s` (SI)."""
+    if not isinstance(data, dict):
+        return data
+    d = dict(data)
+    for base in bases:
+        for suffix, factor in _UNITS.items():
+            key = base + suffix
+            if suffix != "_s" and key in d:
+                if base + "_s" in d:
+                    raise ValueError(f"give either {key} or {base}_s, not both")
+                value = d.pop(key)
+                if isinstance(value, list):
+                    d[base + "_s"] = [float(v) * factor for v in value]
+                elif isinstance(value, (int, float)) and not isinstance(value, bool):
+                    d[base + "_s"] = float(value) * factor
+                else:
+                    raise ValueError(f"{key} must be a number")
+    return d
+
+
+def stream(seed: int, name: str) -> np.random.Generator:
+    """A random generator for one named stream, independent of every other name."""
+    key = zlib.crc32(name.encode("utf-8"))
+    return np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(key,)))
+
+
+# --- repair times ---------------------------------------------------------------------
+
+
+class FixedRepairSpec(Spec):
+    """Every repair takes the same time."""
+
+    kind: Literal["fixed"] = Field("fixed", description="Repair model tag.")
+    duration_s: float = Field(ge=0, description="Repair time, s (YAML: duration_h).")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _units(cls, data: Any) -> Any:
+        return human_units(data, "duration")
+
+    def sample(self, rng: np.random.Generator, n: int) -> np.ndarray:
+        return np.full(n, self.duration_s)
+
+    @property
+    def mean_s(self) -> float:
+        return self.duration_s
+
+
+class ExponentialRepairSpec(Spec):
+    """Exponentially distributed repair time."""
+
+    kind: Literal["exponential"] = Field(description="Repair model tag.")
+    mean_s: float = Field(gt=0, description="Mean repair time, s (YAML: mean_h).")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _units(cls, data: Any) -> Any:
+        return human_units(data, "mean")
+
+    def sample(self, rng: np.random.Generator, n: int) -> np.ndarray:
+        return rng.exponential(self.mean_s, n)
+
+
+class LognormalRepairSpec(Spec):
+    """Lognormal repair time (long tail: most repairs quick, a few take days)."""
+
+    kind: Literal["lognormal"] = Field(description="Repair model tag.")
+    median_s: float = Field(gt=0, description="Median repair time, s (YAML: median_h).")
+    sigma: float = Field(1.0, gt=0, description="Standard deviation of log(repair time).")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _units(cls, data: Any) -> Any:
+        return human_units(data, "median")
+
+    def sample(self, rng: np.random.Generator, n: int) -> np.ndarray:
+        return rng.lognormal(math.log(self.median_s), self.sigma, n)
+
+    @property
+    def mean_s(self) -> float:
+        return self.median_s * math.exp(self.sigma**2 / 2)
+
+
+RepairSpec = Annotated[
+    FixedRepairSpec | ExponentialRepairSpec | LognormalRepairSpec, Field(discriminator="kind")
+]
+
+
+# --- failures --------------------------------------------------------------------------
+
+
+class _FailureBase(Spec):
+    target: ComponentClass = Field(description="Component class that fails.")
+    cause: str | None = Field(
+        None,
+        description="Label of the failure cause (e.g. 'HBM3 memory'); also names the random "
+        "stream, so give one to keep streams stable when sources are added.",
+    )
+    blast_gpus: int | None = Field(
+        None,
+        ge=0,
+        description="GPUs one failure takes out of service (default by class: gpu/hbm 1, "
+        "host gpus_per_node, nic/link GPUs per NIC/link, switch gpus_per_switch, "
+        "storage/software 0).",
+    )
+    repair: RepairSpec | None = Field(
+        None, description="Repair time of the failed hardware (YAML shorthand: repair_h)."
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _repair_shorthand(cls, data: Any) -> Any:
+        data = human_units(data, "repair", "mtbf", "at")
+        if isinstance(data, dict) and "repair_s" in data:
+            if "repair" in data:
+                raise ValueError("give either repair_h or repair, not both")
+            data["repair"] = {"kind": "fixed", "duration_s": data.pop("repair_s")}
+        return data
+
+    def label(self, index: int) -> str:
+        return self.cause or f"{self.target}#{index}"
+
+
+class ExponentialFailureSpec(_FailureBase):
+    """Memoryless failures: each component fails at a constant rate 1/MTBF."""
+
+    kind: Literal["exponential", "poisson"] = Field(description="Failure model tag.")
+    mtbf_s: float = Field(gt=0, description="Mean time between failures per component, s (YAML: mtbf_h).")
+
+    def mean_ttf_s(self) -> float:
+        return self.mtbf_s
+
+    def draw(self, rng: np.random.Generator, n: int, scale: float) -> np.ndarray:
+        return rng.exponential(self.mtbf_s * scale, n)
+
+
+class WeibullFailureSpec(_FailureBase):
+    """Weibull time to failure per component (shape < 1: infant mortality; > 1: wear-out)."""
+
+    kind: Literal["weibull"] = Field(description="Failure model tag.")
+    mtbf_s: float = Field(gt=0, description="Mean time to failure per component, s (YAML: mtbf_h).")
+    shape: float = Field(gt=0, description="Weibull shape k (1 is exponential).")
+
+    def mean_ttf_s(self) -> float:
+        return self.mtbf_s
+
+    def draw(self, rng: np.random.Generator, n: int, scale: float) -> np.ndarray:
+        lam = self.mtbf_s * scale / math.gamma(1.0 + 1.0 / self.shape)
+        return lam * rng.weibull(self.shape, n)
+
+
+class ScheduledFailureSpec(_FailureBase):
+    """A failure at a given time on a given component (e.g. a planned switch outage)."""
+
+    kind: Literal["scheduled"] = Field(description="Failure model tag.")
+    at_s: float | list[float] = Field(description="Time(s) of the failure from the run start, s (YAML: at_h).")
+    component: int | None = Field(None, ge=0, description="Index of the component within its class.")
+    node: str | None = Field(
+        None, description="Name of the component (e.g. 'host-12'); its trailing number is the index."
+    )
+
+    def index(self) -> int:
+        if self.component is not None:
+            return self.component
+        if self.node:
+            m = re.search(r"(\d+)$", self.node)
+            if m:
+                return int(m.group(1))
+        return 0
+
+    def times(self) -> list[float]:
+        return list(self.at_s) if isinstance(self.at_s, list) else [self.at_s]
+
+
+FailureSpec = Annotated[
+    ExponentialFailureSpec | WeibullFailureSpec | ScheduledFailureSpec, Field(discriminator="kind")
+]
+
+
+@dataclasses.dataclass(frozen=True)
+class FailureEvent:
+    """One sampled failure: when, what, which GPUs it takes down and for how long."""
+
+    time_s: float
+    source: int
+    component_class: str
+    cause: str
+    component: int
+    first_gpu: int
+    n_gpus: int
+    repair_s: float
+
+
+def interruption_rate_per_s(
+    specs: list[Any], job: JobShape, mtbf_scale: float = 1.0
+) -> float:
+    """Long-run rate of job interruptions from the random (non-scheduled) failure sources."""
+    rate = 0.0
+    for spec in specs:
+        if isinstance(spec, (ExponentialFailureSpec, WeibullFailureSpec)):
+            rate += job.count(spec.target) / (spec.mean_ttf_s() * mtbf_scale)
+    return rate
+
+
+def job_mtbf_s(specs: list[Any], job: JobShape, mtbf_scale: float = 1.0) -> float:
+    """Mean time between job interruptions implied by the failure specs (inf if none)."""
+    rate = interruption_rate_per_s(specs, job, mtbf_scale)
+    return math.inf if rate == 0 else 1.0 / rate
+
+
+def sample_failures(
+    specs: list[Any], job: JobShape, duration_s: float, seed: int, mtbf_scale: float = 1.0
+) -> list[FailureEvent]:
+    """Sample every failure of the run, sorted by time (independent of any policy)."""
+    events: list[FailureEvent] = []
+    for index, spec in enumerate(specs):
+        name = f"failure/{spec.target}/{spec.label(index)}"
+        blast = spec.blast_gpus if spec.blast_gpus is not None else job.default_blast_gpus(spec.target)
+        blast = min(blast, job.n_gpus)
+        count = job.count(spec.target)
+        if isinstance(spec, ScheduledFailureSpec):
+            times = np.array([t for t in spec.times() if t < duration_s], dtype=float)
+            comps = np.full(len(times), spec.index() % max(count, 1), dtype=np.int64)
+        else:
+            rng = stream(seed, name)
+            t = spec.draw(rng, count, mtbf_scale)
+            idx = np.arange(count, dtype=np.int64)
+            all_t: list[np.ndarray] = []
+            all_c: list[np.ndarray] = []
+            while True:
+                keep = t < duration_s
+                if not keep.any():
+                    break
+                t, idx = t[keep], idx[keep]
+                all_t.append(t)
+                all_c.append(idx)
+                t = t + spec.draw(rng, len(t), mtbf_scale)
+            times = np.concatenate(all_t) if all_t else np.empty(0)
+            comps = np.concatenate(all_c) if all_c else np.empty(0, dtype=np.int64)
+            order = np.lexsort((comps, times))
+            times, comps = times[order], comps[order]
+        repair_rng = stream(seed, name + "/repair")
+        repairs = spec.repair.sample(repair_rng, len(times)) if spec.repair else np.zeros(len(times))
+        cause = spec.cause or spec.target
+        for t_i, c_i, r_i in zip(times.tolist(), comps.tolist(), repairs.tolist(), strict=True):
+            first = (c_i * blast) % job.n_gpus if blast else 0
+            events.append(FailureEvent(t_i, index, spec.target, cause, c_i, first, blast, r_i))
+    events.sort(key=lambda e: (e.time_s, e.source, e.component))
+    return events

@@ -1,0 +1,54 @@
+"""Closed-form checkpoint models: Young's and Daly's optimum intervals, Daly's expected time.
+
+Symbols (all in seconds): δ checkpoint cost (the blocking part), M job mean time between
+interruptions, R restart cost (from the interruption to computing again, including
+detection and checkpoint load), τ compute time between checkpoints, T_s useful solve time.
+Failures are exponential (memoryless) in all three models.
+
+- Young (1974), "A first order approximation to the optimum checkpoint interval",
+  CACM 17(9): τ = √(2δM).
+- Daly (2006), "A higher order estimate of the optimum checkpoint interval for restart
+  dumps", Future Generation Computer Systems 22(3): τ = √(2δM)·[1 + ⅓√(δ/2M) + (1/9)(δ/2M)] − δ
+  for δ < 2M, else τ = M; and the expected wall time to finish T_s of work,
+  T_w = M·e^{R/M}·(e^{(τ+δ)/M} − 1)·T_s/τ, so the efficiency is T_s / T_w.
+"""
+
+from __future__ import annotations
+
+import math
+
+
+def _check(delta_s: float, mtbf_s: float) -> None:
+    if delta_s < 0 or mtbf_s <= 0:
+        raise ValueError("need checkpoint cost >= 0 and MTBF > 0")
+
+
+def young_interval_s(delta_s: float, mtbf_s: float) -> float:
+    """Young's first-order optimum compute time between checkpoints, τ = √(2δM)."""
+    _check(delta_s, mtbf_s)
+    return math.sqrt(2.0 * delta_s * mtbf_s)
+
+
+def daly_interval_s(delta_s: float, mtbf_s: float) -> float:
+    """Daly's higher-order optimum: √(2δM)·[1 + ⅓√(δ/2M) + (δ/2M)/9] − δ if δ < 2M, else M."""
+    _check(delta_s, mtbf_s)
+    if delta_s >= 2.0 * mtbf_s:
+        return mtbf_s
+    x = delta_s / (2.0 * mtbf_s)
+    return math.sqrt(2.0 * delta_s * mtbf_s) * (1.0 + math.sqrt(x) / 3.0 + x / 9.0) - delta_s
+
+
+def daly_expected_time_s(
+    solve_s: float, interval_s: float, delta_s: float, mtbf_s: float, restart_s: float
+) -> float:
+    """Daly's expected wall time T_w = M·e^{R/M}·(e^{(τ+δ)/M} − 1)·T_s/τ."""
+    _check(delta_s, mtbf_s)
+    if interval_s <= 0:
+        raise ValueError("checkpoint interval must be > 0")
+    m = mtbf_s
+    return m * math.exp(restart_s / m) * math.expm1((interval_s + delta_s) / m) * solve_s / interval_s
+
+
+def daly_efficiency(interval_s: float, delta_s: float, mtbf_s: float, restart_s: float) -> float:
+    """Fraction of wall time doing work that is kept, T_s / T_w, in Daly's model."""
+    return 1.0 / daly_expected_time_s(1.0, interval_s, delta_s, mtbf_s, restart_s)

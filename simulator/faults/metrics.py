@@ -1,0 +1,71 @@
+"""Run-level metrics and their Monte Carlo confidence intervals.
+
+Glossary (one run of wall time W; every second of W is in exactly one phase: compute,
+checkpoint stall, restart, elastic rejoin):
+
+- goodput: kept steps × healthy step time / W — the fraction of the run a perfect,
+  never-failing, never-checkpointing cluster would have needed for the same progress.
+  Slow (degraded, shrunk) steps and lost work both lower it.
+- ETTR (effective training time ratio): productive time / W, where productive time is the
+  wall time spent computing steps whose progress is kept (not rolled back by a later
+  failure). This follows, in our reading, Meta's definition in Kokolis et al. 2024,
+  "Revisiting Reliability in Large-Scale Machine Learning Research Clusters" (HPCA 2025):
+  the ratio of a job's productive runtime to its available wall-clock time, where the
+  unproductive part is the time to notice a failure, wait to be rescheduled, initialize,
+  load the checkpoint and recompute the progress lost since it; here blocking checkpoint
+  stalls are also unproductive. Unlike goodput, a slow step counts in full.
+- job MTTI: mean time to interruption, W / interruptions.
+- lost work per interruption: compute time rolled back (recomputed later), plus the part
+  of a checkpoint write the failure aborted.
+- checkpoint_s, restart_s, restart_wait_s, rejoin_s: wall time in those phases.
+- degraded_s: compute time in a state slower than healthy (stragglers, degraded or down
+  links, fewer replicas).
+
+Monte Carlo: each metric over N seeds is reported as its mean and the two-sided 95%
+Student-t interval mean ± t(0.975, N−1)·s/√N.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+METRICS = (
+    "goodput", "ettr", "interruptions", "job_mtti_s", "lost_work_per_interruption_s",
+    "lost_work_s", "checkpoint_s", "restart_s", "restart_wait_s", "degraded_s",
+    "restart_per_interruption_s", "checkpoints",
+)
+
+
+def t_interval(values: Iterable[float], confidence: float = 0.95) -> tuple[float, float, float]:
+    """Mean and two-sided Student-t interval of the mean (NaN bounds for fewer than 2 values)."""
+    x = np.asarray([v for v in values if not math.isnan(v)], dtype=float)
+    if len(x) == 0:
+        return math.nan, math.nan, math.nan
+    mean = float(x.mean())
+    if len(x) < 2 or not np.isfinite(x).all():
+        return mean, math.nan, math.nan
+    half = float(stats.t.ppf(0.5 + confidence / 2, len(x) - 1) * x.std(ddof=1) / math.sqrt(len(x)))
+    return mean, mean - half, mean + half
+
+
+def aggregate(
+    runs: pd.DataFrame, by: Sequence[str] = (), metrics: Sequence[str] = METRICS, confidence: float = 0.95
+) -> pd.DataFrame:
+    """Per group: `n`, and for each metric `<m>_mean`, `<m>_lo`, `<m>_hi` (t-interval)."""
+    groups = runs.groupby(list(by), sort=False, dropna=False) if by else [((), runs)]
+    rows = []
+    for key, g in groups:
+        key = key if isinstance(key, tuple) else (key,)
+        row = dict(zip(by, key, strict=True))
+        row["n"] = len(g)
+        for m in metrics:
+            if m in g:
+                mean, lo, hi = t_interval(g[m].astype(float), confidence)
+                row[f"{m}_mean"], row[f"{m}_lo"], row[f"{m}_hi"] = mean, lo, hi
+        rows.append(row)
+    return pd.DataFrame(rows)

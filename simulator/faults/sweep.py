@@ -1,0 +1,333 @@
+"""Run-level studies: one or two parameters varied across seeds, on a process pool or Dask.
+
+A study file (YAML, loaded through `simulator.config.loader`) gives the base run —
+job shape, step costs (constants, or `from_scenario: path` once the step-level engine is
+connected), failures (a list and/or a `preset`), degradations, policy, duration — plus up
+to two `axes`. An axis names a dotted path into the study document (`policy.interval_min`,
+`mtbf_scale`, `policy.pool_hosts`, `policy` with whole policy mappings as values) and its
+values (shallower paths are applied first); every combination of axis values is a variant, validated at load time, so a bad
+value is reported against the file before anything runs.
+
+Every (variant, seed) pair is an independent task whose result depends only on its
+inputs, so results are identical whichever executor runs them: `serial`, a local
+`ProcessPoolExecutor` (`pool`, the default), a `dask.distributed.Client` given as an object,
+or an address string (`local` starts a `LocalCluster`). Rows come back in task order.
+Seeds are common random numbers across variants: variant A and B with seed s see the same
+failures (when their failure models agree), which makes differences between variants far
+less noisy than the per-variant intervals suggest.
+"""
+
+from __future__ import annotations
+
+import copy
+import itertools
+import json
+import logging
+import math
+import os
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import pandas as pd
+from pydantic import Field, model_validator
+
+from simulator.config.base import Spec
+from simulator.config.loader import Document, read_document, validate
+from simulator.errors import InputError, InputErrors, SimulationError
+from simulator.faults.degradation import DegradationSpec
+from simulator.faults.engine import simulate_run
+from simulator.faults.failure import FailureSpec, human_units
+from simulator.faults.metrics import aggregate
+from simulator.faults.policy import PolicySpec
+from simulator.faults.preset import PRESETS
+from simulator.faults.state import JobShape, ScalingOracle, StepOracle
+
+log = logging.getLogger(__name__)
+
+
+class StepCostsSpec(Spec):
+    """Step-level answers as constants (a `ScalingOracle`), or from a scenario file."""
+
+    from_scenario: str | None = Field(
+        None, description="Scenario whose step simulation answers (path relative to this file)."
+    )
+    step_time_s: float | None = Field(None, gt=0, description="Healthy step time, s.")
+    comm_fraction: float = Field(
+        0.2, ge=0, lt=1, description="Share of the healthy step that is exposed communication."
+    )
+    checkpoint_write_s: float | None = Field(
+        None, ge=0, description="Blocking checkpoint write to storage, s (YAML: checkpoint_write_min)."
+    )
+    checkpoint_snapshot_s: float = Field(10.0, ge=0, description="Snapshot to host memory, s.")
+    checkpoint_load_storage_s: float | None = Field(
+        None, ge=0, description="Checkpoint load from storage, s (default: the write time)."
+    )
+    checkpoint_load_peer_s: float = Field(20.0, ge=0, description="Checkpoint load from a peer host, s.")
+    drain_slowdown: float = Field(0.05, ge=0, description="Step slowdown while a drain runs (0.05: 5%).")
+    down_link_penalty: float = Field(0.05, ge=0, description="Communication slowdown per down link.")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _units(cls, data: Any) -> Any:
+        return human_units(data, "checkpoint_write", "checkpoint_snapshot", "checkpoint_load_storage",
+                           "checkpoint_load_peer")
+
+    @model_validator(mode="after")
+    def _one_source(self) -> StepCostsSpec:
+        if self.from_scenario is None and (self.step_time_s is None or self.checkpoint_write_s is None):
+            raise ValueError("give from_scenario, or step_time_s and checkpoint_write_s")
+        return self
+
+
+class AxisSpec(Spec):
+    """One swept parameter."""
+
+    param: str = Field(description="Dotted path in the study file, e.g. 'policy.interval_min'.")
+    values: list[Any] = Field(min_length=1, description="Values to try (numbers, strings or mappings).")
+    name: str | None = Field(None, description="Column name in the results (default: param).")
+
+    @property
+    def column(self) -> str:
+        return self.name or self.param
+
+
+class StudySpec(Spec):
+    """A run-level study: base run, failures, policy, axes, seeds."""
+
+    name: str = Field("study", description="Study name.")
+    job: JobShape = Field(description="Job shape.")
+    step: StepCostsSpec = Field(description="Step-level answers (constants or from_scenario).")
+    preset: Literal["llama3_405b"] | None = Field(
+        None, description="Failure preset added before `failures` (per-component rates)."
+    )
+    failures: list[FailureSpec] = Field(default_factory=list, description="Failure models.")
+    degradations: list[DegradationSpec] = Field(default_factory=list, description="Degradations.")
+    policy: PolicySpec = Field(description="Fault-tolerance policy.")
+    duration_s: float = Field(gt=0, description="Wall time of each run, s (YAML: duration_days, duration_h).")
+    mtbf_scale: float = Field(1.0, gt=0, description="Multiplies every MTBF.")
+    seeds: int = Field(8, ge=1, description="Seeds per variant (Monte Carlo runs).")
+    seed: int = Field(0, ge=0, description="First seed; runs use seed, seed+1, ...")
+    axes: list[AxisSpec] = Field(default_factory=list, max_length=2, description="Swept parameters (0-2).")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _units(cls, data: Any) -> Any:
+        return human_units(data, "duration")
+
+    def all_failures(self) -> list[Any]:
+        base = PRESETS[self.preset]() if self.preset else []
+        return [*base, *self.failures]
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One combination of axis values and the study it gives."""
+
+    index: int
+    labels: dict[str, Any]
+    spec: StudySpec
+
+
+@dataclass(frozen=True)
+class Study:
+    """A loaded study: the base spec and every variant."""
+
+    spec: StudySpec
+    variants: list[Variant]
+    base_dir: Path
+
+
+_scenario_oracle: Callable[[Path], StepOracle] | None = None
+
+
+def set_scenario_oracle_factory(factory: Callable[[Path], StepOracle] | None) -> None:
+    """Connect `from_scenario` to the step-level engine (the factory builds an oracle)."""
+    global _scenario_oracle
+    _scenario_oracle = factory
+
+
+def build_oracle(spec: StudySpec, base_dir: Path) -> StepOracle:
+    """The step oracle a study asks: constants, or the scenario's step simulation."""
+    s = spec.step
+    if s.from_scenario is not None:
+        if _scenario_oracle is None:
+            raise SimulationError(
+                "step.from_scenario is not connected to the step-level engine yet; "
+                "give step_time_s and checkpoint_write_s instead"
+            )
+        return _scenario_oracle(base_dir / s.from_scenario)
+    step = float(s.step_time_s)  # type: ignore[arg-type]
+    write = float(s.checkpoint_write_s)  # type: ignore[arg-type]
+    return ScalingOracle(
+        full_dp_replicas=spec.job.dp_replicas,
+        compute_s=step * (1 - s.comm_fraction),
+        comm_s=step * s.comm_fraction,
+        down_link_penalty=s.down_link_penalty,
+        drain_slowdown=s.drain_slowdown,
+        write_s=write,
+        snapshot_s=s.checkpoint_snapshot_s,
+        load_storage_s=write if s.checkpoint_load_storage_s is None else s.checkpoint_load_storage_s,
+        load_peer_s=s.checkpoint_load_peer_s,
+    )
+
+
+def _deep_set(data: Any, path: str, value: Any) -> Any:
+    parts: list[str | int] = [int(p) if p.isdigit() else p for p in path.split(".")]
+    node = data
+    for part in parts[:-1]:
+        if isinstance(node, list) and isinstance(part, int):
+            node = node[part]
+        else:
+            node = node.setdefault(part, {})
+    last = parts[-1]
+    if isinstance(node, dict) and isinstance(value, (int, float)):
+        # replace any human-unit sibling of the same quantity (interval_min vs interval_s)
+        base = str(last).rsplit("_", 1)[0]
+        for suffix in ("_s", "_min", "_h", "_days"):
+            if base + suffix != last:
+                node.pop(base + suffix, None)
+    node[last] = copy.deepcopy(value)
+    return data
+
+
+def value_label(value: Any) -> Any:
+    """A short label for an axis value (a mapping's `kind`, else the value)."""
+    if isinstance(value, dict):
+        return value.get("name") or value.get("kind") or json.dumps(value, sort_keys=True)
+    return value
+
+
+def study_from_document(doc: Document) -> Study:
+    """Validate a study document and expand its axes into variants."""
+    spec = validate(StudySpec, doc)
+    axes = spec.axes
+    variants: list[Variant] = []
+    combos = itertools.product(*[list(enumerate(a.values)) for a in axes]) if axes else [()]
+    for index, combo in enumerate(combos):
+        data = copy.deepcopy(doc.data)
+        data.pop("axes", None)
+        # shallow paths first, so `policy: {...}` is replaced before `policy.interval_min` is set
+        pairs = sorted(zip(axes, combo, strict=True), key=lambda p: p[0].param.count("."))
+        for axis, (_, value) in pairs:
+            try:
+                _deep_set(data, axis.param, value)
+            except (KeyError, IndexError, TypeError, AttributeError):
+                raise doc.error(f"cannot set {axis.param!r} in the study", ("axes", axes.index(axis), "param")) from None
+        labels = {a.column: value_label(v) for a, (_, v) in zip(axes, combo, strict=True)}
+        try:
+            vspec = validate(StudySpec, Document(doc.path, data, doc.lines))
+        except InputErrors as exc:
+            where = ", ".join(f"{a.param}={value_label(v)}" for a, (_, v) in zip(axes, combo, strict=True))
+            raise InputErrors(
+                [InputError(f"with {where}: {e.message}", file=e.file, line=e.line, field=e.field) for e in exc.errors]
+            ) from None
+        variants.append(Variant(index, labels, vspec))
+    return Study(spec, variants, doc.path.parent)
+
+
+def load_study(path: str | Path) -> Study:
+    """Read, validate and expand a study file."""
+    return study_from_document(read_document(path))
+
+
+def study_from_data(data: dict[str, Any], path: str | Path = "<study>") -> Study:
+    """A study from an in-memory mapping (tests, notebooks)."""
+    return study_from_document(Document(Path(path), data, {}))
+
+
+# --- running ---------------------------------------------------------------------------
+
+
+def run_one(spec: StudySpec, seed: int, base_dir: Path | str = ".") -> dict[str, float]:
+    """Simulate one seed of one study variant and return its summary."""
+    oracle = build_oracle(spec, Path(base_dir))
+    result = simulate_run(
+        spec.job, oracle, spec.all_failures(), spec.policy, spec.duration_s, seed,
+        degradations=spec.degradations, mtbf_scale=spec.mtbf_scale,
+    )
+    return result.summary
+
+
+def _task(args: tuple[int, dict[str, Any], StudySpec, int, str]) -> dict[str, Any]:
+    index, labels, spec, seed, base_dir = args
+    row: dict[str, Any] = {"variant": index, **labels, "seed": seed}
+    row.update(run_one(spec, seed, base_dir))
+    return row
+
+
+Executor = Literal["serial", "pool"] | str | Any
+
+
+def map_tasks(fn: Callable[[Any], Any], tasks: Sequence[Any], executor: Executor = "pool",
+              max_workers: int | None = None) -> list[Any]:
+    """Run `fn` over `tasks`, results in task order, on the chosen executor.
+
+    Args:
+        executor: 'serial'; 'pool' (local process pool); a `dask.distributed.Client`; or a
+            Dask scheduler address ('local' starts a `LocalCluster` for the call).
+        max_workers: pool size (default: CPU count).
+    """
+    if not tasks:
+        return []
+    if executor == "serial":
+        return [fn(t) for t in tasks]
+    if executor == "pool":
+        workers = max_workers or os.cpu_count() or 1
+        if workers == 1:
+            return [fn(t) for t in tasks]
+        chunk = max(1, math.ceil(len(tasks) / (4 * workers)))
+        with ProcessPoolExecutor(max_workers=workers) as pool:
+            return list(pool.map(fn, tasks, chunksize=chunk))
+    if isinstance(executor, str):
+        from dask.distributed import Client, LocalCluster
+
+        if executor == "local":
+            with LocalCluster(n_workers=max_workers, processes=True, host="127.0.0.1",
+                              dashboard_address=None) as cluster, \
+                    Client(cluster) as client:
+                return _dask_map(client, fn, tasks)
+        with Client(executor) as client:
+            return _dask_map(client, fn, tasks)
+    return _dask_map(executor, fn, tasks)
+
+
+def _dask_map(client: Any, fn: Callable[[Any], Any], tasks: Sequence[Any]) -> list[Any]:
+    futures = client.map(fn, list(tasks), pure=False)
+    return list(client.gather(futures))
+
+
+def run_study(study: Study, seeds: int | None = None, executor: Executor = "pool",
+              max_workers: int | None = None) -> pd.DataFrame:
+    """Every variant × seed; a tidy frame (one row per run: variant, axis columns, seed, metrics)."""
+    n = seeds or study.spec.seeds
+    tasks = [
+        (v.index, v.labels, v.spec, v.spec.seed + k, str(study.base_dir))
+        for v in study.variants
+        for k in range(n)
+    ]
+    rows = map_tasks(_task, tasks, executor, max_workers)
+    df = pd.DataFrame(rows)
+    df.attrs["axes"] = [a.column for a in study.spec.axes]
+    return df
+
+
+def run_seeds(job: JobShape, oracle: StepOracle, failures: Sequence[Any], policy: Any, duration_s: float,
+              seeds: Iterable[int], executor: Executor = "serial", max_workers: int | None = None,
+              **kwargs: Any) -> pd.DataFrame:
+    """Monte Carlo of one configuration: one summary row per seed (oracle must pickle for pools)."""
+    tasks = [(job, oracle, list(failures), policy, duration_s, s, kwargs) for s in seeds]
+    return pd.DataFrame(map_tasks(_seed_task, tasks, executor, max_workers))
+
+
+def _seed_task(args: tuple[Any, ...]) -> dict[str, Any]:
+    job, oracle, failures, policy, duration_s, seed, kwargs = args
+    return {"seed": seed, **simulate_run(job, oracle, failures, policy, duration_s, seed, **kwargs).summary}
+
+
+def summarize_study(runs: pd.DataFrame) -> pd.DataFrame:
+    """Mean and 95% t-interval of each metric per variant."""
+    axes = list(runs.attrs.get("axes", []))
+    return aggregate(runs, by=["variant", *axes])
