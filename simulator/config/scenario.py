@@ -17,12 +17,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from simulator.config.base import Spec
 from simulator.config.loader import Document, read_document, validate
 from simulator.config.topology import FileRef, resolve
 from simulator.errors import InputError
+from simulator.faults.degradation import DegradationSpec
+from simulator.faults.failure import FailureSpec
+from simulator.faults.policy import PolicySpec
 from simulator.network.collective import COLLECTIVES, SUPPORTED
 
 
@@ -88,6 +91,46 @@ class RunSettings(Spec):
     output: str | None = Field(None, description="Results folder (default results/<name>); CLI -o wins.")
 
 
+class ReliabilitySpec(Spec):
+    """Run-level settings: how long, how many seeds, and what a checkpoint costs.
+
+    Step times per cluster state come from the step simulation; checkpoint writes and loads
+    are flows from every GPU of the job to the topology's storage nodes (or, without storage
+    nodes, `storage_gbyte_per_s` of aggregate bandwidth).
+    """
+
+    duration_s: float = Field(30 * 86400.0, gt=0, description="Wall time of the run, s (YAML: duration_days, duration_h).")
+    seeds: int = Field(8, ge=1, le=10_000, description="Monte Carlo runs (seeds seed, seed+1, ...).")
+    mtbf_scale: float = Field(1.0, gt=0, description="Multiplies every MTBF (2 = half the failures).")
+    checkpoint_gbyte: float | None = Field(
+        None, gt=0, description="Checkpoint size, GB (default: parameters x checkpoint_bytes_per_param)."
+    )
+    checkpoint_bytes_per_param: float = Field(
+        14.0, gt=0, description="Bytes saved per parameter: bf16 weights (2) + fp32 master (4) + Adam m, v (8)."
+    )
+    host_copy_gbyte_per_s: float = Field(
+        25.0, gt=0, description="GPU-to-host-memory copy bandwidth per GPU for snapshots, GB/s."
+    )
+    storage_gbyte_per_s: float | None = Field(
+        None, gt=0, description="Aggregate storage bandwidth, GB/s, used only when the topology has no storage nodes."
+    )
+    gpus_per_switch: int | None = Field(
+        None, gt=0, description="GPUs cut off when a leaf switch fails (default: from the topology)."
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _units(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            d = dict(data)
+            if "duration_days" in d:
+                d["duration_s"] = float(d.pop("duration_days")) * 86400.0
+            if "duration_h" in d:
+                d["duration_s"] = float(d.pop("duration_h")) * 3600.0
+            return d
+        return data
+
+
 class ScenarioSpec(Spec):
     """A scenario file."""
 
@@ -101,6 +144,19 @@ class ScenarioSpec(Spec):
     compute: ComputeSettings = Field(ComputeSettings(), description="Compute model.")
     state: StateSpec = Field(StateSpec(), description="Degraded or down parts.")
     run: RunSettings = Field(RunSettings(), description="Run length and output.")
+    preset: Literal["llama3_405b"] | None = Field(
+        None, description="Failure preset (per-component rates) added before `failures`."
+    )
+    failures: list[FailureSpec] = Field(default_factory=list, description="Failure models per component class.")
+    degradations: list[DegradationSpec] = Field(default_factory=list, description="Stragglers, slow or flapping links.")
+    policy: PolicySpec | None = Field(
+        None, description="Fault-tolerance policy; when given, the run level simulates days of training."
+    )
+    reliability: ReliabilitySpec = Field(ReliabilitySpec(), description="Run-level settings.")
+
+    @property
+    def run_level(self) -> bool:
+        return self.policy is not None
 
     @field_validator("calibration", mode="before")
     @classmethod
