@@ -52,7 +52,7 @@ def _scenario_405b(tmp: Path) -> Path:
             "recompute": "full",
             "grad_bucket_mb": 256,
         },
-        "fidelity": {"representatives": True, "mirrors": "auto"},
+        "fidelity": {"representatives": True, "mirrors": "auto", "intra_node": "analytic"},
     }
     (tmp / "workload.yaml").write_text(yaml.safe_dump(workload, sort_keys=False))
     scenario = {

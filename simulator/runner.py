@@ -153,6 +153,7 @@ def execute(prep: PreparedRun, on_step: Callable[[int], None] | None = None, see
         fidelity=sc.network.fidelity,
         algorithms=dict(sc.network.algorithms),
         alpha_s=sc.network.alpha_us * 1e-6,
+        intra_node=sc.network.intra_node or str(prep.program.meta.get("intra_node_fidelity", "flow")),
         record_links=sc.network.record_links,
     )
     wall0 = time.perf_counter()

@@ -37,6 +37,11 @@ class NetworkSettings(Spec):
         description="flow: flows share links max-min fairly (contention is real); analytic: each "
         "collective costs its latency plus bytes over its bottleneck, alone on the fabric.",
     )
+    intra_node: Literal["flow", "analytic"] | None = Field(
+        None,
+        description="Collectives that stay inside one server: flow (share links) or analytic (solved "
+        "alone; exact when servers' scale-up fabrics carry nothing else). Default: what the workload says, else flow.",
+    )
     algorithms: dict[str, str] = Field(
         default_factory=dict, description="Algorithm per collective kind, e.g. {all_reduce: ring}."
     )

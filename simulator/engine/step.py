@@ -51,6 +51,7 @@ class PreparedOp:
     plan: Plan | None
     phases: list[PreparedPhase]
     tuned_by: str = ""
+    intra_node: bool = False  # every instance stays inside one server
 
 
 @dataclass
@@ -58,6 +59,7 @@ class StepSettings:
     """How the engine treats communication."""
 
     fidelity: str = "flow"  # "flow" | "analytic"
+    intra_node: str = "flow"  # "flow" | "analytic": collectives inside one server solved alone
     algorithms: dict[str, str] = field(default_factory=dict)
     alpha_s: float = 0.0  # per-step software overhead added to every latency step
     record_links: bool = True
@@ -93,6 +95,7 @@ class StepSimulator:
         self.cost.slowdown.update(cluster.stragglers)
         self._streams = stream_ops(program)
         self._prepared: dict[str, PreparedOp] = {}
+        self._plans: dict[tuple, PreparedOp] = {}  # same collective on the same GPUs: plan once
         self.op_rows: list[tuple] = []
         self.step_rows: list[tuple] = []
         self.tuned: dict[str, str] = {}
@@ -142,7 +145,13 @@ class StepSimulator:
         else:
             kind = op.collective or "send_recv"
             algo = op.algorithm or self.settings.algorithms.get(kind)
-            plan = plan_collective(kind, algo, self.cluster.topo, self._instances(op), op.size_bytes)
+            instances = self._instances(op)
+            key = (kind, algo, tuple(map(tuple, instances)), op.size_bytes)
+            cached = self._plans.get(key)
+            if cached is not None:
+                self._prepared[op.id] = cached
+                return cached
+            plan = plan_collective(kind, algo, self.cluster.topo, instances, op.size_bytes)
             phases = []
             for ph in plan.phases:
                 flows, lat = [], 0.0
@@ -151,9 +160,12 @@ class StepSimulator:
                     lat = max(lat, flat)
                     flows.append((links, mult, pf.size_bytes, pf.label))
                 phases.append(self._phase(ph.steps * (lat + self.settings.alpha_s), flows))
-            p = PreparedOp(plan, phases)
+            topo = self.cluster.topo
+            intra = all(len({topo.server(x) for x in inst}) <= 1 for inst in instances)
+            p = PreparedOp(plan, phases, intra_node=intra)
             if self.tuning is not None and plan.n_ranks > 1:
                 self._tune(op, p)
+            self._plans[key] = p
         self._prepared[op.id] = p
         return p
 
@@ -247,7 +259,9 @@ class StepSimulator:
         env = self.env
         start = env.now
         prepared = self._prepared[op.id]
-        flow_fidelity = self.settings.fidelity == "flow"
+        flow_fidelity = self.settings.fidelity == "flow" and not (
+            prepared.intra_node and self.settings.intra_node == "analytic"
+        )
         for ph in prepared.phases:
             if ph.latency_s > 0:
                 yield env.timeout(ph.latency_s)

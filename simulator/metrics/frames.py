@@ -81,8 +81,20 @@ def _union_length(starts: np.ndarray, ends: np.ndarray) -> float:
     return float((block_end - block_start).sum())
 
 
+def _coverage(bounds: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """How many of the intervals cover each elementary segment between `bounds` (sweep line)."""
+    diff = np.zeros(len(bounds))
+    np.add.at(diff, np.searchsorted(bounds, starts), 1)
+    np.add.at(diff, np.searchsorted(bounds, ends), -1)
+    return np.cumsum(diff)[:-1]
+
+
 def _breakdown(ops: pd.DataFrame, t0: float, t1: float) -> dict[str, float]:
-    """Compute / exposed comm / idle of one rank in one step, exposed split by tag."""
+    """Compute / exposed comm / idle of one rank in one step, exposed split by tag.
+
+    Exposed communication is time some communication runs while the compute stream is
+    idle; a segment covered by several communication tags is shared equally among them.
+    """
     comp = ops[ops["kind"] == "compute"]
     comm = ops[(ops["kind"] != "compute") & (ops["finished_at_s"] > ops["started_at_s"])]
     cs, ce = comp["started_at_s"].to_numpy(), comp["finished_at_s"].to_numpy()
@@ -92,21 +104,16 @@ def _breakdown(ops: pd.DataFrame, t0: float, t1: float) -> dict[str, float]:
         ms, me = comm["started_at_s"].to_numpy(), comm["finished_at_s"].to_numpy()
         out["comm_s"] = _union_length(ms, me)
         bounds = np.unique(np.concatenate([cs, ce, ms, me]))
-        mids = (bounds[:-1] + bounds[1:]) / 2
         widths = np.diff(bounds)
-        in_comp = np.zeros(len(mids), dtype=bool)
-        for s, e in zip(cs, ce):
-            in_comp |= (mids > s) & (mids < e)
+        in_comp = _coverage(bounds, cs, ce) > 0
         tags = comm["tag"].to_numpy()
-        cover = np.zeros((len(comm), len(mids)), dtype=bool)
-        for i, (s, e) in enumerate(zip(ms, me)):
-            cover[i] = (mids > s) & (mids < e)
-        n_cover = cover.sum(axis=0)
+        per_tag = {tag: _coverage(bounds, ms[tags == tag], me[tags == tag]) for tag in np.unique(tags)}
+        n_cover = np.sum(list(per_tag.values()), axis=0)
         exposed_seg = (~in_comp) & (n_cover > 0)
         out["exposed_comm_s"] = float(widths[exposed_seg].sum())
-        share = np.where(n_cover > 0, widths / np.maximum(n_cover, 1), 0.0) * exposed_seg
-        for tag in np.unique(tags):
-            out[f"exposed_{tag or 'other'}_s"] = float((cover[tags == tag] * share).sum())
+        share = np.where(exposed_seg, widths / np.maximum(n_cover, 1), 0.0)
+        for tag, cover in per_tag.items():
+            out[f"exposed_{tag or 'other'}_s"] = float((cover * share).sum())
     out["idle_s"] = max(0.0, (t1 - t0) - compute - out["exposed_comm_s"])
     return out
 

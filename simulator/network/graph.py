@@ -26,6 +26,8 @@ Graph attributes: `name`, and `gpu` (the `GPUSpec` of its GPUs) when a generator
 
 from __future__ import annotations
 
+import re
+
 import networkx as nx
 
 from simulator.errors import InputError
@@ -36,12 +38,17 @@ SCALE_UP_MEDIA = frozenset({"nvlink", "xgmi", "pcie"})
 SCALE_OUT_MEDIA = frozenset({"ib", "ethernet"})
 
 
+def natural_key(name: object) -> tuple:
+    """Sort key that orders embedded numbers by value: n2 before n10."""
+    return tuple(int(p) if p.isdigit() else p for p in re.split(r"(\d+)", str(name)))
+
+
 def gpus(g: nx.Graph) -> list[str]:
-    """GPU node names in a stable order (server, then local rank, then name)."""
+    """GPU node names in a stable order: server (natural order), local rank, name."""
     out = [n for n, d in g.nodes(data=True) if d.get("kind") == "gpu"]
     return sorted(
         out,
-        key=lambda n: (str(g.nodes[n].get("node", "")), g.nodes[n].get("local_rank", 0), str(n)),
+        key=lambda n: (natural_key(g.nodes[n].get("node", "")), g.nodes[n].get("local_rank", 0), natural_key(n)),
     )
 
 

@@ -129,7 +129,7 @@ class FidelitySpec(Spec):
     intra_node: Literal["flow", "analytic"] = Field(
         "flow",
         description="Collectives inside one server: flow (on the fabric like the rest) or analytic "
-        "(recorded in meta.intra_node_fidelity for an engine that supports it; see docs/fidelity.md).",
+        "(each solved alone on the fabric; see docs/fidelity.md).",
     )
 
 
