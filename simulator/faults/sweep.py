@@ -153,12 +153,10 @@ def build_oracle(spec: StudySpec, base_dir: Path) -> StepOracle:
     """The step oracle a study asks: constants, or the scenario's step simulation."""
     s = spec.step
     if s.from_scenario is not None:
-        if _scenario_oracle is None:
-            raise SimulationError(
-                "step.from_scenario is not connected to the step-level engine yet; "
-                "give step_time_s and checkpoint_write_s instead"
-            )
-        return _scenario_oracle(base_dir / s.from_scenario)
+        factory = _scenario_oracle
+        if factory is None:  # imported here so pool and Dask workers find it too
+            from simulator.engine.oracle import oracle_from_scenario as factory
+        return factory(base_dir / s.from_scenario)
     step = float(s.step_time_s)  # type: ignore[arg-type]
     write = float(s.checkpoint_write_s)  # type: ignore[arg-type]
     return ScalingOracle(

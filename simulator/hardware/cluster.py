@@ -1,9 +1,10 @@
 """A cluster: a topology graph made ready to simulate.
 
 Builds the directed link table, the router and the collective helper once; holds the
-cluster's state (links down, links degraded, straggling GPUs). Storage nodes get a
-virtual *media* link (`STOR/media`) whose capacity is their write bandwidth, so a
-checkpoint write is limited by the slowest of the network path and the storage media.
+cluster's state (links down, links degraded, straggling GPUs). Storage nodes get virtual
+*media* links (`STOR/media` at their write bandwidth, `STOR/media-read` at their read
+bandwidth), so a checkpoint write or load is limited by the slowest of the network path
+and the storage media.
 """
 
 from __future__ import annotations
@@ -16,9 +17,11 @@ from simulator.config.hardware import GPUSpec
 from simulator.errors import SimulationError
 from simulator.network.collective import Topo
 from simulator.network.graph import gpus as graph_gpus
+from simulator.network.graph import natural_key
 from simulator.network.routing import LinkTable, Router
 
 MEDIA_SUFFIX = "/media"
+READ_SUFFIX = "/media-read"
 
 
 class Cluster:
@@ -41,12 +44,15 @@ class Cluster:
         stragglers: dict[str, float] | None = None,
     ) -> None:
         g = graph.copy()
-        self.storage = sorted(n for n, d in g.nodes(data=True) if d.get("kind") == "storage")
+        self.storage = sorted(
+            (n for n, d in g.nodes(data=True) if d.get("kind") == "storage"), key=natural_key
+        )
         for s in self.storage:
-            bw = g.nodes[s].get("write_bandwidth_bytes_per_s")
-            if bw:
-                g.add_node(s + MEDIA_SUFFIX, kind="storage", role="media")
-                g.add_edge(s, s + MEDIA_SUFFIX, bandwidth_bytes_per_s=float(bw), latency_s=0.0, medium="pcie")
+            for suffix, key in ((MEDIA_SUFFIX, "write_bandwidth_bytes_per_s"), (READ_SUFFIX, "read_bandwidth_bytes_per_s")):
+                bw = g.nodes[s].get(key)
+                if bw:
+                    g.add_node(s + suffix, kind="storage", role="media")
+                    g.add_edge(s, s + suffix, bandwidth_bytes_per_s=float(bw), latency_s=0.0, medium="pcie")
         self.graph = g
         self.gpu = gpu
         self.gpus = graph_gpus(g)
@@ -84,6 +90,14 @@ class Cluster:
             raise SimulationError(f"checkpoint target {target!r} is not a storage node; have {self.storage}")
         sink = target + MEDIA_SUFFIX
         return sink if sink in self.graph else target
+
+    def storage_source(self, rank: int) -> str:
+        """The media node a checkpoint load to `rank` reads from."""
+        if not self.storage:
+            raise SimulationError("a checkpoint load needs a storage node, and this topology has none")
+        target = self.storage[rank % len(self.storage)]
+        src = target + READ_SUFFIX
+        return src if src in self.graph else target
 
     def check_gpus_reachable(self, used: list[str]) -> None:
         self.router.check_reachable(used)

@@ -17,7 +17,7 @@ import pandas as pd
 from simulator.commands.common import write_atomic
 from simulator.errors import InputError
 
-FRAME_NAMES = ("ops", "flows", "links", "steps", "incidents", "segments")
+FRAME_NAMES = ("ops", "flows", "links", "steps", "incidents", "segments", "runs")
 
 
 def _has_pyarrow() -> bool:

@@ -1,0 +1,299 @@
+"""Step-level answers for the run level: a `StepOracle` backed by the step simulation.
+
+The run level (`simulator.faults`) asks how long a step, a checkpoint write, a snapshot and
+a checkpoint load take in a given `ClusterState`. This oracle answers from the scenario's
+own cluster, workload and fabric:
+
+* **step time**: a step simulation of the cluster in that state. States that are
+  equivalent by symmetry share one simulation: stragglers reduce to the slowest factor
+  (a synchronous step waits for the slowest rank, wherever it is), degraded links to
+  their count and worst factor, down links to their count. The slowest straggler is
+  placed on the first simulated rank; degraded links are the NIC uplinks of the first
+  simulated ranks; down links are the first leaf-to-spine uplinks (the fabric routes
+  around them), or NIC uplinks where there is no spine.
+* **fewer data-parallel replicas** (elastic policies keep the global batch): the step's
+  compute grows by full/dp and its communication stays: `step + c·(full/dp - 1)`, with
+  `c` the simulated per-rank compute time (weighted mean).
+* **a background checkpoint drain** (async policies): the step is simulated with every
+  GPU's checkpoint shard streaming to storage at the same time, so the drain contends
+  with the training collectives on NICs and switches.
+* **checkpoint write / load**: flows from every GPU of the job to the storage nodes (round
+  robin), each carrying its shard `size / GPUs`, on the fabric alone; the time is the last
+  flow's end. Without storage nodes, `size / reliability.storage_gbyte_per_s`.
+* **snapshot**: a shard over the GPU-to-host copy bandwidth.
+* **load from a peer** (in-memory checkpoints): every GPU of one server fetches its shard
+  from the same-rank GPU of the next server, then copies it to HBM.
+
+The checkpoint size is `reliability.checkpoint_gbyte`, else the workload's parameters times
+`checkpoint_bytes_per_param` (14: bf16 weights, fp32 master weights, Adam moments).
+Answers are cached; the oracle pickles without its prepared run (a worker re-prepares
+only if it meets a state the parent did not answer).
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from simulator.config.scenario import ReliabilitySpec
+from simulator.engine.context import SimContext
+from simulator.engine.cost import ComputeCost
+from simulator.engine.step import StepSettings, StepSimulator
+from simulator.errors import InputError, SimulationError
+from simulator.faults.state import ClusterState, JobShape, LoadSource
+from simulator.hardware.cluster import Cluster
+from simulator.network.fabric import Fabric, usage
+
+log = logging.getLogger(__name__)
+
+# background drain flows are sized to outlast any step
+_DRAIN_FOREVER = 1e18
+
+
+def checkpoint_bytes(prep: Any, settings: ReliabilitySpec) -> float:
+    """Size of one full checkpoint, bytes."""
+    if settings.checkpoint_gbyte is not None:
+        return settings.checkpoint_gbyte * 1e9
+    params = prep.program.meta.get("parameters")
+    if not params:
+        raise InputError(
+            "the run level needs the checkpoint size: set reliability.checkpoint_gbyte "
+            "(a trace workload does not say how many parameters the model has)",
+            file=prep.scenario.path,
+            field="reliability.checkpoint_gbyte",
+        )
+    return float(params) * settings.checkpoint_bytes_per_param
+
+
+def job_shape(prep: Any, settings: ReliabilitySpec) -> JobShape:
+    """The run level's view of the job: GPUs, hosts, replicas and component counts."""
+    g = prep.cluster.graph
+    gpus = prep.program.rank_gpus
+    n = len(gpus)
+    servers: dict[str, int] = {}
+    for x in gpus:
+        servers[str(g.nodes[x].get("node", x))] = servers.get(str(g.nodes[x].get("node", x)), 0) + 1
+    gpn = max(servers.values())
+    dp = int(prep.program.meta.get("dp", 1) or 1)
+    per_replica = n // dp if n % dp == 0 else n
+    if per_replica % gpn and gpn % per_replica:
+        per_replica = n
+    leaves = [s for s, d in g.nodes(data=True) if d.get("kind") == "switch" and int(d.get("tier", 1)) == 1]
+    nics = sum(1 for x in gpus for y in g.neighbors(x) if g.nodes[y].get("kind") == "nic")
+    return JobShape(
+        n_gpus=n,
+        gpus_per_node=gpn,
+        gpus_per_replica=per_replica,
+        nics=nics or None,
+        switches=len(leaves) or None,
+        gpus_per_switch=settings.gpus_per_switch or max(1, len(prep.cluster.gpus) // max(1, len(leaves))),
+        storage=max(1, len(prep.cluster.storage)),
+    )
+
+
+class SimulatedOracle:
+    """`StepOracle` answered by the step simulation of a scenario (see module docstring)."""
+
+    def __init__(self, prep: Any, healthy_step_s: float | None = None) -> None:
+        self.scenario_path = Path(prep.scenario.path)
+        self._prep = prep
+        self._cache: dict[tuple, float] = {}
+        self.simulations = 0
+        self.settings: ReliabilitySpec = prep.scenario.spec.reliability
+        self._full_dp = int(prep.program.meta.get("dp", 1) or 1)
+        self._compute_s: float | None = None
+        if healthy_step_s is not None:
+            self._cache[("step", 1.0, 1.0, 0, 0, False)] = healthy_step_s
+
+    # -- pickling: answers travel, the prepared run does not --------------------------
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        state["_prep"] = None
+        return state
+
+    @property
+    def prep(self) -> Any:
+        if self._prep is None:
+            from simulator import runner
+
+            self._prep = runner.prepare(self.scenario_path)
+            self.settings = self._prep.scenario.spec.reliability
+        return self._prep
+
+    def warm(self, states: list[ClusterState]) -> None:
+        """Answer the checkpoint questions and `states` now (before pickling to workers)."""
+        self.checkpoint_write_s(states[0])
+        self.checkpoint_load_s(states[0], "storage")
+        self.checkpoint_load_s(states[0], "peer")
+        for s in states:
+            self.step_time_s(s)
+
+    # -- StepOracle --------------------------------------------------------------------
+    def step_time_s(self, state: ClusterState) -> float:
+        f_s = max((f for _, f in state.stragglers), default=1.0)
+        f_l = min((f for _, f in state.degraded_links), default=1.0)
+        key = ("step", round(f_s, 9), round(f_l, 9), len(state.degraded_links), len(state.down_links), state.draining)
+        base = self._cache.get(key)
+        if base is None:
+            base = self._simulate_step(f_s, f_l, len(state.degraded_links), len(state.down_links), state.draining)
+            self._cache[key] = base
+        full = self._full_dp
+        if state.dp_replicas < full:
+            base += self._compute_per_rank_s() * (full / state.dp_replicas - 1.0)
+        return base
+
+    def checkpoint_write_s(self, state: ClusterState) -> float:
+        return self._cached(("write",), self._write_s)
+
+    def checkpoint_snapshot_s(self, state: ClusterState) -> float:
+        return self._cached(("snapshot",), lambda: self._shard_bytes() / (self.settings.host_copy_gbyte_per_s * 1e9))
+
+    def checkpoint_load_s(self, state: ClusterState, source: LoadSource) -> float:
+        return self._cached(("load", source), lambda: self._load_s(source))
+
+    # -- internals ---------------------------------------------------------------------
+    def _cached(self, key: tuple, fn: Any) -> float:
+        v = self._cache.get(key)
+        if v is None:
+            v = float(fn())
+            self._cache[key] = v
+        return v
+
+    def _shard_bytes(self) -> float:
+        return checkpoint_bytes(self.prep, self.settings) / len(self.prep.program.rank_gpus)
+
+    def _compute_per_rank_s(self) -> float:
+        if self._compute_s is None:
+            sim = self._run_step(self.prep.cluster)
+            from simulator.metrics import frames as fr
+
+            ops = fr.ops_frame(sim.op_rows, self.prep.program.rank_gpus, self.prep.program.role)
+            steps = fr.steps_frame(ops, sim.step_rows, self.prep.program.weight)
+            self._compute_s = float(np.average(steps["compute_s"], weights=steps["weight"]))
+        return self._compute_s
+
+    def _run_step(self, cluster: Cluster, drain: bool = False) -> StepSimulator:
+        prep = self.prep
+        sc = prep.scenario.spec
+        ctx = SimContext(sc.seed)
+        cost = ComputeCost(prep.topology.gpu, prep.compute_calibration, sc.compute.jitter_cv, ctx.rng("compute"))
+        settings = StepSettings(
+            fidelity=sc.network.fidelity,
+            algorithms=dict(sc.network.algorithms),
+            alpha_s=sc.network.alpha_us * 1e-6,
+            intra_node=sc.network.intra_node or str(prep.program.meta.get("intra_node_fidelity", "flow")),
+            record_links=False,
+        )
+        sim = StepSimulator(ctx, cluster, prep.program, cost, settings, prep.tuning)
+        if drain:
+            for i, gpu in enumerate(sorted(set(prep.program.rank_gpus))):
+                links, mult = usage([cluster.router.path(gpu, cluster.storage_sink(None, i))])
+                sim.fabric.transfer(links, mult, _DRAIN_FOREVER, op_id="drain", label="checkpoint drain")
+        sim.run(1)
+        self.simulations += 1
+        return sim
+
+    def _simulate_step(self, f_s: float, f_l: float, n_deg: int, n_down: int, draining: bool) -> float:
+        prep = self.prep
+        base = prep.cluster
+        stragglers = dict(base.stragglers)
+        program = prep.program
+        if f_s > 1.0:
+            gpu = program.rank_gpus[program.simulated_ranks[0]]
+            stragglers[gpu] = max(f_s, stragglers.get(gpu, 1.0))
+        degraded = dict(base.degraded)
+        for edge in self._nic_uplinks()[:n_deg]:
+            degraded[edge] = min(f_l, degraded.get(edge, 1.0))
+        down = list(base.down) + self._uplinks_to_drop(n_down)
+        if draining and not base.storage:
+            raise SimulationError("an async checkpoint drain needs storage nodes in the topology")
+        changed = n_deg or n_down or f_s > 1.0
+        cluster = Cluster(base.graph, base.gpu, down=down, degraded=degraded, stragglers=stragglers) if changed else base
+        sim = self._run_step(cluster, drain=draining)
+        log.info("step simulated for straggler %.2f, %d degraded links, %d down, drain=%s", f_s, n_deg, n_down, draining)
+        return float(sim.step_rows[0][2] - sim.step_rows[0][1])
+
+    def _nic_uplinks(self) -> list[tuple[str, str]]:
+        g = self.prep.cluster.graph
+        out = []
+        for r in self.prep.program.simulated_ranks:
+            gpu = self.prep.program.rank_gpus[r]
+            for nic in g.neighbors(gpu):
+                if g.nodes[nic].get("kind") == "nic":
+                    out += [(nic, s) for s in sorted(g.neighbors(nic)) if g.nodes[s].get("kind") == "switch"]
+        return out
+
+    def _uplinks_to_drop(self, n: int) -> list[tuple[str, str]]:
+        if n == 0:
+            return []
+        g = self.prep.cluster.graph
+        ups = sorted(
+            (u, v) if int(g.nodes[u].get("tier", 0)) < int(g.nodes[v].get("tier", 0)) else (v, u)
+            for u, v in g.edges
+            if g.nodes[u].get("kind") == "switch" and g.nodes[v].get("kind") == "switch"
+            and {int(g.nodes[u].get("tier", 0)), int(g.nodes[v].get("tier", 0))} == {1, 2}
+        )
+        return (ups or self._nic_uplinks())[:n]
+
+    def _transfer_s(self, pairs: list[tuple[str, str]], bytes_each: float) -> float:
+        cluster = self.prep.cluster
+        ctx = SimContext(0)
+        fabric = Fabric(ctx.env, cluster.links.capacity_bytes_per_s, record_links=False)
+        fabric.factor = cluster.capacity_factors()
+        ends: list[float] = []
+        for a, b in pairs:
+            links, mult = usage([cluster.router.path(a, b)])
+            lat = cluster.router.latency_s(a, b)
+            ev = fabric.transfer(links, mult, bytes_each, op_id="checkpoint")
+            ev.callbacks.append(lambda e, lat=lat: ends.append(ctx.env.now + lat))
+        ctx.env.run()
+        return max(ends) if ends else 0.0
+
+    def _write_s(self) -> float:
+        prep = self.prep
+        size = checkpoint_bytes(prep, self.settings)
+        if not prep.cluster.storage:
+            return self._aggregate_storage_s(size)
+        gpus = sorted(set(prep.program.rank_gpus))
+        return self._transfer_s([(g, prep.cluster.storage_sink(None, i)) for i, g in enumerate(gpus)], size / len(gpus))
+
+    def _load_s(self, source: str) -> float:
+        prep = self.prep
+        size = checkpoint_bytes(prep, self.settings)
+        gpus = sorted(set(prep.program.rank_gpus))
+        shard = size / len(gpus)
+        if source == "storage":
+            if not prep.cluster.storage:
+                return self._aggregate_storage_s(size)
+            return self._transfer_s([(prep.cluster.storage_source(i), g) for i, g in enumerate(gpus)], shard)
+        g = prep.cluster.graph
+        by_server: dict[str, list[str]] = {}
+        for x in gpus:
+            by_server.setdefault(str(g.nodes[x].get("node", x)), []).append(x)
+        servers = list(by_server.values())
+        copy_s = shard / (self.settings.host_copy_gbyte_per_s * 1e9)
+        if len(servers) < 2:
+            return copy_s
+        pairs = list(zip(servers[1], servers[0]))
+        return self._transfer_s(pairs, shard) + copy_s
+
+    def _aggregate_storage_s(self, size: float) -> float:
+        bw = self.settings.storage_gbyte_per_s
+        if bw is None:
+            raise InputError(
+                "the topology has no storage nodes: set reliability.storage_gbyte_per_s "
+                "(aggregate storage bandwidth) or add storage to the topology",
+                file=self.prep.scenario.path,
+                field="reliability.storage_gbyte_per_s",
+            )
+        return size / (bw * 1e9)
+
+
+def oracle_from_scenario(path: str | Path) -> SimulatedOracle:
+    """The factory the run-level studies use for `step: {from_scenario: FILE}`."""
+    from simulator import runner
+
+    return SimulatedOracle(runner.prepare(path))
