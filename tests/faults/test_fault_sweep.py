@@ -44,13 +44,14 @@ def test_unknown_key_is_reported_with_line(tmp_path):
     assert "typo.yaml:" in str(err.value) and "sede" in str(err.value)
 
 
-def test_from_scenario_hook_not_connected():
+def test_from_scenario_names_a_missing_scenario():
+    """`from_scenario` runs the step simulation of that scenario; a missing file is an InputError."""
     data = yaml.safe_load(DATA.read_text())
     data["step"] = {"from_scenario": "../scenarios/x.yaml"}
     study = study_from_data(data)
-    from simulator.errors import SimulationError
+    from simulator.errors import InputError
 
-    with pytest.raises(SimulationError):
+    with pytest.raises(InputError, match="x.yaml"):
         build_oracle(study.spec, Path("."))
 
 
