@@ -10,6 +10,9 @@ Glossary:
     mfu: model FLOPs utilization = model FLOPs per step / (step time x GPUs x peak FLOP/s),
         when the workload states its model FLOPs (`meta.model_flops_per_step`).
     tokens_per_s: tokens per step / step time, when the workload states tokens per step.
+    pipeline_bubble_measured: idle_s / step_time_s (time a rank neither computes nor
+        communicates, e.g. waiting for a pipeline neighbour), weighted mean over ranks and
+        steps; compare with the schedule's analytic `pipeline_bubble_fraction`.
 """
 
 from __future__ import annotations
@@ -69,6 +72,9 @@ def summarize(frames: dict[str, pd.DataFrame], meta: dict[str, Any]) -> dict[str
     if st and mflops and n_gpus and peak:
         out["mfu"] = float(mflops) / (st * n_gpus * peak)
         out["tflops_per_gpu"] = float(mflops) / (st * n_gpus) / 1e12
+    if "pipeline_bubble_fraction" in meta and not steps.empty:
+        share = (steps["idle_s"] / steps["step_time_s"]).to_numpy()
+        out["pipeline_bubble_measured"] = float(np.average(share, weights=steps["weight"].to_numpy()))
     tokens = meta.get("tokens_per_step")
     if st and tokens:
         out["tokens_per_s"] = float(tokens) / st
