@@ -78,3 +78,26 @@ def test_same_scenario_and_seed_give_identical_frames():
     b = runner.execute(runner.prepare(ROOT / "scenarios/quickstart.yaml"))
     for name in ("ops", "flows", "links", "steps"):
         pd.testing.assert_frame_equal(a.frames[name], b.frames[name])
+
+
+COMPARES = sorted(p for p in (ROOT / "scenarios").glob("*.yaml") if "variants" in _yaml(p))
+STUDIES = sorted(p for p in (ROOT / "scenarios").glob("*.yaml") if "job" in _yaml(p) and "step" in _yaml(p))
+
+
+def test_every_scenarios_file_is_a_scenario_compare_or_study():
+    every = sorted((ROOT / "scenarios").glob("*.yaml"))
+    assert sorted([*SCENARIOS, *COMPARES, *STUDIES]) == every
+
+
+@pytest.mark.parametrize("path", COMPARES, ids=lambda p: p.name)
+def test_compare_files_validate(path):
+    from simulator.compare import load_comparison
+
+    assert len(load_comparison(path).variants) >= 2
+
+
+@pytest.mark.parametrize("path", STUDIES, ids=lambda p: p.name)
+def test_study_files_validate(path):
+    from simulator.faults.sweep import load_study
+
+    assert load_study(path).variants

@@ -4,8 +4,9 @@
     clustersim calibrate --check PROFILE.yaml LOGS...
 
 The first form reads nccl-tests / rccl-tests logs (and GEMM / memory-kernel CSV files),
-fits every table, writes the profile (atomically) and an offline HTML figure beside it
-(`PROFILE.html`, plotly.js embedded), and prints the fit error per table. The second form
+fits every table, writes the profile (atomically) and its calibration page beside it
+(`PROFILE.html`, plotly.js embedded; `simulator.calibration.figure.profile_dashboard_html`,
+rebuilt by `clustersim dashboard PROFILE.yaml`), and prints the fit error per table. The second form
 predicts every measured size of the logs from the profile (across scales where the
 profile lacks that GPU/node count) and prints the error per size.
 """
@@ -21,7 +22,7 @@ from rich.table import Table
 
 from simulator.calibration.collective import KINDS
 from simulator.calibration.compute import ComputeCalibration
-from simulator.calibration.figure import calibration_figure, fit_frame
+from simulator.calibration.figure import profile_dashboard_html
 from simulator.calibration.fit import error_frame, fit_table
 from simulator.calibration.parser import BenchmarkTable, read_benchmarks
 from simulator.calibration.profile import CalibrationProfile, build_profile, load_profile
@@ -51,8 +52,10 @@ def _fit_and_write(
     write_atomic(output, profile.to_yaml())
     html_path = html or output.with_suffix(".html")
     if fits:
-        fig = calibration_figure(fit_frame(fits))
-        write_atomic(html_path, fig.to_html(include_plotlyjs=True, full_html=True))
+        # the same page `clustersim dashboard PROFILE.yaml` rebuilds; the logs are found
+        # again (by name and sha256) in their own folders
+        folders = list(dict.fromkeys(p.resolve().parent for p in logs))
+        write_atomic(html_path, profile_dashboard_html(output, samples=folders))
 
     table = Table(title=f"fit error per table ({output.name})")
     cols = ("#", "kind", "GPUs", "nodes", "alpha us", "busbw GB/s", "med>=1MiB", "max", "line")
@@ -168,7 +171,7 @@ def register(app: typer.Typer) -> None:
         gpus: Annotated[int | None, typer.Option(help="GPU (rank) count where a log does not say it.", min=1)] = None,
         nodes: Annotated[int | None, typer.Option(help="Node count where a log does not say it.", min=1)] = None,
         check: Annotated[Path | None, typer.Option(help="Compare this profile's predictions with FILES instead of fitting.")] = None,
-        html: Annotated[Path | None, typer.Option(help="HTML figure to write (default: beside the profile).")] = None,
+        html: Annotated[Path | None, typer.Option(help="Calibration page to write (default: PROFILE.html beside the profile).")] = None,
         name: Annotated[str | None, typer.Option(help="Profile name (default: the output file's stem).")] = None,
         description: Annotated[str, typer.Option(help="Profile description.")] = "",
     ) -> None:

@@ -7,8 +7,10 @@ recognizes what a folder holds by its files:
   variant) -> `simulator.viz.compare.comparison_html`, written to `comparison.html`;
 * a run-level study (`study.resolved.yaml` + `runs.parquet|csv`) -> the faults room's
   `sweep_figure` in a dashboard page, written to `sweep.html`;
-* a calibration result (a profile YAML with `sources:` and no frames) -> the calibration
-  room's `profile_dashboard_html(profile_path)` when it exists;
+* a calibration profile (a profile YAML file, or a folder holding exactly one profile
+  with `sources:` and no frames) -> `simulator.calibration.figure.profile_dashboard_html`,
+  written to `PROFILE.html` beside it; its benchmark logs are looked for beside the
+  profile, in `--samples` folders and in ../shared/calibration/nccl-tests;
 * a run (`summary.json` + frames) -> the run dashboard, written to `dashboard.html`.
 
 Other rooms' builders are imported lazily, so a missing one gives a clear error for its
@@ -20,8 +22,10 @@ kind only. Several folders rebuild each one in place (`-o` needs a single folder
 
 from __future__ import annotations
 
+import html
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Annotated
 
@@ -111,45 +115,82 @@ def build_sweep(folder: Path) -> tuple[str, str]:
         raise InputError("runs.parquet / runs.csv not found", file=folder)
     resolved = _read_yaml(folder / "study.resolved.yaml")
     study = resolved.get("study") or {}
-    if not runs.attrs.get("axes") and isinstance(study.get("axes"), dict):
-        runs.attrs["axes"] = [a for a in study["axes"] if a in runs.columns]
+    if not runs.attrs.get("axes"):  # CSV keeps no attrs: take the axes from the resolved study
+        runs.attrs["axes"] = [a for a in _axis_names(study.get("axes")) if a in runs.columns]
+    axes = list(runs.attrs.get("axes", []))
     name = str(study.get("name") or folder.name)
-    cards = [("runs", f"{len(runs):,}")]
+    n_seeds = int(runs["seed"].nunique()) if "seed" in runs else 1
+    n_variants = int(runs["variant"].nunique()) if "variant" in runs else len(runs) // max(n_seeds, 1)
+    cards = [("runs", f"{len(runs):,} <span class='s'>({n_variants} variants x {n_seeds} seeds)</span>")]
     for col, label in (("goodput", "mean goodput"), ("ettr", "mean ETTR")):
         if col in runs:
             cards.append((label, f"{runs[col].mean() * 100:.1f}%"))
-    notes = [f"{len(runs)} runs (seeds x variants); mean and 95% t-interval over seeds."]
-    return page(f"clustersim study: {name}", cards, [faults_figure.sweep_figure(runs)], notes), "sweep.html"
+    if "goodput" in runs and axes:
+        best = runs.groupby(axes, sort=False)["goodput"].mean().sort_values(ascending=False)
+        key = best.index[0] if isinstance(best.index[0], tuple) else (best.index[0],)
+        where = ", ".join(f"{a}={v}" for a, v in zip(axes, key, strict=True))
+        cards.append(("best mean goodput", f"{best.iloc[0] * 100:.1f}% <span class='s'>({html.escape(where)})</span>"))
+    notes = [str(study["description"])] if study.get("description") else []
+    notes.append(f"{len(runs)} runs: {n_variants} variants x {n_seeds} seeds. Lines are the mean over seeds, "
+                 "bands the 95% Student-t interval of the mean"
+                 + (" (a single seed gives none)." if n_seeds < 2 else
+                    f" ({n_seeds} seeds: with so few the interval is wide)." if n_seeds < 5 else "."))
+    figures = [faults_figure.sweep_figure(runs)]
+    if "ettr" in runs:
+        figures.append(faults_figure.sweep_figure(runs, metric="ettr"))
+    return page(f"clustersim study: {name}", cards, figures, notes), "sweep.html"
 
 
-def _calibration_profile(folder: Path) -> Path | None:
-    for p in sorted(folder.glob("*.yaml")):
-        if p.name.endswith(".resolved.yaml"):
-            continue
-        try:
-            head = p.read_text(encoding="utf-8")[:4000]
-        except OSError:
-            continue
-        if "\nsources:" in head and ("collectives" in head or "compute" in head):
-            return p
-    return None
+def _axis_names(axes: object) -> list[str]:
+    """Axis names of a resolved study: a mapping `{name: values}` or a list of
+    `{param, values, name}` items (the column is the name, else the param)."""
+    if isinstance(axes, dict):
+        return [str(a) for a in axes]
+    if isinstance(axes, list):
+        out = []
+        for a in axes:
+            if isinstance(a, dict) and (a.get("name") or a.get("param")):
+                out.append(str(a.get("name") or a["param"]))
+        return out
+    return []
 
 
-def build_calibration(folder: Path) -> tuple[str, str]:
-    profile = _calibration_profile(folder)
-    if profile is None:
-        raise InputError("no calibration profile in this folder", file=folder)
+def _looks_like_profile(p: Path) -> bool:
     try:
-        from simulator.calibration.figure import profile_dashboard_html  # type: ignore[attr-defined]
-    except ImportError:
-        raise _missing("calibration", "simulator.calibration.figure.profile_dashboard_html", folder) from None
-    return profile_dashboard_html(profile), f"{profile.stem}.html"
+        head = p.read_text(encoding="utf-8")[:4000]
+    except (OSError, UnicodeDecodeError):
+        return False
+    return "\nsources:" in head and ("collectives" in head or "compute" in head)
 
 
-def detect(folder: Path) -> tuple[str, Callable[[Path], tuple[str, str]]]:
-    """What a results folder holds: (kind, builder)."""
-    if not folder.is_dir():
-        raise InputError("results folder not found", file=folder)
+def _calibration_profiles(folder: Path) -> list[Path]:
+    return [p for p in sorted([*folder.glob("*.yaml"), *folder.glob("*.yml")])
+            if not p.name.endswith(".resolved.yaml") and _looks_like_profile(p)]
+
+
+def build_calibration(path: Path, samples: Sequence[Path] = ()) -> tuple[str, str]:
+    """A calibration profile (a YAML file, or a folder holding exactly one) -> its page."""
+    if path.is_dir():
+        found = _calibration_profiles(path)
+        if not found:
+            raise InputError("no calibration profile in this folder", file=path)
+        if len(found) > 1:
+            raise InputError(f"{len(found)} calibration profiles in this folder "
+                             f"({', '.join(p.name for p in found)}); name the one to show", file=path)
+        path = found[0]
+    from simulator.calibration.figure import profile_dashboard_html
+
+    return profile_dashboard_html(path, samples=samples), f"{path.stem}.html"
+
+
+def detect(path: Path, samples: Sequence[Path] = ()) -> tuple[str, Callable[[Path], tuple[str, str]]]:
+    """What a results folder (or a calibration profile file) holds: (kind, builder)."""
+    calibration = partial(build_calibration, samples=samples)
+    if path.is_file() and path.suffix.lower() in (".yaml", ".yml"):
+        return "calibration", calibration
+    if not path.is_dir():
+        raise InputError("results folder not found", file=path)
+    folder = path
     if (folder / "compare.resolved.yaml").is_file() or _has_table(folder, "comparison"):
         return "comparison", build_comparison
     if (folder / "study.resolved.yaml").is_file() or _has_table(folder, "runs"):
@@ -158,8 +199,8 @@ def detect(folder: Path) -> tuple[str, Callable[[Path], tuple[str, str]]]:
         _has_table(folder, n) for n in ("ops", "steps", "links", "incidents", "segments")
     ):
         return "run", build_run
-    if _calibration_profile(folder) is not None:
-        return "calibration", build_calibration
+    if _calibration_profiles(folder):
+        return "calibration", calibration
     raise InputError("not a results folder: expected a run (summary.json and frames), a comparison "
                      "(compare.resolved.yaml), a study (study.resolved.yaml) or a calibration profile",
                      file=folder)
@@ -174,9 +215,17 @@ def register(app: typer.Typer) -> None:
 
     @app.command()
     def dashboard(
-        results: Annotated[list[Path], typer.Argument(help="Results folders (run, comparison, study, calibration).")],
+        results: Annotated[list[Path], typer.Argument(
+            help="Results folders (run, comparison, study) or calibration profiles (a YAML file, "
+                 "or a folder holding one).")],
         output: Annotated[
             Path | None, typer.Option("-o", "--output", help="HTML file to write (one folder only).")
+        ] = None,
+        samples: Annotated[
+            list[Path] | None, typer.Option(
+                "--samples", help="Folder to look for a calibration profile's benchmark logs in "
+                                  "(repeatable; also searched: beside the profile, "
+                                  "../shared/calibration/nccl-tests).")
         ] = None,
     ) -> None:
         """Rebuild dashboards from saved results only (no simulation)."""
@@ -185,9 +234,10 @@ def register(app: typer.Typer) -> None:
                 raise InputError("-o/--output takes one results folder; without it each folder is rebuilt in place")
             for folder in results:
                 t = time.perf_counter()
-                kind, build = detect(folder)
+                kind, build = detect(folder, samples or ())
                 html, default_name = build(folder)
-                path = output or folder / default_name
+                base = folder.parent if folder.is_file() else folder
+                path = output or base / default_name
                 write_atomic(path, html)
                 console.print(f"{kind} dashboard: {path} ({_size(len(html.encode()))}, "
                               f"built in {time.perf_counter() - t:.1f} s)", markup=False, soft_wrap=True)

@@ -123,13 +123,19 @@ class SimulatedOracle:
             self.settings = self._prep.scenario.spec.reliability
         return self._prep
 
-    def warm(self, states: list[ClusterState]) -> None:
-        """Answer the checkpoint questions and `states` now (before pickling to workers)."""
-        self.checkpoint_write_s(states[0])
-        self.checkpoint_load_s(states[0], "storage")
-        self.checkpoint_load_s(states[0], "peer")
-        for s in states:
-            self.step_time_s(s)
+    def warm(self, dp_replicas: int, draining: bool = False) -> None:
+        """Answer the questions every run asks now, before the oracle is pickled to workers:
+        the healthy step, checkpoint write/snapshot/loads, the compute share (for elastic
+        shrinking) and, if asked, the step during a checkpoint drain."""
+        healthy = ClusterState(dp_replicas=dp_replicas)
+        self.step_time_s(healthy)
+        self.checkpoint_write_s(healthy)
+        self.checkpoint_snapshot_s(healthy)
+        self.checkpoint_load_s(healthy, "storage")
+        self.checkpoint_load_s(healthy, "peer")
+        self._compute_per_rank_s()
+        if draining and self.prep.cluster.storage:
+            self.step_time_s(healthy.replace(draining=True))
 
     # -- StepOracle --------------------------------------------------------------------
     def step_time_s(self, state: ClusterState) -> float:

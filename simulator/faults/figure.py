@@ -15,9 +15,17 @@ def _rgba(hex_color: str, alpha: float) -> str:
     return f"rgba({r},{g},{b},{alpha})"
 
 
+_FRACTIONS = ("goodput", "ettr")
+
+
 def sweep_figure(runs: pd.DataFrame, x: str | None = None, color: str | None = None,
-                 metric: str = "goodput") -> go.Figure:
+                 metric: str = "goodput", points: bool = True) -> go.Figure:
     """Metric (default goodput) vs a swept parameter: mean line and 95% t-interval band.
+
+    A numeric swept parameter gives lines with a band, a categorical one grouped bars with
+    error bars. With `points`, every seed's value is drawn as a small faint marker. Groups
+    with a single seed have no interval (the title says so). Intervals of fractions
+    (goodput, ETTR) are clipped to [0, 1], where a t-interval over few seeds can spill.
 
     Args:
         runs: tidy per-seed rows (`run_study` output); axis columns named in
@@ -25,6 +33,7 @@ def sweep_figure(runs: pd.DataFrame, x: str | None = None, color: str | None = N
         x: column on the x axis (default: the first axis, else 'variant').
         color: column splitting lines (default: the second axis, if any).
         metric: summary column to plot.
+        points: draw each seed's value too.
     """
     axes = list(runs.attrs.get("axes", []))
     x = x or (axes[0] if axes else "variant")
@@ -32,6 +41,9 @@ def sweep_figure(runs: pd.DataFrame, x: str | None = None, color: str | None = N
         color = axes[1] if axes[1] != x else None
     by = [c for c in (color, x) if c]
     agg = aggregate(runs, by=by, metrics=[metric])
+    if metric in _FRACTIONS:
+        agg[f"{metric}_lo"] = agg[f"{metric}_lo"].clip(lower=0.0)
+        agg[f"{metric}_hi"] = agg[f"{metric}_hi"].clip(upper=1.0)
     fig = go.Figure()
     groups = agg.groupby(color, sort=False) if color else [(None, agg)]
     numeric = pd.api.types.is_numeric_dtype(agg[x])
@@ -40,16 +52,36 @@ def sweep_figure(runs: pd.DataFrame, x: str | None = None, color: str | None = N
         g = g.sort_values(x) if numeric else g
         name = f"{color}={key}" if color else metric
         mean, lo, hi = g[f"{metric}_mean"], g[f"{metric}_lo"], g[f"{metric}_hi"]
+        has_ci = bool((g["n"] > 1).all() and lo.notna().all() and hi.notna().all())
         if numeric:
-            fig.add_trace(go.Scatter(x=list(g[x]) + list(g[x])[::-1], y=list(hi) + list(lo)[::-1],
-                                     fill="toself", fillcolor=_rgba(c, 0.2), line={"width": 0},
-                                     hoverinfo="skip", showlegend=False, name=f"{name} 95% CI"))
-            fig.add_trace(go.Scatter(x=g[x], y=mean, mode="lines+markers", name=name, line={"color": c}))
+            if has_ci:
+                fig.add_trace(go.Scatter(x=list(g[x]) + list(g[x])[::-1], y=list(hi) + list(lo)[::-1],
+                                         mode="lines", fill="toself", fillcolor=_rgba(c, 0.2),
+                                         line={"width": 0}, hoverinfo="skip", showlegend=False,
+                                         legendgroup=name, name=f"{name} 95% CI"))
+            fig.add_trace(go.Scatter(x=g[x], y=mean, mode="lines+markers", name=name, legendgroup=name,
+                                     line={"color": c}, customdata=list(zip(lo, hi, g["n"], strict=True)),
+                                     hovertemplate=f"{x}=%{{x}}: mean %{{y:.4f}}<br>95% interval "
+                                                   "[%{customdata[0]:.4f}, %{customdata[1]:.4f}], "
+                                                   "%{customdata[2]} seeds<extra>" + name + "</extra>"))
         else:
+            err = ({"type": "data", "symmetric": False, "array": list(hi - mean),
+                    "arrayminus": list(mean - lo)} if has_ci else None)
             fig.add_trace(go.Bar(x=[str(v) for v in g[x]], y=mean, name=name, marker_color=c,
-                                 error_y={"type": "data", "symmetric": False,
-                                          "array": list(hi - mean), "arrayminus": list(mean - lo)}))
-    fig.update_layout(title=f"{metric} vs {x} (mean, 95% t-interval over seeds)",
+                                 legendgroup=name, error_y=err))
+        if points:
+            sub = runs if not color else runs[runs[color] == key]
+            xs = sub[x] if numeric else sub[x].astype(str)
+            fig.add_trace(go.Scatter(x=xs, y=sub[metric], mode="markers", showlegend=False,
+                                     legendgroup=name, name=f"{name} seeds",
+                                     marker={"color": _rgba(c, 0.45), "size": 5},
+                                     hovertemplate=f"{x}=%{{x}}: %{{y:.4f}} (one seed)<extra>{name}</extra>"))
+    single = bool(len(agg)) and bool((agg["n"] < 2).any())
+    what = ("one seed per point: no interval" if single
+            else "mean, 95% t-interval over seeds" + (" clipped to [0, 1]" if metric in _FRACTIONS else ""))
+    fig.update_layout(title=f"{metric} vs {x} ({what}; dots: single seeds)" if points else f"{metric} vs {x} ({what})",
                       xaxis_title=x, yaxis_title=metric, template="plotly_white",
                       barmode="group")
+    if numeric and len(agg):
+        fig.update_xaxes(tickvals=sorted(agg[x].unique()))
     return fig

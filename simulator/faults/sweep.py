@@ -249,11 +249,33 @@ def run_one(spec: StudySpec, seed: int, base_dir: Path | str = ".") -> dict[str,
     return result.summary
 
 
-def _task(args: tuple[int, dict[str, Any], StudySpec, int, str]) -> dict[str, Any]:
-    index, labels, spec, seed, base_dir = args
+def _task(args: tuple[int, dict[str, Any], StudySpec, int, StepOracle]) -> dict[str, Any]:
+    index, labels, spec, seed, oracle = args
     row: dict[str, Any] = {"variant": index, **labels, "seed": seed}
-    row.update(run_one(spec, seed, base_dir))
+    result = simulate_run(
+        spec.job, oracle, spec.all_failures(), spec.policy, spec.duration_s, seed,
+        degradations=spec.degradations, mtbf_scale=spec.mtbf_scale,
+    )
+    row.update(result.summary)
     return row
+
+
+def study_oracles(study: Study) -> dict[int, StepOracle]:
+    """One oracle per distinct step spec, built (and, for a scenario, warmed) in this process,
+    so workers get the answers instead of re-running step simulations."""
+    by_step: dict[str, StepOracle] = {}
+    out: dict[int, StepOracle] = {}
+    for v in study.variants:
+        key = v.spec.step.model_dump_json()
+        if key not in by_step:
+            oracle = build_oracle(v.spec, study.base_dir)
+            warm = getattr(oracle, "warm", None)
+            if warm is not None:
+                draining = any(getattr(x.spec.policy, "kind", "") == "async_checkpoint" for x in study.variants)
+                warm(v.spec.job.dp_replicas, draining=draining)
+            by_step[key] = oracle
+        out[v.index] = by_step[key]
+    return out
 
 
 Executor = Literal["serial", "pool"] | str | Any
@@ -301,8 +323,9 @@ def run_study(study: Study, seeds: int | None = None, executor: Executor = "pool
               max_workers: int | None = None) -> pd.DataFrame:
     """Every variant × seed; a tidy frame (one row per run: variant, axis columns, seed, metrics)."""
     n = seeds or study.spec.seeds
+    oracles = study_oracles(study)
     tasks = [
-        (v.index, v.labels, v.spec, v.spec.seed + k, str(study.base_dir))
+        (v.index, v.labels, v.spec, v.spec.seed + k, oracles[v.index])
         for v in study.variants
         for k in range(n)
     ]

@@ -16,6 +16,8 @@ import numpy as np
 import pandas as pd
 import plotly.express as px
 import plotly.graph_objects as go
+from plotly.colors import qualitative
+from scipy import stats
 
 from simulator.metrics.summary import busiest_links
 from simulator.viz.dashboard import page
@@ -26,20 +28,53 @@ def _order(df: pd.DataFrame) -> list[str]:
     return list(dict.fromkeys(df["variant"].astype(str)))
 
 
+def variant_stats(table: pd.DataFrame, column: str, confidence: float = 0.95) -> pd.DataFrame:
+    """Per variant (in table order): `n` rows (seeds), `mean`, and the two-sided Student-t
+    interval of the mean `lo`, `hi` (NaN with a single seed)."""
+    rows = []
+    for variant in _order(table):
+        x = table.loc[table["variant"].astype(str) == variant, column].astype(float).dropna().to_numpy()
+        mean = float(x.mean()) if len(x) else float("nan")
+        lo = hi = float("nan")
+        if len(x) > 1:
+            half = float(stats.t.ppf(0.5 + confidence / 2, len(x) - 1) * x.std(ddof=1) / np.sqrt(len(x)))
+            lo, hi = mean - half, mean + half
+        rows.append({"variant": variant, "n": len(x), "mean": mean, "lo": lo, "hi": hi})
+    return pd.DataFrame(rows, columns=["variant", "n", "mean", "lo", "hi"])
+
+
+def n_seeds(table: pd.DataFrame) -> int:
+    """Most rows (seeds) any variant has in the comparison table."""
+    return int(table.groupby(table["variant"].astype(str)).size().max()) if len(table) else 0
+
+
 def _bars(table: pd.DataFrame, column: str, title: str, axis: str, scale: float = 1e3) -> go.Figure:
+    """One bar per variant: the value, or with several seeds the mean and its 95% interval."""
     if column not in table.columns or table.empty:
         return go.Figure(layout={"title": f"{title} (not available)"})
-    df = table.assign(value=table[column] * scale)
-    fig = px.bar(
-        df,
-        x="variant",
-        y="value",
-        color="variant",
-        text_auto=".3s",
-        category_orders={"variant": _order(df)},
-        title=title,
-    )
-    fig.update_layout(yaxis_title=axis, xaxis_title="variant", showlegend=False)
+    st = variant_stats(table, column)
+    several = bool((st["n"] > 1).any())
+    fig = go.Figure()
+    palette = qualitative.Plotly
+    for i, row in st.iterrows():
+        mean = row["mean"] * scale
+        err = None
+        if several and row["n"] > 1:
+            err = {"type": "data", "symmetric": False, "array": [(row["hi"] - row["mean"]) * scale],
+                   "arrayminus": [(row["mean"] - row["lo"]) * scale]}
+        fig.add_trace(go.Bar(
+            x=[row["variant"]], y=[mean], name=row["variant"], marker_color=palette[i % len(palette)],
+            error_y=err, texttemplate="%{y:.3s}", textposition="auto",
+            hovertemplate=f"%{{x}}: %{{y:.4g}} {axis}"
+            + (f"<br>95% interval [{row['lo'] * scale:.4g}, {row['hi'] * scale:.4g}], {row['n']} seeds"
+               if err else "") + "<extra></extra>",
+        ))
+    if several:
+        title += f" (mean, 95% t-interval over up to {int(st['n'].max())} seeds)"
+    else:
+        title += " (one seed per variant: no interval)"
+    fig.update_layout(title=title, yaxis_title=axis, xaxis_title="variant", showlegend=False,
+                      xaxis={"categoryorder": "array", "categoryarray": list(st["variant"])})
     return fig
 
 
@@ -56,10 +91,11 @@ def exposed_comm_figure(table: pd.DataFrame) -> go.Figure:
 
 
 def cost_figure(table: pd.DataFrame) -> go.Figure:
-    """Bars: estimated network capex per variant (USD), when the table has it."""
-    return _bars(
-        table, "network_capex_usd", "Estimated network capex per variant", "USD", scale=1.0
-    )
+    """Bars: estimated network capex per variant (USD), when the table has it (one value
+    per variant: the topology does not depend on the seed)."""
+    one = table.drop_duplicates("variant") if "variant" in table.columns else table
+    fig = _bars(one, "network_capex_usd", "Estimated network capex per variant", "USD", scale=1.0)
+    return fig.update_layout(title=str(fig.layout.title.text).split(" (")[0])
 
 
 def variant_breakdown_frame(steps: pd.DataFrame) -> pd.DataFrame:
@@ -168,19 +204,25 @@ def _ms(v: Any) -> str:
 
 
 def comparison_cards(table: pd.DataFrame) -> list[tuple[str, str]]:
-    """Headline cards: each variant's step time (and capex when known)."""
+    """Headline cards: each variant's step time (mean over seeds when there are several,
+    relative to the first variant) and capex when known."""
     cards = []
-    for _, row in table.iterrows():
-        value = _ms(row.get("step_time_s"))
-        rel = row.get("relative_step_time")
-        if rel is not None and not np.isnan(rel) and row.name != table.index[0]:
-            value += f" ({rel:.2f}x)"
-        cards.append((f"{row['variant']}: step time", value))
+    st = variant_stats(table, "step_time_s") if "step_time_s" in table.columns else None
+    for i, variant in enumerate(_order(table)):
+        if st is None:
+            cards.append((f"{variant}: step time", "n/a"))
+            continue
+        row = st.iloc[i]
+        value = _ms(row["mean"])
+        if row["n"] > 1:
+            value += f" <span class='s'>± {(row['hi'] - row['mean']) * 1e3:.2f} ms, {int(row['n'])} seeds</span>"
+        if i > 0 and st.iloc[0]["mean"] > 0:
+            value += f" ({row['mean'] / st.iloc[0]['mean']:.2f}x)"
+        cards.append((f"{variant}: step time", value))
     if "network_capex_usd" in table.columns:
-        for _, row in table.iterrows():
-            cards.append(
-                (f"{row['variant']}: network capex", f"${row['network_capex_usd'] / 1e6:.2f}M")
-            )
+        capex = table.groupby(table["variant"].astype(str), sort=False)["network_capex_usd"].first()
+        for variant in _order(table):
+            cards.append((f"{variant}: network capex", f"${capex[variant] / 1e6:.2f}M"))
     return cards
 
 
@@ -200,8 +242,16 @@ def comparison_figures(table: pd.DataFrame, frames: dict[str, pd.DataFrame]) -> 
 def comparison_html(
     name: str, table: pd.DataFrame, frames: dict[str, pd.DataFrame], notes: Sequence[str] = ()
 ) -> str:
-    """The comparison dashboard: cards, then bars, breakdowns and busiest links per variant."""
+    """The comparison dashboard: cards, then bars, breakdowns and busiest links per variant.
+
+    The table has one row per variant, or one per variant and seed (a `seed` column):
+    bars then show the mean and its 95% t-interval; with one seed, plain bars, as the
+    notes say."""
+    seeds = n_seeds(table)
     notes = list(notes) + [
+        f"Bars show the mean over up to {seeds} seeds per variant with its 95% Student-t interval."
+        if seeds > 1 else "Each variant ran with one seed: bars are single runs, without intervals.",
+    ] + [
         "Relative step time is each variant's over the first variant's. Network capex is an "
         "estimate from an illustrative price table (see topologies/prices.yaml)."
         if "network_capex_usd" in table.columns

@@ -528,20 +528,30 @@ def _sum_flops(items: Iterable[Item], kinds: tuple[str, ...] = ("gemm", "attenti
     return sum(x.flops for x in items if isinstance(x, OpCost) and x.kind in kinds)
 
 
+def stage_flops(
+    model: ModelSpec, layout: LayoutSpec, stage: int, *, causal_skip: bool = True
+) -> float:
+    """Matmul FLOPs (GEMM + attention) one rank of pipeline stage `stage` executes per
+    micro-batch, recompute included: its own layers (`stage_layers`, so uneven first/last
+    stages count fewer) plus the output layer on the last stage."""
+    per_mb = 0.0
+    for i in stage_layers(model, layout, stage):
+        for ph in ("fwd", "bwd", "recompute"):
+            per_mb += _sum_flops(layer_program(model, layout, i, ph, causal_skip=causal_skip))
+    if stage == layout.pp - 1:
+        per_mb += _sum_flops(output_program(model, layout, "fwd"))
+        per_mb += _sum_flops(output_program(model, layout, "bwd"))
+    return per_mb
+
+
 def step_flops(model: ModelSpec, layout: LayoutSpec, *, causal_skip: bool = True) -> float:
     """Matmul FLOPs (GEMM + attention) the whole job executes per step, recompute included
     ("hardware FLOPs"): per-op sums over every layer, micro-batch and replica."""
-    one_replica = 0.0
-    for stage in range(layout.pp):
-        per_mb = 0.0
-        for i in stage_layers(model, layout, stage):
-            for ph in ("fwd", "bwd", "recompute"):
-                items = layer_program(model, layout, i, ph, causal_skip=causal_skip)
-                per_mb += _sum_flops(items)
-        if stage == layout.pp - 1:
-            per_mb += _sum_flops(output_program(model, layout, "fwd"))
-            per_mb += _sum_flops(output_program(model, layout, "bwd"))
-        one_replica += per_mb * layout.tp * layout.cp  # every rank of the stage does this
+    one_replica = sum(
+        # every rank of the stage does this
+        stage_flops(model, layout, s, causal_skip=causal_skip) * layout.tp * layout.cp
+        for s in range(layout.pp)
+    )
     return one_replica * layout.micro_batches * layout.dp
 
 

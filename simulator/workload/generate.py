@@ -17,7 +17,9 @@ What one step is, per pipeline rank (Megatron-LM's schedules, `stage_schedule`):
     * A forward (backward) of one micro-batch on one chunk runs its layers' `layer_program`
       items in order (backward: reversed, with the recompute items of a layer right before
       that layer's backward), plus `embedding_program` on the first virtual stage and
-      `output_program` on the last. Stage boundaries are p2p ops of `pp_send_bytes`
+      `output_program` on the last. With uneven stages (`first_stage_layers`,
+      `last_stage_layers`) the first and last stage run their own layer counts; the
+      schedule is unchanged. Stage boundaries are p2p ops of `pp_send_bytes`
       (activations forward, gradients backward) on a stream per direction.
 
 Granularity: the compute items between two blocking communications are fused into one
@@ -89,8 +91,10 @@ from simulator.workload.layout import (
     check_layout,
     end_rank_params,
     layer_rank_params,
+    stage_layer_counts,
     stage_layers,
     stage_rank_params,
+    virtual_stage_layers,
 )
 from simulator.workload.memory import check_memory
 from simulator.workload.model import ModelSpec, load_model
@@ -202,8 +206,12 @@ def bubble_fraction(layout: LayoutSpec) -> float:
     return (p - 1) / (v * m + p - 1)
 
 
-def layout_label(layout: LayoutSpec) -> str:
-    """Short text of a layout, e.g. 'tp8 pp4 dp32 cp1 ep1 sp mbs1 gbs512 1f1b zero1 recompute=selective'."""
+def layout_label(layout: LayoutSpec, model: ModelSpec | None = None) -> str:
+    """Short text of a layout, e.g. 'tp8 pp4 dp32 cp1 ep1 sp mbs1 gbs512 1f1b zero1 recompute=selective'.
+
+    Uneven stages add the layers per stage when `model` is given ('layers=7+14x8+7'), else
+    the given counts ('first_stage_layers=7 last_stage_layers=7').
+    """
     L = layout
     parts = [f"tp{L.tp}", f"pp{L.pp}", f"dp{L.dp}", f"cp{L.cp}", f"ep{L.ep}"]
     if L.sequence_parallel:
@@ -211,6 +219,21 @@ def layout_label(layout: LayoutSpec) -> str:
     parts += [f"mbs{L.micro_batch_size}", f"gbs{L.global_batch_size}", L.pp_schedule]
     if L.virtual_stages > 1:
         parts.append(f"v{L.virtual_stages}")
+    if L.uneven_stages:
+        if model is not None:
+            counts = stage_layer_counts(model, L)
+            middle = counts[1:-1]
+            split = [str(counts[0])] + ([f"{len(middle)}x{middle[0]}"] if middle else [])
+            parts.append("layers=" + "+".join([*split, str(counts[-1])]))
+        else:
+            parts += [
+                f"{k}={n}"
+                for k, n in (
+                    ("first_stage_layers", L.first_stage_layers),
+                    ("last_stage_layers", L.last_stage_layers),
+                )
+                if n is not None
+            ]
     parts += [f"zero{L.zero_stage}", f"recompute={L.recompute}"]
     return " ".join(parts)
 
@@ -605,13 +628,15 @@ class _Generator:
         L, m = self.L, self.m
         p, v = L.pp, L.virtual_stages
         ranks = self.stage_ranks[s]
-        n_chunk = m.layers // (p * v)
+        chunk_layers = {
+            c * p + s: list(virtual_stage_layers(m, L, c * p + s)) for c in range(v)
+        }  # uneven first/last stages (layout.stage_layer_counts) hold fewer layers
         st = _StageState()
         last_vs = p * v - 1
         send_bytes = pp_send_bytes(m, L)
         for phase, mb, c in schedule:
             vs = c * p + s
-            layers = list(range(vs * n_chunk, (vs + 1) * n_chunk))
+            layers = chunk_layers[vs]
             deps: dict[int, tuple[str, ...]] = {r: () for r in ranks}
             src_vs = vs - 1 if phase == "F" else vs + 1
             if 0 <= src_vs <= last_vs:  # wait for the transfer from the neighbouring virtual stage
@@ -849,7 +874,7 @@ def build_program(
         gen.emit_dp(s, st)
     tokens = layout.global_batch_size * model.seq_len
     program = StepProgram(
-        name or f"{model.name} {layout_label(layout)}",
+        name or f"{model.name} {layout_label(layout, model)}",
         list(rank_gpus),
         gen.ops,
         weight=dict(gen.weight),
@@ -858,11 +883,13 @@ def build_program(
     program.meta.update(
         {
             "model": model.name,
-            "layout": layout_label(layout),
+            "layout": layout_label(layout, model),
             "model_flops_per_step": mfu_flops_per_step(model, tokens),
             "model_flops_formula": "(6·N_matmul + 6·s·a·(d_qk+d_v)·layers)·tokens (PaLM App. B)",
             "hardware_flops_per_step": step_flops(model, layout, causal_skip=causal_skip),
             "tokens_per_step": float(tokens),
+            "parameters": float(model.total_params()),
+            "dp": float(layout.dp),
             "dtype": model.dtype,
             "micro_batches": float(layout.micro_batches),
             "pipeline_bubble_fraction": bubble_fraction(layout),

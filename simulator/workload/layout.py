@@ -13,9 +13,16 @@ Rank placement: global ranks are laid out by the `placement` order, innermost fi
 node). In the order, `ep` is the expert index inside dp and `dp` the remaining dp/ep
 factor; a rank's dp coordinate is `ep + ep_size·(outer dp index)`.
 
-Simplifies: expert tensor parallelism equals tp (no separate etp); pipeline stages hold
-equal numbers of layers (no uneven first/last stage); the embedding lives on the first
-stage and the output projection on the last.
+Pipeline stages hold equal numbers of layers unless `first_stage_layers` /
+`last_stage_layers` are given (Megatron-LM's `decoder_first_pipeline_num_layers` /
+`decoder_last_pipeline_num_layers`): then those stages hold that many and the other stages
+split the rest evenly. Llama 3 405B trained 126 layers on 16 stages as 7 + 14×8 + 7, one
+layer fewer on the first and last stage to balance the embedding and the output layer
+(Dubey et al. 2024, §3.3.2). See `stage_layer_counts`.
+
+Simplifies: expert tensor parallelism equals tp (no separate etp); uneven stages only with
+the GPipe and 1F1B schedules (not interleaved); the embedding lives on the first stage and
+the output projection on the last.
 """
 
 from __future__ import annotations
@@ -58,6 +65,20 @@ class LayoutSpec(Spec):
     )
     virtual_stages: int = Field(
         1, ge=1, description="Model chunks per pipeline rank (interleaved_1f1b only; else 1)."
+    )
+    first_stage_layers: int | None = Field(
+        None,
+        ge=1,
+        description="Transformer layers on the first pipeline stage (Megatron-LM "
+        "decoder_first_pipeline_num_layers); null = even split. The other stages split the "
+        "rest evenly. Not with interleaved_1f1b.",
+    )
+    last_stage_layers: int | None = Field(
+        None,
+        ge=1,
+        description="Transformer layers on the last pipeline stage (Megatron-LM "
+        "decoder_last_pipeline_num_layers); null = even split. The other stages split the "
+        "rest evenly. Not with interleaved_1f1b.",
     )
     ep: int = Field(1, ge=1, description="Expert-parallel degree; must divide dp.")
     cp: int = Field(1, ge=1, description="Context-parallel degree (ring attention over sequence).")
@@ -138,6 +159,11 @@ class LayoutSpec(Spec):
         return self.dp // self.ep
 
     @property
+    def uneven_stages(self) -> bool:
+        """Whether first_stage_layers or last_stage_layers is given."""
+        return self.first_stage_layers is not None or self.last_stage_layers is not None
+
+    @property
     def placement_order(self) -> tuple[str, ...]:
         """The placement dims, innermost first."""
         return tuple(self.placement.split(","))
@@ -160,7 +186,9 @@ def check_layout(
         * attention_heads % tp == 0;
         * KV heads: if kv_heads >= tp, kv_heads % tp == 0; else tp % kv_heads == 0 and each
           KV head is replicated tp/kv_heads times (as Megatron does);
-        * layers % (pp·virtual_stages) == 0;
+        * layers % (pp·virtual_stages) == 0; with first_stage_layers / last_stage_layers
+          (pp >= 2, not interleaved) the layers left divide evenly over the other stages,
+          at least one each (`stage_layer_counts`);
         * ep > 1 needs an MoE model and experts % ep == 0;
         * cp > 1 needs seq_len % (2·cp) == 0 (load-balanced causal ring attention gives each
           rank two chunks); with sequence parallelism (seq_len/cp) % tp == 0;
@@ -198,13 +226,7 @@ def check_layout(
             f"tp ({L.tp}) must be a multiple of kv_heads ({kv}) so KV heads can be replicated",
             "tp",
         )
-    chunks = L.pp * L.virtual_stages
-    if model.layers % chunks:
-        raise _fail(
-            f"layers ({model.layers}) of {model.name} must be divisible by "
-            f"pp·virtual_stages = {L.pp}·{L.virtual_stages} = {chunks}",
-            "pp",
-        )
+    stage_layer_counts(model, L)
     if L.ep > 1:
         if model.moe is None:
             raise _fail(f"ep = {L.ep} but {model.name} has no MoE layers", "ep")
@@ -358,19 +380,93 @@ class RankGrid:
         return [r for r, c in enumerate(self._all) if c.pp == stage]
 
 
-def stage_layers(model: ModelSpec, layout: LayoutSpec, stage: int) -> list[int]:
-    """Layer indices held by pipeline rank `stage`, in execution order of its chunks.
+def stage_layer_counts(model: ModelSpec, layout: LayoutSpec) -> list[int]:
+    """Transformer layers each pipeline rank holds (all its chunks), first stage first.
 
-    With interleaving, chunk v of rank p holds layers
-    `[(v·pp + p)·n, (v·pp + p + 1)·n)` where n = layers / (pp·virtual_stages) (Megatron).
+    Even split: `layers / pp` each, and `layers % (pp·virtual_stages) == 0`. With
+    `first_stage_layers` and/or `last_stage_layers` (Megatron-LM's
+    `decoder_first_pipeline_num_layers` / `decoder_last_pipeline_num_layers`) those stages
+    hold the given counts and the layers left split evenly over the other stages, e.g.
+    Llama 3 405B on pp 16: 126 = 7 + 14×8 + 7 (Dubey et al. 2024, §3.3.2).
+
+    Raises:
+        InputError: field `layout.pp` for an even split that does not divide;
+            `layout.first_stage_layers` (or `last_stage_layers`) when uneven stages are
+            asked for with pp < 2 or interleaved_1f1b, or the layers left do not divide
+            evenly over the other stages (at least one layer each).
     """
+    L = layout
+    if not L.uneven_stages:
+        chunks = L.pp * L.virtual_stages
+        if model.layers % chunks:
+            raise _fail(
+                f"layers ({model.layers}) of {model.name} must be divisible by "
+                f"pp·virtual_stages = {L.pp}·{L.virtual_stages} = {chunks}",
+                "pp",
+            )
+        return [model.layers // L.pp] * L.pp
+    first, last = L.first_stage_layers, L.last_stage_layers
+    field = "first_stage_layers" if first is not None else "last_stage_layers"
+    if L.pp < 2:
+        raise _fail(f"{field} needs pp >= 2 (pp = {L.pp} has a single stage)", field)
+    if L.virtual_stages > 1 or L.pp_schedule == "interleaved_1f1b":
+        raise _fail(
+            f"{field} is not supported with interleaved_1f1b (virtual_stages = "
+            f"{L.virtual_stages}): uneven stages need pp_schedule 1f1b or gpipe",
+            field,
+        )
+    given = {s: n for s, n in ((0, first), (L.pp - 1, last)) if n is not None}
+    others = L.pp - len(given)
+    left = model.layers - sum(given.values())
+    shown = " + ".join(
+        f"{k} ({n})"
+        for k, n in (("first_stage_layers", first), ("last_stage_layers", last))
+        if n is not None
+    )
+    if others == 0:
+        if left != 0:
+            raise _fail(
+                f"with pp = 2, {shown} must equal the {model.layers} layers of {model.name}",
+                field,
+            )
+    elif left < others or left % others:
+        raise _fail(
+            f"{model.name} has {model.layers} layers; {shown} leave {left} for the other "
+            f"{others} stages, which must split them evenly with at least one layer each",
+            field,
+        )
+    middle = left // others if others else 0
+    return [given.get(s, middle) for s in range(L.pp)]
+
+
+def virtual_stage_layers(model: ModelSpec, layout: LayoutSpec, virtual_stage: int) -> range:
+    """Layer indices of virtual stage `virtual_stage` = chunk·pp + pipeline rank, in order.
+
+    Without interleaving a virtual stage is a pipeline rank. With interleaving chunk v of
+    rank p holds layers `[(v·pp + p)·n, (v·pp + p + 1)·n)` where n = layers /
+    (pp·virtual_stages) (Megatron). Uneven stages (`stage_layer_counts`) take consecutive
+    runs of their counts.
+    """
+    L = layout
+    n_vs = L.pp * L.virtual_stages
+    if not 0 <= virtual_stage < n_vs:
+        raise IndexError(f"virtual stage {virtual_stage} outside 0..{n_vs - 1}")
+    counts = stage_layer_counts(model, L)
+    if not L.uneven_stages:
+        n = model.layers // n_vs
+        return range(virtual_stage * n, (virtual_stage + 1) * n)
+    start = sum(counts[:virtual_stage])
+    return range(start, start + counts[virtual_stage])
+
+
+def stage_layers(model: ModelSpec, layout: LayoutSpec, stage: int) -> list[int]:
+    """Layer indices held by pipeline rank `stage`, in execution order of its chunks
+    (`virtual_stage_layers` of chunks stage, pp + stage, ...)."""
     if not 0 <= stage < layout.pp:
         raise IndexError(f"stage {stage} outside 0..{layout.pp - 1}")
-    n = model.layers // (layout.pp * layout.virtual_stages)
     out: list[int] = []
     for v in range(layout.virtual_stages):
-        start = (v * layout.pp + stage) * n
-        out.extend(range(start, start + n))
+        out.extend(virtual_stage_layers(model, layout, v * layout.pp + stage))
     return out
 
 

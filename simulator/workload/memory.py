@@ -15,7 +15,8 @@ Models, per rank of each pipeline stage (the ranks of one stage are alike):
       `2·s·b·h` (÷t with SP). We compute the same breakdown term by term so it extends to
       GQA, gated MLPs, MoE and MLA, and equals the paper's formula for a GPT block with
       dropout (`ModelSpec.dropout`). Stages multiply by their in-flight micro-batches
-      (`layout.in_flight_micro_batches`: 1F1B's first stage holds pp).
+      (`layout.in_flight_micro_batches`: 1F1B's first stage holds pp). Each stage counts
+      its own layers (`layout.stage_layers`), so uneven first/last stages differ.
     * communication buffers (an estimate, see `comm_buffer_bytes`).
 
 Simplifies: no allocator fragmentation, CUDA context or NCCL channel buffers (add them as
@@ -276,18 +277,19 @@ def check_memory(
         The breakdown of every stage.
 
     Raises:
-        InputError: naming the first stage that does not fit (and its ranks), what it
-            needs by part, and the capacity.
+        InputError: naming the first stage that does not fit (its ranks and layer count),
+            what it needs by part, and the capacity.
     """
     rows = memory_per_stage(model, layout, overhead_bytes=overhead_bytes)
     for r in rows:
         if r.total_bytes > capacity_bytes:
             ranks = RankGrid(layout).stage_ranks(r.stage)
             shown = ", ".join(map(str, ranks[:4])) + (", ..." if len(ranks) > 4 else "")
+            n_layers = len(stage_layers(model, layout, r.stage))
             raise InputError(
                 f"{model.name} does not fit: pipeline stage {r.stage} (ranks {shown}) needs "
-                f"{r.total_bytes / GB:.1f} GB (weights {r.weights_bytes / GB:.1f}, gradients "
-                f"{r.gradients_bytes / GB:.1f}, optimizer {r.optimizer_bytes / GB:.1f}, "
+                f"{r.total_bytes / GB:.1f} GB for its {n_layers} layers (weights "
+                f"{r.weights_bytes / GB:.1f}, gradients {r.gradients_bytes / GB:.1f}, optimizer {r.optimizer_bytes / GB:.1f}, "
                 f"activations {r.activations_bytes / GB:.1f}, buffers "
                 f"{r.comm_buffers_bytes / GB:.1f}) but a GPU holds {capacity_bytes / GB:.1f} GB; "
                 "try more tp/pp, a higher zero_stage or recompute",

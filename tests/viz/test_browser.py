@@ -19,6 +19,7 @@ from simulator.cli import app
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from browser import find_chromium, render_page
+from real_outputs import run_compare, run_sweep
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLES = ROOT.parent / "shared" / "calibration" / "nccl-tests"
@@ -37,6 +38,14 @@ def _check(page: Path, out: Path, expected: int | None = None) -> None:
     assert want > 0
     assert r.plots == want and r.figures_rendered == want, (r.plots, r.figures_rendered, want)
     assert r.screenshot is not None and r.screenshot.stat().st_size > 10_000
+
+
+def _check_quick(page: Path, out: Path, expected: int) -> None:
+    """One headless load (no screenshot, no timing run): every figure drawn, no JS error."""
+    r = render_page(page, out, measure=False, screenshot=False)
+    assert r.errors == [] and r.stderr_errors == [], r.errors + r.stderr_errors
+    assert r.figures_expected == expected
+    assert r.plots == expected and r.figures_rendered == expected, (r.plots, r.figures_rendered, expected)
 
 
 @pytest.fixture(scope="module")
@@ -96,7 +105,7 @@ def test_comparison_dashboard(quickstart: Path, tmp_path: Path) -> None:
         pytest.skip(f"comparison_html needs a fuller table: {exc}")
     page = tmp_path / "comparison.html"
     page.write_text(html, encoding="utf-8")
-    _check(page, tmp_path)
+    _check_quick(page, tmp_path, expected=4)
 
 
 def test_study_dashboard_from_a_saved_sweep(tmp_path: Path) -> None:
@@ -109,7 +118,7 @@ def test_study_dashboard_from_a_saved_sweep(tmp_path: Path) -> None:
     (folder / "study.resolved.yaml").write_text(yaml.safe_dump({"study": {"name": "s", "axes": {"interval_h": [1, 2]}}}))
     res = CliRunner().invoke(app, ["dashboard", str(folder)])
     assert res.exit_code == 0, res.output
-    _check(folder / "sweep.html", tmp_path / "shots", expected=1)
+    _check_quick(folder / "sweep.html", tmp_path / "shots", expected=2)  # goodput and ETTR
 
 
 @pytest.mark.skipif(not SAMPLES.is_dir(), reason="no calibration samples in ../shared/calibration")
@@ -122,3 +131,23 @@ def test_calibration_figure_page(tmp_path: Path) -> None:
         pytest.skip(f"calibrate did not write a figure: {res.output[-300:]}")
     r = render_page(tmp_path / "cal.html", tmp_path / "shots", measure=False)
     assert r.errors == [] and r.plots >= 1 and r.figures_rendered == r.plots
+
+
+def test_calibration_page_of_a_committed_profile(tmp_path: Path) -> None:
+    """Entries table plus one figure per source file (4), with or without the samples."""
+    profile = ROOT / "topologies" / "calibration" / "h100-nvswitch-efa.yaml"
+    page = tmp_path / "h100.html"
+    res = CliRunner().invoke(app, ["dashboard", str(profile), "-o", str(page)])
+    assert res.exit_code == 0, res.output
+    _check_quick(page, tmp_path / "shots", expected=5)
+
+
+def test_real_comparison_and_sweep_dashboards(tmp_path: Path) -> None:
+    """Dashboards rebuilt from real `compare` (3 variants) and `sweep` (6 variants x 2 seeds)
+    output folders."""
+    cmp_dir = run_compare(tmp_path / "cmp")
+    sw_dir = run_sweep(tmp_path / "sw")
+    res = CliRunner().invoke(app, ["dashboard", str(cmp_dir), str(sw_dir)])
+    assert res.exit_code == 0, res.output
+    _check_quick(cmp_dir / "comparison.html", tmp_path / "shots", expected=5)
+    _check_quick(sw_dir / "sweep.html", tmp_path / "shots", expected=2)

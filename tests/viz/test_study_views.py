@@ -1,0 +1,96 @@
+"""Comparison and sweep dashboards rebuilt from real `compare` / `sweep` output folders."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+from simulator.cli import app
+from simulator.faults.figure import sweep_figure
+from simulator.faults.metrics import aggregate
+from simulator.viz.compare import comparison_html, step_time_figure, variant_stats
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from real_outputs import run_compare, run_sweep
+
+
+@pytest.fixture(scope="module")
+def compare_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return run_compare(tmp_path_factory.mktemp("cmp") / "out")
+
+
+@pytest.fixture(scope="module")
+def sweep_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return run_sweep(tmp_path_factory.mktemp("sw") / "out")
+
+
+def test_comparison_rebuild_equals_the_page_compare_wrote(compare_dir: Path, tmp_path: Path) -> None:
+    target = tmp_path / "again.html"
+    res = CliRunner().invoke(app, ["dashboard", str(compare_dir), "-o", str(target)])
+    assert res.exit_code == 0 and "comparison dashboard" in res.output, res.output
+    text = target.read_text(encoding="utf-8")
+    assert text == (compare_dir / "comparison.html").read_text(encoding="utf-8")
+    assert "<meta name='clustersim-figures' content='5'>" in text
+    assert "one seed: bars are single runs, without intervals" in text
+
+
+def test_comparison_bars_get_intervals_with_several_seeds(compare_dir: Path) -> None:
+    table = pd.read_csv(compare_dir / "comparison.csv")
+    one = step_time_figure(table)
+    assert [t.error_y.array for t in one.data] == [None] * 3 and "no interval" in one.layout.title.text
+    two = pd.concat([table.assign(seed=0), table.assign(seed=1, step_time_s=table["step_time_s"] * 1.1)],
+                    ignore_index=True)
+    st = variant_stats(two, "step_time_s")
+    assert list(st["variant"]) == ["1to1", "2to1", "4to1"] and (st["n"] == 2).all()
+    # t-interval of two values a, 1.1a: mean 1.05a, half-width t(0.975, 1) * sd / sqrt(2)
+    a = table["step_time_s"].to_numpy()
+    half = 12.706204736 * np.std(np.stack([a, 1.1 * a]), axis=0, ddof=1) / np.sqrt(2)
+    assert np.allclose(st["mean"], 1.05 * a) and np.allclose(st["hi"] - st["mean"], half)
+    fig = step_time_figure(two)
+    assert np.allclose([t.y[0] for t in fig.data], 1.05 * a * 1e3)
+    assert np.allclose([t.error_y.array[0] for t in fig.data], half * 1e3)
+    assert "95% t-interval" in fig.layout.title.text
+    html = comparison_html("two seeds", two, {})
+    assert "mean over up to 2 seeds" in html and "2 seeds</span>" in html
+
+
+def test_sweep_rebuild_shows_goodput_against_the_swept_parameter(sweep_dir: Path, tmp_path: Path) -> None:
+    res = CliRunner().invoke(app, ["dashboard", str(sweep_dir)])
+    assert res.exit_code == 0 and "study dashboard" in res.output, res.output
+    text = (sweep_dir / "sweep.html").read_text(encoding="utf-8")
+    assert "<meta name='clustersim-figures' content='2'>" in text and "6 variants x 2 seeds" in text
+    runs = pd.read_parquet(sweep_dir / "runs.parquet") if (sweep_dir / "runs.parquet").is_file() \
+        else pd.read_csv(sweep_dir / "runs.csv")
+    # the same page from CSV, where no attrs survive: axes come from study.resolved.yaml
+    csv_dir = tmp_path / "csv"
+    csv_dir.mkdir()
+    runs.to_csv(csv_dir / "runs.csv", index=False)
+    (csv_dir / "study.resolved.yaml").write_bytes((sweep_dir / "study.resolved.yaml").read_bytes())
+    res = CliRunner().invoke(app, ["dashboard", str(csv_dir)])
+    assert res.exit_code == 0, res.output
+    assert (csv_dir / "sweep.html").read_text(encoding="utf-8") == text
+
+    runs.attrs["axes"] = ["interval_min", "policy"]
+    fig = sweep_figure(runs)
+    assert fig.layout.xaxis.title.text == "interval_min" and "95% t-interval" in fig.layout.title.text
+    agg = aggregate(runs, by=["policy", "interval_min"], metrics=["goodput"])
+    for policy in runs["policy"].unique():
+        line = next(t for t in fig.data if t.name == f"policy={policy}" and t.mode == "lines+markers")
+        band = next(t for t in fig.data if t.name == f"policy={policy} 95% CI")
+        g = agg[agg["policy"] == policy].sort_values("interval_min")
+        assert list(line.x) == [10, 30, 90] and np.allclose(line.y, g["goodput_mean"])
+        assert band.mode == "lines" and band.fill == "toself"  # no markers on the band's corners
+        assert np.allclose(band.y[:3], g["goodput_hi"].clip(upper=1.0))
+        assert np.allclose(band.y[3:], g["goodput_lo"].clip(lower=0.0)[::-1])
+
+
+def test_sweep_figure_with_one_seed_has_no_band() -> None:
+    runs = pd.DataFrame({"interval_min": [10, 30], "seed": [0, 0], "goodput": [0.8, 0.9]})
+    runs.attrs["axes"] = ["interval_min"]
+    fig = sweep_figure(runs)
+    assert not [t for t in fig.data if t.fill == "toself"] and "no interval" in fig.layout.title.text
