@@ -143,10 +143,11 @@ class RunResult:
         return out
 
 
-def execute(prep: PreparedRun, on_step: Callable[[int], None] | None = None, seed: int | None = None) -> RunResult:
-    """Simulate the prepared run and collect its frames and summary."""
+def step_simulator(
+    prep: PreparedRun, seed: int, cluster: Cluster | None = None, record_links: bool | None = None
+) -> StepSimulator:
+    """A step simulator for the prepared run (on `cluster` instead of the scenario's, if given)."""
     sc = prep.scenario.spec
-    seed = sc.seed if seed is None else seed
     ctx = SimContext(seed)
     cost = ComputeCost(prep.topology.gpu, prep.compute_calibration, sc.compute.jitter_cv, ctx.rng("compute"))
     settings = StepSettings(
@@ -154,10 +155,17 @@ def execute(prep: PreparedRun, on_step: Callable[[int], None] | None = None, see
         algorithms=dict(sc.network.algorithms),
         alpha_s=sc.network.alpha_us * 1e-6,
         intra_node=sc.network.intra_node or str(prep.program.meta.get("intra_node_fidelity", "flow")),
-        record_links=sc.network.record_links,
+        record_links=sc.network.record_links if record_links is None else record_links,
     )
+    return StepSimulator(ctx, cluster or prep.cluster, prep.program, cost, settings, prep.tuning)
+
+
+def execute(prep: PreparedRun, on_step: Callable[[int], None] | None = None, seed: int | None = None) -> RunResult:
+    """Simulate the prepared run and collect its frames and summary."""
+    sc = prep.scenario.spec
+    seed = sc.seed if seed is None else seed
     wall0 = time.perf_counter()
-    sim = StepSimulator(ctx, prep.cluster, prep.program, cost, settings, prep.tuning)
+    sim = step_simulator(prep, seed)
     sim.run(sc.run.steps, on_step)
     wall = time.perf_counter() - wall0
     program = prep.program

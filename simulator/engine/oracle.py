@@ -40,8 +40,7 @@ import numpy as np
 
 from simulator.config.scenario import ReliabilitySpec
 from simulator.engine.context import SimContext
-from simulator.engine.cost import ComputeCost
-from simulator.engine.step import StepSettings, StepSimulator
+from simulator.engine.step import StepSimulator
 from simulator.errors import InputError, SimulationError
 from simulator.faults.state import ClusterState, JobShape, LoadSource
 from simulator.hardware.cluster import Cluster
@@ -182,18 +181,10 @@ class SimulatedOracle:
         return self._compute_s
 
     def _run_step(self, cluster: Cluster, drain: bool = False) -> StepSimulator:
+        from simulator.runner import step_simulator
+
         prep = self.prep
-        sc = prep.scenario.spec
-        ctx = SimContext(sc.seed)
-        cost = ComputeCost(prep.topology.gpu, prep.compute_calibration, sc.compute.jitter_cv, ctx.rng("compute"))
-        settings = StepSettings(
-            fidelity=sc.network.fidelity,
-            algorithms=dict(sc.network.algorithms),
-            alpha_s=sc.network.alpha_us * 1e-6,
-            intra_node=sc.network.intra_node or str(prep.program.meta.get("intra_node_fidelity", "flow")),
-            record_links=False,
-        )
-        sim = StepSimulator(ctx, cluster, prep.program, cost, settings, prep.tuning)
+        sim = step_simulator(prep, prep.scenario.spec.seed, cluster, record_links=False)
         if drain:
             for i, gpu in enumerate(sorted(set(prep.program.rank_gpus))):
                 links, mult = usage([cluster.router.path(gpu, cluster.storage_sink(None, i))])

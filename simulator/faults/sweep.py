@@ -23,10 +23,7 @@ import copy
 import itertools
 import json
 import logging
-import math
-import os
 from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -36,7 +33,7 @@ from pydantic import Field, model_validator
 
 from simulator.config.base import Spec
 from simulator.config.loader import Document, read_document, validate
-from simulator.errors import InputError, InputErrors, SimulationError
+from simulator.errors import InputError, InputErrors
 from simulator.faults.degradation import DegradationSpec
 from simulator.faults.engine import simulate_run
 from simulator.faults.failure import FailureSpec, human_units
@@ -290,33 +287,9 @@ def map_tasks(fn: Callable[[Any], Any], tasks: Sequence[Any], executor: Executor
             Dask scheduler address ('local' starts a `LocalCluster` for the call).
         max_workers: pool size (default: CPU count).
     """
-    if not tasks:
-        return []
-    if executor == "serial":
-        return [fn(t) for t in tasks]
-    if executor == "pool":
-        workers = max_workers or os.cpu_count() or 1
-        if workers == 1:
-            return [fn(t) for t in tasks]
-        chunk = max(1, math.ceil(len(tasks) / (4 * workers)))
-        with ProcessPoolExecutor(max_workers=workers) as pool:
-            return list(pool.map(fn, tasks, chunksize=chunk))
-    if isinstance(executor, str):
-        from dask.distributed import Client, LocalCluster
+    from simulator.executor import LOCAL_DASK, run_tasks
 
-        if executor == "local":
-            with LocalCluster(n_workers=max_workers, processes=True, host="127.0.0.1",
-                              dashboard_address=None) as cluster, \
-                    Client(cluster) as client:
-                return _dask_map(client, fn, tasks)
-        with Client(executor) as client:
-            return _dask_map(client, fn, tasks)
-    return _dask_map(executor, fn, tasks)
-
-
-def _dask_map(client: Any, fn: Callable[[Any], Any], tasks: Sequence[Any]) -> list[Any]:
-    futures = client.map(fn, list(tasks), pure=False)
-    return list(client.gather(futures))
+    return run_tasks(fn, tasks, LOCAL_DASK if executor == "local" else executor, max_workers=max_workers)
 
 
 def run_study(study: Study, seeds: int | None = None, executor: Executor = "pool",
