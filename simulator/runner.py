@@ -190,6 +190,7 @@ def execute(prep: PreparedRun, on_step: Callable[[int], None] | None = None, see
         "wall_time_s": wall,
         "fabric_recomputations": sim.fabric.recomputations,
         "flows": len(sim.fabric.flow_records),
+        "bytes_forwarded_via_scale_up": sim.forwarded_bytes,
     }
     for k, v in program.meta.items():
         meta[k] = v

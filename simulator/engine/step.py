@@ -52,6 +52,7 @@ class PreparedOp:
     phases: list[PreparedPhase]
     tuned_by: str = ""
     intra_node: bool = False  # every instance stays inside one server
+    forwarded_bytes: float = 0.0  # bytes whose route passes through another GPU (PXN)
 
 
 @dataclass
@@ -99,6 +100,7 @@ class StepSimulator:
         self.op_rows: list[tuple] = []
         self.step_rows: list[tuple] = []
         self.tuned: dict[str, str] = {}
+        self.forwarded_bytes = 0.0
         sim_ranks = program.simulated_ranks
         self._simulated = set(sim_ranks)
         self._members = {
@@ -153,16 +155,18 @@ class StepSimulator:
                 return cached
             plan = plan_collective(kind, algo, self.cluster.topo, instances, op.size_bytes)
             phases = []
+            forwarded = 0.0
             for ph in plan.phases:
                 flows, lat = [], 0.0
                 for pf in ph.flows:
                     links, mult, flat = flow_usage(router, pf.edges)
                     lat = max(lat, flat)
                     flows.append((links, mult, pf.size_bytes, pf.label))
+                    forwarded += pf.size_bytes * sum(router.forwarded_via_gpu(a, b) for a, b in pf.edges)
                 phases.append(self._phase(ph.steps * (lat + self.settings.alpha_s), flows))
             topo = self.cluster.topo
             intra = all(len({topo.server(x) for x in inst}) <= 1 for inst in instances)
-            p = PreparedOp(plan, phases, intra_node=intra)
+            p = PreparedOp(plan, phases, intra_node=intra, forwarded_bytes=forwarded)
             if self.tuning is not None and plan.n_ranks > 1:
                 self._tune(op, p)
             self._plans[key] = p
@@ -275,6 +279,7 @@ class StepSimulator:
                 yield env.all_of(events)
             else:
                 yield env.timeout(ph.isolated_s)
+        self.forwarded_bytes += prepared.forwarded_bytes
         plan = prepared.plan
         coll = plan.kind if plan else "checkpoint"
         algo = plan.algorithm if plan else "direct"

@@ -5,6 +5,10 @@ Glossary:
     compute_s, exposed_comm_s, idle_s: per-rank means over steps, weighted by how many
         ranks each simulated rank stands for; they add up to step_time_s.
     exposed_comm_by_tag_s: exposed communication split by op tag (tp, dp, pp, ep, cp, ...).
+    bytes_forwarded_via_scale_up: bytes whose route passes through another GPU of the
+        sender's server (NCCL's PXN; on a rail-only network, all cross-rail traffic).
+    bytes_by_tier: bytes carried per switch tier of the link (tier2 = spine); -1 is links
+        between GPUs and NICs.
     busiest_links: directed links with the highest mean utilization over the run
         (bytes carried / (capacity x run time)).
     mfu: model FLOPs utilization = model FLOPs per step / (step time x GPUs x peak FLOP/s),
@@ -63,7 +67,12 @@ def summarize(frames: dict[str, pd.DataFrame], meta: dict[str, Any]) -> dict[str
     out.update(step_summary(steps))
     run_time = float(steps["finished_at_s"].max() - steps["started_at_s"].min()) if not steps.empty else 0.0
     out["simulated_time_s"] = run_time
-    bl = busiest_links(frames["links"], run_time)
+    links = frames["links"]
+    if not links.empty:
+        out["bytes_by_tier"] = {
+            f"tier{int(t)}": float(b) for t, b in links.groupby("tier")["bytes"].sum().items()
+        }
+    bl = busiest_links(links, run_time)
     out["busiest_links"] = bl.to_dict(orient="records")
     st = out.get("step_time_s")
     n_gpus = meta.get("gpus_in_job")

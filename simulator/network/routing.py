@@ -59,6 +59,9 @@ class LinkTable:
             ta, tb = _tier(g, a), _tier(g, b)
             tiers.append(max(ta, tb))
         self.tier = np.asarray(tiers, dtype=np.int16)
+        # links that end at a GPU: a route using one before its last hop is forwarded
+        # through that GPU's scale-up domain (NCCL's PXN)
+        self.into_gpu = np.asarray([g.nodes[b].get("kind") == "gpu" for b in dst], dtype=bool)
 
     def __len__(self) -> int:
         return len(self.src)
@@ -278,6 +281,11 @@ class Router:
             p = np.fromiter((idx[(u, v)] for u, v in zip(nodes, nodes[1:])), dtype=np.int64, count=len(nodes) - 1)
             self._paths[key] = p
         return p
+
+    def forwarded_via_gpu(self, a: str, b: str) -> bool:
+        """Does the route from `a` to `b` pass through another GPU (scale-up forwarding)?"""
+        p = self.path(a, b)
+        return len(p) > 1 and bool(self.links.into_gpu[p[:-1]].any())
 
     def latency_s(self, a: str, b: str) -> float:
         key = (a, b)
