@@ -38,12 +38,9 @@ from simulator.errors import ClustersimError, InputError
 
 
 def _table(folder: Path, stem: str) -> pd.DataFrame | None:
-    pq, csv = folder / f"{stem}.parquet", folder / f"{stem}.csv"
-    if pq.is_file():
-        return pd.read_parquet(pq)
-    if csv.is_file():
-        return pd.read_csv(csv)
-    return None
+    from simulator.metrics.store import read_table
+
+    return read_table(folder, stem)
 
 
 def _has_table(folder: Path, stem: str) -> bool:

@@ -47,6 +47,30 @@ def summary_table(summary: dict, title: str = "summary") -> Table:
     return t
 
 
+def _check_file(path: Path) -> str:
+    """Validate one file of `scenarios/` by its kind; a short description when it is fine."""
+    from simulator import runner
+    from simulator.config.loader import read_document
+
+    doc = read_document(path)
+    data = doc.data if isinstance(doc.data, dict) else {}
+    if "variants" in data:
+        from simulator.compare import load_comparison
+
+        cmp = load_comparison(path)
+        return f"compare file, {len(cmp.variants)} variants"
+    if "job" in data and "step" in data:
+        from simulator.faults.sweep import load_study
+
+        study = load_study(path)
+        return f"study, {len(study.variants)} variants"
+    prep = runner.prepare(path)
+    return (
+        f"{prep.topology.name}, {len(prep.cluster.gpus)} GPUs, "
+        f"{len(prep.program.ops)} ops on {len(prep.program.simulated_ranks)} simulated ranks"
+    )
+
+
 def register(app: typer.Typer) -> None:
     @app.command()
     def run(
@@ -82,24 +106,25 @@ def register(app: typer.Typer) -> None:
 
     @app.command()
     def validate(
-        files: Annotated[list[Path], typer.Argument(help="Scenario files to check.")],
+        files: Annotated[list[Path], typer.Argument(help="Scenario, compare or study files to check.")],
     ) -> None:
-        """Check scenario files and everything they reference, without simulating."""
-        from simulator import runner
+        """Check scenario, compare and study files and everything they reference, without simulating."""
+        from simulator.errors import InputErrors
 
+        problems: list = []
         for f in files:
             try:
-                prep = runner.prepare(f)
+                console.print(f"{f}: ok ({_check_file(f)})", soft_wrap=True)
             except ClustersimError as err:
-                fail(err)
-            console.print(
-                f"{f}: ok ({prep.topology.name}, {len(prep.cluster.gpus)} GPUs, "
-                f"{len(prep.program.ops)} ops on {len(prep.program.simulated_ranks)} simulated ranks)"
-            )
+                problems.extend(err.errors if isinstance(err, InputErrors) else [err])
+        if problems:
+            fail(InputErrors(problems))
 
     @app.command()
     def schema(
-        kind: Annotated[str, typer.Argument(help="scenario | trace | topology-header | gpu")] = "scenario",
+        kind: Annotated[
+            str, typer.Argument(help="scenario | trace | workload | model | topology-header | gpu | compare | study | profile")
+        ] = "scenario",
     ) -> None:
         """Print the JSON schema of an input file kind."""
         from simulator.config.hardware import GPUSpec
@@ -108,7 +133,17 @@ def register(app: typer.Typer) -> None:
         from simulator.errors import InputError
         from simulator.workload.trace import TraceSpec
 
-        kinds = {"scenario": ScenarioSpec, "trace": TraceSpec, "topology-header": TopologyHeader, "gpu": GPUSpec}
+        from simulator.calibration.profile import CalibrationProfile
+        from simulator.compare import CompareSpec
+        from simulator.faults.sweep import StudySpec
+        from simulator.workload.generate import WorkloadSpec
+        from simulator.workload.model import ModelSpec
+
+        kinds = {
+            "scenario": ScenarioSpec, "trace": TraceSpec, "topology-header": TopologyHeader, "gpu": GPUSpec,
+            "compare": CompareSpec, "study": StudySpec, "workload": WorkloadSpec, "model": ModelSpec,
+            "profile": CalibrationProfile,
+        }
         if kind not in kinds:
             fail(InputError(f"unknown schema {kind!r}; expected one of {sorted(kinds)}"))
         console.print_json(json.dumps(kinds[kind].model_json_schema()))

@@ -148,6 +148,8 @@ def validate(model: Any, doc: Document, loc: Loc = (), context: dict[str, Any] |
             # drop tagged-union discriminator values pydantic inserts into locations
             full = (*loc, *raw_loc)
             clean = _clean_loc(doc, full)
+            if err.get("type") == "missing" and full and (not clean or clean[-1] != full[-1]):
+                clean = (*clean, full[-1])  # a missing key is absent from the data by definition
             errors.append(doc.error(_message(err), clean))
         raise InputErrors(errors) from None
 

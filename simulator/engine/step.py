@@ -205,7 +205,8 @@ class StepSimulator:
         for ph in p.phases:
             if latency_s is not None:
                 ph.latency_s = latency_s * (ph.latency_s / total_lat if total_lat > 0 else 1 / len(p.phases))
-            ph.flows = [(l, m, b / eff, lab) for (l, m, b, lab) in ph.flows]
+            # a flow's goodput is eff x its modeled rate: it loads links mult/eff per byte
+            ph.flows = [(l, m / eff, b, lab) for (l, m, b, lab) in ph.flows]
             ph.isolated_s /= eff
         p.tuned_by = source
         self.tuned[plan.kind] = source

@@ -66,6 +66,10 @@ def aggregate(
         for m in metrics:
             if m in g:
                 mean, lo, hi = t_interval(g[m].astype(float), confidence)
+                # a t-interval of few seeds can leave the physical range: clip to it
+                lo = max(lo, 0.0)
+                if m in ("goodput", "ettr"):
+                    hi = min(hi, 1.0)
                 row[f"{m}_mean"], row[f"{m}_lo"], row[f"{m}_hi"] = mean, lo, hi
         rows.append(row)
     return pd.DataFrame(rows)

@@ -113,7 +113,9 @@ def _breakdown(ops: pd.DataFrame, t0: float, t1: float) -> dict[str, float]:
         out["exposed_comm_s"] = float(widths[exposed_seg].sum())
         share = np.where(exposed_seg, widths / np.maximum(n_cover, 1), 0.0)
         for tag, cover in per_tag.items():
-            out[f"exposed_{tag or 'other'}_s"] = float((cover * share).sum())
+            name = tag if tag and tag != "comm" else "other"  # "comm" would shadow the total
+            key = f"exposed_{name}_s"
+            out[key] = out.get(key, 0.0) + float((cover * share).sum())
     out["idle_s"] = max(0.0, (t1 - t0) - compute - out["exposed_comm_s"])
     return out
 

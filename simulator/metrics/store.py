@@ -17,6 +17,12 @@ import pandas as pd
 from simulator.commands.common import write_atomic
 from simulator.errors import InputError
 
+# text columns of the frames: read back as text even when every value is empty
+TEXT_COLUMNS = frozenset({
+    "op_id", "kind", "tag", "stream", "collective", "algorithm", "gpu", "role", "label", "link", "src",
+    "dst", "medium", "phase", "component", "component_class", "cause", "policy", "variant", "state",
+})
+
 FRAME_NAMES = ("ops", "flows", "links", "steps", "incidents", "segments", "runs")
 
 
@@ -56,6 +62,30 @@ def _json_default(o: Any) -> Any:
     return str(o)
 
 
+def read_table(folder: str | Path, name: str) -> pd.DataFrame | None:
+    """One saved frame (`NAME.parquet`, else `NAME.csv`), or None if neither exists.
+
+    CSV text columns come back as "" where they were empty (not NaN), as Parquet keeps
+    them; an unreadable file is an InputError naming it.
+    """
+    folder = Path(folder)
+    pq, csv = folder / f"{name}.parquet", folder / f"{name}.csv"
+    path = pq if pq.is_file() else csv if csv.is_file() else None
+    if path is None:
+        return None
+    try:
+        if path is pq:
+            return pd.read_parquet(pq)
+        header = pd.read_csv(csv, nrows=0).columns
+        df = pd.read_csv(csv, dtype={c: str for c in header if c in TEXT_COLUMNS})
+    except Exception as exc:  # pyarrow, the CSV parser and the OS raise many kinds
+        raise InputError(f"cannot read saved frame ({type(exc).__name__}: {exc})".splitlines()[0], file=path) from None
+    for col in df.columns:
+        if not pd.api.types.is_numeric_dtype(df[col]) and not pd.api.types.is_bool_dtype(df[col]):
+            df[col] = df[col].fillna("")
+    return df
+
+
 def read_frames(folder: str | Path) -> dict[str, pd.DataFrame]:
     """Read every frame saved in a run folder."""
     folder = Path(folder)
@@ -63,11 +93,9 @@ def read_frames(folder: str | Path) -> dict[str, pd.DataFrame]:
         raise InputError("results folder not found", file=folder)
     frames: dict[str, pd.DataFrame] = {}
     for name in FRAME_NAMES:
-        pq, csv = folder / f"{name}.parquet", folder / f"{name}.csv"
-        if pq.is_file():
-            frames[name] = pd.read_parquet(pq)
-        elif csv.is_file():
-            frames[name] = pd.read_csv(csv)
+        df = read_table(folder, name)
+        if df is not None:
+            frames[name] = df
     if not frames:
         raise InputError("no result frames (ops/steps/... .parquet or .csv) in this folder", file=folder)
     return frames

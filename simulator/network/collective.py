@@ -325,7 +325,7 @@ def plan_collective(
         )
     merged: list[Phase] = []
     n_ranks = len(instances[0])
-    n_nodes = len({topo.server(x) for x in instances[0]})
+    n_nodes = max(len({topo.server(x) for x in inst}) for inst in instances)
     for gpus in instances:
         if len(gpus) != n_ranks:
             raise SimulationError(f"{kind}: mirrored groups must have the same size ({len(gpus)} != {n_ranks})")
@@ -347,12 +347,12 @@ def plan_collective(
             phases = _halving_doubling(kind, gpus, size_bytes)
         else:
             phases = _direct(kind, gpus, size_bytes)
-        if not merged:
-            merged = [Phase(p.steps, list(p.flows)) for p in phases]
-        else:
-            for m, p in zip(merged, phases):
-                m.flows.extend(p.flows)
-                m.steps = max(m.steps, p.steps)
+        for i, p in enumerate(phases):
+            if i < len(merged):
+                merged[i].flows.extend(p.flows)
+                merged[i].steps = max(merged[i].steps, p.steps)
+            else:
+                merged.append(Phase(p.steps, list(p.flows)))
     return Plan(kind, algorithm, n_ranks, n_nodes, size_bytes, merged)
 
 

@@ -98,8 +98,8 @@ def rank_groups(ops: pd.DataFrame, max_groups: int = 16) -> pd.Series:
     if ops.empty:
         return pd.Series(dtype=object)
     per_rank = ops.drop_duplicates("rank").set_index("rank").sort_index()
-    if "role" in per_rank and (per_rank["role"].astype(str) != "").any():
-        labels = per_rank["role"].astype(str).replace("", "other")
+    if "role" in per_rank and (per_rank["role"].fillna("").astype(str) != "").any():
+        labels = per_rank["role"].fillna("").astype(str).replace("", "other")
     elif "gpu" in per_rank:
         labels = per_rank["gpu"].astype(str).map(_server_of)
     else:

@@ -87,6 +87,8 @@ class TraceOpSpec(Spec):
     def _check(self) -> TraceOpSpec:
         if "@" in self.id:
             raise ValueError("op ids may not contain '@'")
+        if self.tag == "comm":
+            raise ValueError("tag 'comm' is reserved (the total of exposed communication); name the kind, e.g. dp or tp")
         durs = [d for d in (self.duration_s, self.duration_ms, self.duration_us) if d is not None]
         if len(durs) > 1:
             raise ValueError("give one of duration_s, duration_ms, duration_us")
