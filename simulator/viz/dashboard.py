@@ -191,7 +191,7 @@ def run_figures(frames: dict[str, pd.DataFrame], graph: Any = None) -> list[go.F
         figs.append(F.timeline_figure(ops))
     if "steps" in frames and not frames["steps"].empty:
         figs.append(F.breakdown_figure(frames["steps"], groups=groups))
-    if "links" in frames:
+    if "links" in frames and not frames["links"].empty:
         figs.append(F.link_utilization_figure(frames["links"]))
         figs.append(F.link_heatmap_figure(frames["links"]))
     if graph is not None:
@@ -223,6 +223,8 @@ def run_dashboard_html(frames: dict[str, pd.DataFrame], summary: dict[str, Any],
     if summary.get("calibration_applied"):
         notes.append("calibrated collectives: " + ", ".join(
             f"{k} ({v})" for k, v in dict(summary["calibration_applied"]).items()))
+    if "links" in frames and frames["links"].empty:
+        notes.append("no link intervals were recorded (network.record_links: false), so link views are left out")
     return page(title, run_cards(summary), run_figures(frames, graph), notes)
 
 
