@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from contextlib import contextmanager
 from typing import Any, TypeVar
@@ -115,21 +115,38 @@ def _serial(fn: Callable[[T], R], tasks: list[T], on_done: OnDone | None) -> lis
 
 
 def _pool(fn: Callable[[T], R], tasks: list[T], workers: int, on_done: OnDone | None) -> list[R]:
-    results: list[Any] = [None] * len(tasks)
     with ProcessPoolExecutor(max_workers=workers) as pool:
         futures = {pool.submit(fn, t): i for i, t in enumerate(tasks)}
-        errors: dict[int, BaseException] = {}
-        for fut in as_completed(futures):
-            i = futures[fut]
-            exc = fut.exception()
-            if exc is not None:
-                errors[i] = exc
-                continue
-            results[i] = fut.result()
-            if on_done:
-                on_done(i, results[i])
-        if errors:
-            raise errors[min(errors)]
+        return _collect(
+            as_completed(futures), futures.__getitem__, lambda f: f.exception(), len(tasks), on_done
+        )
+
+
+def _collect(
+    done: Iterable[Any],
+    index_of: Callable[[Any], int],
+    error_of: Callable[[Any], BaseException | None],
+    n: int,
+    on_done: OnDone | None,
+) -> list[Any]:
+    """Results in task order from futures given in completion order (process pool or Dask).
+
+    `on_done` hears of each success as it arrives; once all are in, the error of the
+    lowest-numbered failed task is raised.
+    """
+    results: list[Any] = [None] * n
+    errors: dict[int, BaseException] = {}
+    for fut in done:
+        i = index_of(fut)
+        exc = error_of(fut)
+        if exc is not None:
+            errors[i] = exc
+            continue
+        results[i] = fut.result()
+        if on_done:
+            on_done(i, results[i])
+    if errors:
+        raise errors[min(errors)]
     return results
 
 
@@ -177,19 +194,13 @@ def _dask(client: Any, fn: Callable[[T], R], tasks: list[T], on_done: OnDone | N
 
     futures = client.map(fn, tasks, pure=False)
     index = {f.key: i for i, f in enumerate(futures)}
-    results: list[Any] = [None] * len(tasks)
-    errors: dict[int, BaseException] = {}
-    for fut in dask_completed(futures):
-        i = index[fut.key]
-        if fut.status == "error":
-            errors[i] = fut.exception()
-            continue
-        results[i] = fut.result()
-        if on_done:
-            on_done(i, results[i])
-    if errors:
-        raise errors[min(errors)]
-    return results
+    return _collect(
+        dask_completed(futures),
+        lambda f: index[f.key],
+        lambda f: f.exception() if f.status == "error" else None,
+        len(tasks),
+        on_done,
+    )
 
 
 @contextmanager

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import io
 import math
 from pathlib import Path
 from typing import Annotated, Any
@@ -45,16 +44,14 @@ def comparison_rich_table(table: pd.DataFrame, title: str) -> Table:
 
 def _write_table(df: pd.DataFrame, folder: Path, stem: str) -> list[Path]:
     """CSV always; Parquet too when pyarrow is present (both atomic)."""
-    out = [folder / f"{stem}.csv"]
-    write_atomic(out[0], df.to_csv(index=False))
-    try:
-        import pyarrow  # noqa: F401
-    except ImportError:
-        return out
-    buf = io.BytesIO()
-    df.to_parquet(buf, index=False)
-    write_atomic(folder / f"{stem}.parquet", buf.getvalue())
-    return [*out, folder / f"{stem}.parquet"]
+    from simulator.metrics.store import write_frame
+
+    csv = folder / f"{stem}.csv"
+    written = write_frame(folder, stem, df)  # Parquet, or the CSV without pyarrow
+    if written == csv:
+        return [csv]
+    write_atomic(csv, df.to_csv(index=False))
+    return [csv, written]
 
 
 def register(app: typer.Typer) -> None:

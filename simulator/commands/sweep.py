@@ -2,32 +2,15 @@
 
 from __future__ import annotations
 
-import io
 from pathlib import Path
 from typing import Annotated
 
-import pandas as pd
 import typer
 import yaml
 from rich.table import Table
 
 from simulator.commands.common import console, fail, write_atomic
 from simulator.errors import ClustersimError
-
-
-def _write_table(df: pd.DataFrame, path_stem: Path) -> Path:
-    """Parquet when pyarrow is present, CSV otherwise (written atomically)."""
-    try:
-        import pyarrow  # noqa: F401
-
-        buf = io.BytesIO()
-        df.to_parquet(buf, index=False)
-        out = path_stem.with_suffix(".parquet")
-        write_atomic(out, buf.getvalue())
-    except ImportError:
-        out = path_stem.with_suffix(".csv")
-        write_atomic(out, df.to_csv(index=False))
-    return out
 
 
 def register(app: typer.Typer) -> None:
@@ -47,6 +30,7 @@ def register(app: typer.Typer) -> None:
         from simulator import __version__
         from simulator.faults.figure import sweep_figure
         from simulator.faults.sweep import load_study, run_study, summarize_study
+        from simulator.metrics.store import write_frame
 
         try:
             study = load_study(file)
@@ -58,8 +42,8 @@ def register(app: typer.Typer) -> None:
         except ClustersimError as err:
             fail(err)
         summary = summarize_study(runs)
-        runs_path = _write_table(runs, out / "runs")
-        _write_table(summary, out / "summary")
+        runs_path = write_frame(out, "runs", runs)
+        write_frame(out, "summary", summary)
         write_atomic(out / "summary.csv", summary.to_csv(index=False))
         write_atomic(out / "sweep.html", sweep_figure(runs).to_html(include_plotlyjs=True, full_html=True))
         resolved = {"version": __version__, "file": str(file), "seeds": seeds or study.spec.seeds,

@@ -93,18 +93,14 @@ class StepOracle(Protocol):
         ...
 
 
-@dataclasses.dataclass(frozen=True)
-class ConstantOracle:
-    """The same answers whatever the state (for tests of the run level alone)."""
+class _FixedCheckpoints:
+    """Checkpoint answers read from the fields `write_s`, `snapshot_s`, `load_storage_s`
+    and `load_peer_s`, whatever the state (mixed into the dataclass oracles below)."""
 
-    step_s: float = 1.0
-    write_s: float = 60.0
-    snapshot_s: float = 5.0
-    load_storage_s: float = 60.0
-    load_peer_s: float = 10.0
-
-    def step_time_s(self, state: ClusterState) -> float:
-        return self.step_s
+    write_s: float
+    snapshot_s: float
+    load_storage_s: float
+    load_peer_s: float
 
     def checkpoint_write_s(self, state: ClusterState) -> float:
         return self.write_s
@@ -117,7 +113,21 @@ class ConstantOracle:
 
 
 @dataclasses.dataclass(frozen=True)
-class ScalingOracle:
+class ConstantOracle(_FixedCheckpoints):
+    """The same answers whatever the state (for tests of the run level alone)."""
+
+    step_s: float = 1.0
+    write_s: float = 60.0
+    snapshot_s: float = 5.0
+    load_storage_s: float = 60.0
+    load_peer_s: float = 10.0
+
+    def step_time_s(self, state: ClusterState) -> float:
+        return self.step_s
+
+
+@dataclasses.dataclass(frozen=True)
+class ScalingOracle(_FixedCheckpoints):
     """A rule-of-thumb stand-in for the step simulation.
 
     A healthy step is `compute_s + comm_s` (communication assumed exposed). The compute part
@@ -144,15 +154,6 @@ class ScalingOracle:
         comm = self.comm_s / bw * (1.0 + self.down_link_penalty * len(state.down_links))
         step = compute + comm
         return step * (1.0 + self.drain_slowdown) if state.draining else step
-
-    def checkpoint_write_s(self, state: ClusterState) -> float:
-        return self.write_s
-
-    def checkpoint_snapshot_s(self, state: ClusterState) -> float:
-        return self.snapshot_s
-
-    def checkpoint_load_s(self, state: ClusterState, source: LoadSource) -> float:
-        return self.load_storage_s if source == "storage" else self.load_peer_s
 
 
 @dataclasses.dataclass(frozen=True)

@@ -358,8 +358,8 @@ def plan_collective(
 
 def flow_usage(router: Router, edges: list[tuple[str, str]]) -> tuple[np.ndarray, np.ndarray, float]:
     """Distinct links, multiplicities and the largest path latency of a flow's edges."""
-    paths = [router.path(a, b) for a, b in edges]
-    allp = np.concatenate(paths) if len(paths) > 1 else paths[0]
-    links, counts = np.unique(allp, return_counts=True)
+    from simulator.network.fabric import usage
+
+    links, counts = usage([router.path(a, b) for a, b in edges])
     lat = max(router.latency_s(a, b) for a, b in edges)
-    return links, counts.astype(float), lat
+    return links, counts, lat

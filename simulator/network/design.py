@@ -91,7 +91,46 @@ class _DesignSpec(Spec):
     )
 
 
-class SuperPodSpec(_DesignSpec):
+# Fields several designs share with their own defaults: the constraint and description are
+# written once here, the default in each design (`nic_gbps: _NicGbps = 200.0`).
+_NicGbps = Annotated[float, Field(gt=0, description="Speed of each NIC, Gbit/s.")]
+_PcieGbytePerS = Annotated[float, Field(gt=0, description="GPU-NIC PCIe bandwidth, GB/s.")]
+_Gen5PcieGbytePerS = Annotated[
+    float, Field(gt=0, description="GPU-NIC PCIe bandwidth (Gen5 x16), GB/s per direction.")
+]
+_NvlinkGbytePerS = Annotated[
+    float,
+    Field(gt=0, description="NVLink bandwidth of one GPU to its NVSwitch, GB/s per direction."),
+]
+_SwitchRadix = Annotated[int, Field(ge=4, description="Ports per leaf/spine switch.")]
+_ScaleOutMedium = Annotated[Literal["ib", "ethernet"], Field(description="Scale-out link medium.")]
+_LinkGbps = Annotated[float, Field(gt=0, description="Speed of every link and NIC, Gbit/s.")]
+
+
+class _ScaleOutSpec(_DesignSpec):
+    """Fields of the designs whose GPU servers reach a switched fabric through NICs."""
+
+    nic_gbps: _NicGbps = 400.0
+    pcie_gbyte_per_s: _PcieGbytePerS = 64.0
+    medium: _ScaleOutMedium = "ib"
+
+
+class _ClosSpec(_ScaleOutSpec):
+    """Fields of the scale-out designs built as a Clos of leaf and spine (and core) switches."""
+
+    switch_radix: _SwitchRadix = 64
+    oversubscription: float = Field(1.0, ge=1, description="Leaf down:up bandwidth ratio.")
+
+
+class _HostsSpec(_DesignSpec):
+    """Fields of the designs of one-GPU hosts, one NIC each, on links of one speed."""
+
+    link_gbps: _LinkGbps = 400.0
+    pcie_gbyte_per_s: _PcieGbytePerS = 64.0
+    medium: Literal["ib", "ethernet"] = Field("ethernet", description="Link medium.")
+
+
+class SuperPodSpec(_ClosSpec):
     """DGX H100 SuperPOD-like rail-optimized InfiniBand fabric.
 
     Follows the NVIDIA DGX SuperPOD (DGX H100) reference architecture: scalable units
@@ -111,21 +150,15 @@ class SuperPodSpec(_DesignSpec):
     nodes: int = Field(32, ge=1, description="Number of 8-GPU servers.")
     su_size: int = Field(32, ge=1, description="Servers per scalable unit (per leaf switch).")
     gpus_per_node: int = Field(8, ge=1, description="GPUs (and NICs, one per GPU) per server.")
-    nvlink_gbyte_per_s: float = Field(
-        450.0, gt=0, description="NVLink bandwidth of one GPU to its NVSwitch, GB/s per direction."
-    )
-    nic_gbps: float = Field(400.0, gt=0, description="Speed of each NIC, Gbit/s.")
-    pcie_gbyte_per_s: float = Field(
-        64.0, gt=0, description="GPU-NIC PCIe bandwidth (Gen5 x16), GB/s per direction."
-    )
+    nvlink_gbyte_per_s: _NvlinkGbytePerS = 450.0
+    pcie_gbyte_per_s: _Gen5PcieGbytePerS = 64.0
     switch_radix: int = Field(64, ge=4, description="Ports per leaf/spine/core switch.")
     oversubscription: float = Field(
         1.0, ge=1, description="Leaf down:up bandwidth ratio (1 = non-blocking, 2 = 2:1)."
     )
-    medium: Literal["ib", "ethernet"] = Field("ib", description="Scale-out link medium.")
 
 
-class MI300XClusterSpec(_DesignSpec):
+class MI300XClusterSpec(_ClosSpec):
     """MI300X cluster with a rail-optimized two-tier Ethernet fabric.
 
     Follows the cluster described in Zyphra's ZAYA1 training report (AMD MI300X with
@@ -151,15 +184,11 @@ class MI300XClusterSpec(_DesignSpec):
         64.0, gt=0, description="Bandwidth of one xGMI link between two GPUs, GB/s per direction."
     )
     nic_gbps: float = Field(400.0, gt=0, description="Speed of each NIC (Pollara 400), Gbit/s.")
-    pcie_gbyte_per_s: float = Field(
-        64.0, gt=0, description="GPU-NIC PCIe bandwidth (Gen5 x16), GB/s per direction."
-    )
-    switch_radix: int = Field(64, ge=4, description="Ports per leaf/spine switch.")
-    oversubscription: float = Field(1.0, ge=1, description="Leaf down:up bandwidth ratio.")
-    medium: Literal["ib", "ethernet"] = Field("ethernet", description="Scale-out link medium.")
+    pcie_gbyte_per_s: _Gen5PcieGbytePerS = 64.0
+    medium: _ScaleOutMedium = "ethernet"
 
 
-class RailOnlySpec(_DesignSpec):
+class RailOnlySpec(_ScaleOutSpec):
     """Rail-only network (no spine).
 
     After Wang et al., "Optimized Network Architectures for Large Language Model
@@ -175,15 +204,10 @@ class RailOnlySpec(_DesignSpec):
     generator: Literal["rail_only"] = Field("rail_only", description="Design tag.")
     nodes: int = Field(32, ge=1, description="Number of servers (HB domains).")
     gpus_per_node: int = Field(8, ge=1, description="GPUs per HB domain (and rails).")
-    nvlink_gbyte_per_s: float = Field(
-        450.0, gt=0, description="NVLink bandwidth of one GPU to its NVSwitch, GB/s per direction."
-    )
-    nic_gbps: float = Field(400.0, gt=0, description="Speed of each NIC, Gbit/s.")
-    pcie_gbyte_per_s: float = Field(64.0, gt=0, description="GPU-NIC PCIe bandwidth, GB/s.")
-    medium: Literal["ib", "ethernet"] = Field("ib", description="Scale-out link medium.")
+    nvlink_gbyte_per_s: _NvlinkGbytePerS = 450.0
 
 
-class MultiPlaneFatTreeSpec(_DesignSpec):
+class MultiPlaneFatTreeSpec(_ClosSpec):
     """Multi-plane two-layer fat-tree.
 
     As DeepSeek describes its H800 cluster (DeepSeek-V3 technical report; "Insights into
@@ -200,17 +224,10 @@ class MultiPlaneFatTreeSpec(_DesignSpec):
     generator: Literal["multiplane_fattree"] = Field("multiplane_fattree", description="Tag.")
     nodes: int = Field(64, ge=1, description="Number of servers.")
     gpus_per_node: int = Field(8, ge=1, description="GPUs per server; one NIC and plane each.")
-    nvlink_gbyte_per_s: float = Field(
-        200.0, gt=0, description="NVLink bandwidth of one GPU to its NVSwitch, GB/s per direction."
-    )
-    nic_gbps: float = Field(400.0, gt=0, description="Speed of each NIC, Gbit/s.")
-    pcie_gbyte_per_s: float = Field(64.0, gt=0, description="GPU-NIC PCIe bandwidth, GB/s.")
-    switch_radix: int = Field(64, ge=4, description="Ports per leaf/spine switch.")
-    oversubscription: float = Field(1.0, ge=1, description="Leaf down:up bandwidth ratio.")
-    medium: Literal["ib", "ethernet"] = Field("ib", description="Scale-out link medium.")
+    nvlink_gbyte_per_s: _NvlinkGbytePerS = 200.0
 
 
-class FatTreeSpec(_DesignSpec):
+class FatTreeSpec(_HostsSpec):
     """k-ary fat-tree (Al-Fares, Loukissas, Vahdat, SIGCOMM 2008).
 
     k pods, each with k/2 edge and k/2 aggregation switches of k ports; (k/2)^2 core
@@ -221,9 +238,6 @@ class FatTreeSpec(_DesignSpec):
 
     generator: Literal["fat_tree"] = Field("fat_tree", description="Design tag.")
     k: int = Field(8, ge=2, description="Switch radix k (even): k pods, k^3/4 hosts.")
-    link_gbps: float = Field(400.0, gt=0, description="Speed of every link and NIC, Gbit/s.")
-    pcie_gbyte_per_s: float = Field(64.0, gt=0, description="GPU-NIC PCIe bandwidth, GB/s.")
-    medium: Literal["ib", "ethernet"] = Field("ethernet", description="Link medium.")
 
     @model_validator(mode="after")
     def _even_k(self) -> FatTreeSpec:
@@ -274,7 +288,7 @@ class TorusSpec(_DesignSpec):
         return self
 
 
-class DragonflySpec(_DesignSpec):
+class DragonflySpec(_HostsSpec):
     """Dragonfly (Kim, Dally, Scott, Abts, ISCA 2008).
 
     `groups` groups of `a` routers; each router has `p` hosts (one-GPU servers with one
@@ -288,9 +302,8 @@ class DragonflySpec(_DesignSpec):
     p: int = Field(4, ge=1, description="Hosts (GPUs) per router.")
     h: int = Field(4, ge=1, description="Global links per router.")
     groups: int | None = Field(None, ge=2, description="Number of groups; default a*h+1.")
-    link_gbps: float = Field(200.0, gt=0, description="Speed of every link and NIC, Gbit/s.")
-    pcie_gbyte_per_s: float = Field(32.0, gt=0, description="GPU-NIC PCIe bandwidth, GB/s.")
-    medium: Literal["ib", "ethernet"] = Field("ethernet", description="Link medium.")
+    link_gbps: _LinkGbps = 200.0
+    pcie_gbyte_per_s: _PcieGbytePerS = 32.0
 
     @model_validator(mode="after")
     def _check_groups(self) -> DragonflySpec:
@@ -307,7 +320,7 @@ class DragonflySpec(_DesignSpec):
         return self.groups if self.groups is not None else self.a * self.h + 1
 
 
-class PCIeNodeSpec(_DesignSpec):
+class PCIeNodeSpec(_ClosSpec):
     """Fire-Flyer 2-like PCIe servers on a two-layer fat-tree.
 
     After DeepSeek's Fire-Flyer AI-HPC (SC 2024): each server holds 8 PCIe A100 GPUs and
@@ -333,10 +346,8 @@ class PCIeNodeSpec(_DesignSpec):
         gt=0,
         description="NVLink bridge between GPU pairs, GB/s per direction; none if unset.",
     )
-    nic_gbps: float = Field(200.0, gt=0, description="Speed of each NIC, Gbit/s.")
-    switch_radix: int = Field(40, ge=4, description="Ports per leaf/spine switch.")
-    oversubscription: float = Field(1.0, ge=1, description="Leaf down:up bandwidth ratio.")
-    medium: Literal["ib", "ethernet"] = Field("ib", description="Scale-out link medium.")
+    nic_gbps: _NicGbps = 200.0
+    switch_radix: _SwitchRadix = 40
 
 
 DESIGN_SPECS: tuple[type[_DesignSpec], ...] = (
