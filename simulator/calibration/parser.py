@@ -35,6 +35,10 @@ table say which applied):
     nodes: distinct hosts of the `# Rank` lines > a section heading (`2 Nodes`) > the
         `n_nodes` argument > a `<n>node` token in the file name.
 When none gives a value, `InputError` asks for the CLI option.
+
+A table that looks cut short is read, but its `warnings` say so (`cut_warnings`): largest
+size under 1 MiB, or a complete run header (`# nThread ... maxBytes N`) whose rows stop
+before maxBytes with no `# Avg bus bandwidth` trailer.
 """
 
 from __future__ import annotations
@@ -83,6 +87,7 @@ _RANK = re.compile(
 )
 _PERF = re.compile(r"\b([a-z0-9_]+)_perf\b")
 _AVG = re.compile(r"Avg bus bandwidth\s*:\s*([0-9.eE+\-]+)")
+_RANGE = re.compile(r"\bmaxBytes\s+(\d+)(?:.*?\bstep:\s*(\d+)\s*\((factor|bytes)\))?")
 _HEADING = re.compile(r"^\s*(?:#{2,}\s+(\S.*)|={3,}\s*(.*?)\s*=*\s*)$")
 _ELISION = re.compile(r"^\s*#?\s*(?:\.\.\.|…|<.*truncated.*>)\s*$")
 _KIND_WORDS = re.compile(
@@ -126,6 +131,9 @@ class BenchmarkTable:
         elided: rows were elided (`...`, `<smaller message sizes truncated>`).
         gpu_name: device name from the `# Rank` lines, if printed.
         notes: how collective, GPU and node counts were found (one sentence each).
+        warnings: signs that the table was cut short (see `cut_warnings`), each one line
+            `FILE:LINE: message`; the calibrate command prints them.
+        max_bytes: the `maxBytes` of the run's `# nThread ...` header line, if printed.
     """
 
     source: str
@@ -141,6 +149,13 @@ class BenchmarkTable:
     elided: bool = False
     gpu_name: str | None = None
     notes: tuple[str, ...] = ()
+    warnings: tuple[str, ...] = ()
+    max_bytes: int | None = None
+
+    @property
+    def max_size_bytes(self) -> int:
+        """Largest measured message size."""
+        return int(self.rows["size_bytes"].max())
 
     @property
     def label(self) -> str:
@@ -208,6 +223,9 @@ class _Table:
     ended: bool = False
     elided: bool = False
     end_kind: str | None = None
+    max_bytes: int | None = None
+    step: tuple[int, str] | None = None
+    last_line: int = 0
 
 
 def strip_prefix(line: str) -> str:
@@ -375,6 +393,7 @@ def parse_text(
     heading_nodes: int | None = None
     start_kind: str | None = None
     pending_elided = False
+    run_range: tuple[int, tuple[int, str] | None] | None = None  # maxBytes, step of `# nThread`
 
     def close() -> None:
         nonlocal cur
@@ -395,6 +414,8 @@ def parse_text(
             ranks=dict(ranks),
             first_line=lineno,
         )
+        if run_range is not None:
+            t.max_bytes, t.step = run_range
         if lead_half:
             t.n_rest = 2 * len(lead_half[1])
         return t
@@ -448,6 +469,7 @@ def parse_text(
                         rec[f"extra_{name.lstrip('#')}"] = vals[i]
                 cur.rows.append(rec)
             cur.last_size = size
+            cur.last_line = lineno
             continue
         if _ELISION.match(line):
             if cur is not None and not cur.ended:
@@ -456,6 +478,10 @@ def parse_text(
                 pending_elided = True
             continue
         text_ = body.lstrip("#").strip()
+        if text_.startswith("nThread") and (rg := _RANGE.search(text_)):
+            step = (int(rg.group(2)), rg.group(3)) if rg.group(2) else None
+            run_range = (int(rg.group(1)), step)
+            continue
         rk = _RANK.search(text_)
         if rk and text_.startswith("Rank"):
             if cur is not None and cur.rows:
@@ -496,7 +522,7 @@ def parse_text(
                 kinds = _kinds_in(title)
                 heading_kind = kinds.pop() if len(kinds) == 1 else None
                 heading_nodes = _nodes_in(title)
-                ranks, layout, start_kind = {}, None, None
+                ranks, layout, start_kind, run_range = {}, None, None, None
             continue
         kind = _kind_of_perf(text_)
         if kind is not None:
@@ -618,6 +644,9 @@ def _finish(
             f"impossible layout of {gpus} GPUs on {nodes} nodes", file=p, line=t.first_line
         )
     gpu_names = {name for _, name in t.ranks.values() if name}
+    warnings = cut_warnings(
+        int(rows["size_bytes"].max()), t.max_bytes, t.step, t.avg_busbw is not None, header=t.layout is not None
+    )
     return BenchmarkTable(
         source=p.name,
         sha256=sha256,
@@ -632,7 +661,62 @@ def _finish(
         elided=t.elided,
         gpu_name=gpu_names.pop() if len(gpu_names) == 1 else None,
         notes=tuple(notes),
+        warnings=tuple(f"{p}:{t.last_line}: {w}" for w in warnings),
+        max_bytes=t.max_bytes,
     )
+
+
+#: below this largest size a table cannot show the bandwidth of the links
+MIN_FULL_SIZE_BYTES = 2**20
+
+
+def format_bytes(n: float) -> str:
+    """`4 KiB`, `1.5 MiB`, `16 GiB`, `512 B`: a size in binary units, 3 significant digits."""
+    for unit, scale in (("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if n >= scale:
+            return f"{n / scale:.3g} {unit}"
+    return f"{n:.0f} B"
+
+
+def cut_warnings(
+    largest: int,
+    max_bytes: int | None,
+    step: tuple[int, str] | None,
+    trailer: bool,
+    *,
+    header: bool,
+) -> list[str]:
+    """Signs that a result table was cut short (a log copied or captured part-way).
+
+    * The largest measured size is under `MIN_FULL_SIZE_BYTES` (1 MiB): the fit then sees
+      only latency-bound messages and its bandwidth is far below the links' (the first 10
+      rows of an H100 log, up to 4 KiB, fit 5.8 GB/s instead of about 480).
+    * The run's header is complete (column header and a `# nThread ... maxBytes N` line)
+      but no `# Avg bus bandwidth` trailer follows the rows and they stop before maxBytes
+      (the next size, by the header's `step`, would still fit under it).
+
+    Excerpts that keep only some large sizes (no `# nThread` line, or with the trailer)
+    are legitimate and do not warn.
+    """
+    out = []
+    if largest < MIN_FULL_SIZE_BYTES:
+        out.append(
+            f"largest measured size is {format_bytes(largest)}, under 1 MiB: the table looks cut "
+            "short and its fitted bandwidth only reflects small messages"
+        )
+    elif header and not trailer and max_bytes is not None:
+        if step is None:
+            following = largest + 1
+        elif step[1] == "factor":
+            following = largest * max(step[0], 2)
+        else:
+            following = largest + max(step[0], 1)
+        if following <= max_bytes:
+            out.append(
+                f"rows stop at {format_bytes(largest)}, before the maxBytes {format_bytes(max_bytes)} "
+                "of the header, and no '# Avg bus bandwidth' line follows: the log looks cut short"
+            )
+    return out
 
 
 def _check_algbw(size: int, time_us: float, algbw_gbs: float, path: Path, lineno: int) -> None:

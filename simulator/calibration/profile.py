@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal
 
@@ -53,6 +53,9 @@ from simulator.config.base import Spec
 from simulator.config.loader import load, parse_text, validate
 
 Scope = Literal["intra", "inter"]
+
+#: a fit used for sizes above this many times the largest measured size says it extrapolates
+EXTRAPOLATION_FACTOR = 4.0
 
 
 def _sig(x: float, digits: int = 6) -> float:
@@ -164,6 +167,11 @@ class CalibrationProfile(Spec):
         candidates the one with the most measured sizes wins. None when the profile has no
         entry of that kind and scope, or for fewer than 2 ranks.
 
+        When `size_bytes` is more than `EXTRAPOLATION_FACTOR` (4) times the largest size the
+        entry measured, the fit's `source` says `extrapolated beyond <largest size>`: the
+        bandwidth of larger messages was never measured (a log cut short fits a bandwidth
+        far below the links').
+
         Raises:
             ValueError: unknown kind, or n_nodes outside 1..n_ranks.
         """
@@ -177,6 +185,21 @@ class CalibrationProfile(Spec):
         candidates = self.entries(kind, scope)
         if not candidates:
             return None
+        entry, fit = self._choose(candidates, kind, n_ranks, n_nodes, size_bytes)
+        if size_bytes > EXTRAPOLATION_FACTOR * entry.max_size_bytes:
+            from simulator.calibration.parser import format_bytes
+
+            fit = replace(
+                fit,
+                source=f"{fit.source}; extrapolated beyond {format_bytes(entry.max_size_bytes)}, "
+                "the largest size measured",
+            )
+        return fit
+
+    def _choose(
+        self, candidates: list[CollectiveEntry], kind: str, n_ranks: int, n_nodes: int, size_bytes: float
+    ) -> tuple[CollectiveEntry, CollectiveFit]:
+        """The entry `collective` uses and its fit (see there)."""
 
         def covers(e: CollectiveEntry) -> bool:
             return size_bytes >= e.min_size_bytes / 2
@@ -188,11 +211,12 @@ class CalibrationProfile(Spec):
         exact = [e for e in candidates if e.n_gpus == n_ranks and e.n_nodes == n_nodes]
         exact_cover = sorted((e for e in exact if covers(e)), key=rank)
         if exact_cover:
-            return CollectiveFit.from_entry(exact_cover[0])
-        ref = sorted(candidates, key=rank)[0]
+            return exact_cover[0], CollectiveFit.from_entry(exact_cover[0])
+        ref = min(candidates, key=rank)
         if covers(ref) or not exact:
-            return self._predict(ref, kind, n_ranks, n_nodes)
-        return CollectiveFit.from_entry(sorted(exact, key=rank)[0])
+            return ref, self._predict(ref, kind, n_ranks, n_nodes)
+        best = min(exact, key=rank)
+        return best, CollectiveFit.from_entry(best)
 
     def _predict(
         self, ref: CollectiveEntry, kind: str, n_ranks: int, n_nodes: int

@@ -8,7 +8,13 @@ fits every table, writes the profile (atomically) and its calibration page besid
 (`PROFILE.html`, plotly.js embedded; `simulator.calibration.figure.profile_dashboard_html`,
 rebuilt by `clustersim dashboard PROFILE.yaml`), and prints the fit error per table. The second form
 predicts every measured size of the logs from the profile (across scales where the
-profile lacks that GPU/node count) and prints the error per size.
+profile lacks that GPU/node count) and prints the error per size; a table the profile has
+no entry for is named in a note, and when no table at all could be checked the command
+fails (exit 2, one line per table: `FILE: no entry of PROFILE matches KIND on N GPUs / M nodes`).
+
+Both forms print a `warning:` line (stderr) for a table that looks cut short: largest size
+under 1 MiB, or a complete header whose rows stop before its maxBytes with no
+`# Avg bus bandwidth` trailer (see `simulator.calibration.parser.cut_warnings`).
 """
 
 from __future__ import annotations
@@ -24,14 +30,23 @@ from simulator.calibration.collective import KINDS
 from simulator.calibration.compute import ComputeCalibration
 from simulator.calibration.figure import profile_dashboard_html
 from simulator.calibration.fit import error_frame, fit_table
-from simulator.calibration.parser import BenchmarkTable, read_benchmarks
+from simulator.calibration.parser import BenchmarkTable, read_benchmark, read_benchmarks
 from simulator.calibration.profile import CalibrationProfile, build_profile, load_profile
-from simulator.commands.common import console, fail, write_atomic
-from simulator.errors import ClustersimError, InputError
+from simulator.commands.common import console, err_console, fail, write_atomic
+from simulator.errors import ClustersimError, InputError, InputErrors
 
 
 def _pct(x: float) -> str:
     return "-" if x != x else f"{100 * x:.1f}%"
+
+
+def _warn_cut(tables: list[BenchmarkTable], fits: dict[int, float] | None = None) -> None:
+    """One `warning:` line (stderr) per table that looks cut short (`BenchmarkTable.warnings`
+    name the file, line and largest size), with the bus bandwidth it fitted, if fitted."""
+    for i, t in enumerate(tables):
+        for w in t.warnings:
+            extra = f" (fitted busbw {fits[i] / 1e9:.3g} GB/s)" if fits is not None and i in fits else ""
+            err_console.print(f"warning: {w}{extra}", markup=False, soft_wrap=True)
 
 
 def _fit_and_write(
@@ -47,6 +62,7 @@ def _fit_and_write(
 ) -> None:
     tables = read_benchmarks(logs, collective=collective, n_gpus=gpus, n_nodes=nodes)
     fits = [fit_table(t) for t in tables]
+    _warn_cut(tables, {i: f.busbw_bytes_per_s for i, f in enumerate(fits)})
     compute = ComputeCalibration.from_csv(csvs) if csvs else None
     profile = build_profile(name or output.stem, fits, description=description, compute=compute)
     write_atomic(output, profile.to_yaml())
@@ -133,13 +149,40 @@ def check_tables(
 
 def _check(profile_path: Path, logs: list[Path], collective: str | None, gpus: int | None,
            nodes: int | None) -> None:  # fmt: skip
+    """Print the error per size of every table the profile can predict; a note for the others.
+
+    Raises:
+        InputErrors: no table could be checked (one line per table: why not).
+    """
     profile = load_profile(profile_path)
-    tables = read_benchmarks(logs, collective=collective, n_gpus=gpus, n_nodes=nodes)
-    for t, source, errors in check_tables(profile, tables):
-        console.print(f"\n{t.label}: {t.collective}, {t.n_gpus} GPUs / {t.n_nodes} node(s)", markup=False)
-        console.print(f"  using {source}", markup=False, style="dim")
+    tables: list[BenchmarkTable] = []
+    paths: list[Path] = []
+    for log in logs:
+        found = read_benchmark(log, collective=collective, n_gpus=gpus, n_nodes=nodes)
+        tables += found
+        paths += [log] * len(found)
+    _warn_cut(tables)
+    results = check_tables(profile, tables)
+    skipped: list[InputError] = []
+    for path, (t, source, errors) in zip(paths, results, strict=True):
+        if errors is not None:
+            continue
+        if t.sizes()["size_bytes"].gt(0).any():
+            why = (f"no entry of {profile_path} matches {t.collective} on {t.n_gpus} GPUs / "
+                   f"{t.n_nodes} nodes")  # fmt: skip
+        else:
+            why = "no size above 0 bytes to check"
+        label = "" if t.label == t.source else f" ({t.label})"
+        skipped.append(InputError(why + label, file=path))
+    if not results:
+        raise InputError("--check needs at least one nccl-tests log")
+    if len(skipped) == len(results):
+        raise InputErrors(skipped)
+    for path, (t, source, errors) in zip(paths, results, strict=True):
         if errors is None:
             continue
+        console.print(f"\n{t.label}: {t.collective}, {t.n_gpus} GPUs / {t.n_nodes} node(s)", markup=False)
+        console.print(f"  using {source}", markup=False, style="dim")
         table = Table(show_header=True)
         for col in ("size (B)", "measured (us)", "predicted (us)", "error"):
             table.add_column(col, justify="right")
@@ -158,6 +201,8 @@ def _check(profile_path: Path, logs: list[Path], collective: str | None, gpus: i
             f"max |error|: {_pct(float(e['rel_error'].abs().max()))}",  # type: ignore[index]
             markup=False,
         )
+    for err in skipped:
+        console.print(f"note: {err}; not checked", markup=False)
 
 
 def register(app: typer.Typer) -> None:

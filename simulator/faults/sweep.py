@@ -82,7 +82,7 @@ class StepCostsSpec(Spec):
 class AxisSpec(Spec):
     """One swept parameter."""
 
-    param: str = Field(description="Dotted path in the study file, e.g. 'policy.interval_min'.")
+    param: str = Field(min_length=1, description="Dotted path in the study file, e.g. 'policy.interval_min'.")
     values: list[Any] = Field(min_length=1, description="Values to try (numbers, strings or mappings).")
     name: str | None = Field(None, description="Column name in the results (default: param).")
 
@@ -195,31 +195,124 @@ def value_label(value: Any) -> Any:
     return value
 
 
+def _loc_of(field: str | None) -> tuple[str | int, ...]:
+    return tuple(int(p) if p.isdigit() else p for p in field.split(".")) if field else ()
+
+
+def _param_loc(param: str) -> tuple[str | int, ...]:
+    return tuple(int(p) if p.isdigit() else p for p in param.split("."))
+
+
+def _variant_data(doc: Document, settings: Sequence[tuple[AxisSpec, int, Any]]) -> dict[str, Any]:
+    """The study data with the axis settings applied (shallow paths first, so `policy: {...}`
+    is replaced before `policy.interval_min` is set)."""
+    data = copy.deepcopy(doc.data)
+    data.pop("axes", None)
+    for axis, i, value in sorted(settings, key=lambda p: p[0].param.count(".")):
+        try:
+            _deep_set(data, axis.param, value)
+        except (KeyError, IndexError, TypeError, AttributeError):
+            raise doc.error(f"cannot set {axis.param!r} in the study", ("axes", i, "param")) from None
+    return data
+
+
+def _culprit(
+    doc: Document,
+    err: InputError,
+    combo: Sequence[tuple[AxisSpec, int, int, Any]],
+    fails_alone: Callable[[int], bool],
+) -> tuple[int, tuple[str | int, ...]] | None:
+    """Which setting of `combo` (position in it) an error of the variant comes from, and the
+    error's path inside the axis value, or None when no axis touches the erring field.
+
+    The base study is valid, so the axes did it. Candidates are the axes whose param holds
+    the erring field, is it, or lies inside it. With several, the one whose value alone
+    (on the base study) already fails wins; else the one whose param is the field, else the
+    deepest param holding it, else the deepest inside it.
+    """
+    loc = _loc_of(err.field)
+    params = [_param_loc(a.param) for a, _, _, _ in combo]
+    holds = [j for j, p in enumerate(params) if loc[: len(p)] == p]
+    inside = [j for j, p in enumerate(params) if len(p) > len(loc) and p[: len(loc)] == loc]
+    related = holds + inside
+    if not related:
+        return None
+    if len(related) > 1:
+        alone = [j for j in related if fails_alone(j)]
+        if len(alone) == 1:
+            related = alone
+        else:
+            equal = [j for j in holds if len(params[j]) == len(loc)]
+            related = equal or sorted(holds, key=lambda j: -len(params[j])) or sorted(
+                inside, key=lambda j: -len(params[j])
+            )
+    j = related[0]
+    return j, loc[len(params[j]) :] if j in holds else ()
+
+
+def _variant_errors(
+    doc: Document,
+    exc: InputErrors,
+    combo: Sequence[tuple[AxisSpec, int, int, Any]],
+    fails_alone: Callable[[int, int], bool],
+) -> list[InputError]:
+    """The errors of one variant, each pointing at the axis value that caused it:
+    `FILE:LINE: axes.N.values.K: param=value: field: message`."""
+    out = []
+    for e in exc.errors:
+        found = _culprit(doc, e, combo, lambda j: fails_alone(combo[j][1], combo[j][2]))
+        field = f"{e.field}: " if e.field else ""
+        sub: tuple[str | int, ...] = ()
+        if found is None:  # no axis touches the field: name every setting, point at the first
+            j = 0
+            what = "with " + ", ".join(f"{a.param}={value_label(v)}" for a, _, _, v in combo)
+        else:
+            j, sub = found
+            a, _, _, v = combo[j]
+            what = f"{a.param}={value_label(v)}"
+        _, i, k, _ = combo[j]
+        loc = ("axes", i, "values", k)
+        out.append(InputError(f"{what}: {field}{e.message}", file=doc.path,
+                              line=doc.line_of((*loc, *sub)), field=".".join(map(str, loc))))
+    return out
+
+
 def study_from_document(doc: Document) -> Study:
-    """Validate a study document and expand its axes into variants."""
+    """Validate a study document and expand its axes into variants.
+
+    A variant that does not validate is reported against the axis value that made it
+    invalid (`FILE:LINE: axes.N.values.K: ...`); every such problem is reported at once.
+    """
     spec = validate(StudySpec, doc)
     axes = spec.axes
     variants: list[Variant] = []
+    errors: dict[str, InputError] = {}
+    alone: dict[tuple[int, int], bool] = {}
+
+    def fails_alone(i: int, k: int) -> bool:
+        """Whether value K of axis I fails on the base study, the other axes left out."""
+        if (i, k) not in alone:
+            try:
+                validate(StudySpec, doc.with_data(_variant_data(doc, [(axes[i], i, axes[i].values[k])])))
+                alone[(i, k)] = False
+            except InputError:
+                alone[(i, k)] = True
+        return alone[(i, k)]
+
     combos = itertools.product(*[list(enumerate(a.values)) for a in axes]) if axes else [()]
     for index, combo in enumerate(combos):
-        data = copy.deepcopy(doc.data)
-        data.pop("axes", None)
-        # shallow paths first, so `policy: {...}` is replaced before `policy.interval_min` is set
-        pairs = sorted(zip(axes, combo, strict=True), key=lambda p: p[0].param.count("."))
-        for axis, (_, value) in pairs:
-            try:
-                _deep_set(data, axis.param, value)
-            except (KeyError, IndexError, TypeError, AttributeError):
-                raise doc.error(f"cannot set {axis.param!r} in the study", ("axes", axes.index(axis), "param")) from None
-        labels = {a.column: value_label(v) for a, (_, v) in zip(axes, combo, strict=True)}
+        settings = [(a, i, k, v) for i, (a, (k, v)) in enumerate(zip(axes, combo, strict=True))]
+        data = _variant_data(doc, [(a, i, v) for a, i, _, v in settings])
+        labels = {a.column: value_label(v) for a, _, _, v in settings}
         try:
-            vspec = validate(StudySpec, Document(doc.path, data, doc.lines))
+            vspec = validate(StudySpec, doc.with_data(data))
         except InputErrors as exc:
-            where = ", ".join(f"{a.param}={value_label(v)}" for a, (_, v) in zip(axes, combo, strict=True))
-            raise InputErrors(
-                [InputError(f"with {where}: {e.message}", file=e.file, line=e.line, field=e.field) for e in exc.errors]
-            ) from None
+            for e in _variant_errors(doc, exc, settings, fails_alone):
+                errors.setdefault(str(e), e)
+            continue
         variants.append(Variant(index, labels, vspec))
+    if errors:
+        raise InputErrors(list(errors.values()))
     return Study(spec, variants, doc.path.parent)
 
 

@@ -34,6 +34,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
+import networkx as nx
 from pydantic import Field, model_validator
 
 from simulator.config.base import Spec
@@ -276,8 +277,23 @@ def program_from_trace(spec: TraceSpec, doc: Document, gpus: list[str]) -> StepP
     try:
         program.validate()
     except ValueError as exc:
-        raise InputError(str(exc), file=doc.path, field="ops") from None
+        raise _program_error(str(exc), program, spec, doc) from None
     return program
+
+
+def _program_error(message: str, program: StepProgram, spec: TraceSpec, doc: Document) -> InputError:
+    """An InputError for `StepProgram.validate`'s complaint; a dependency cycle names the line
+    of the cycle's op that comes first in the file (`ops.I`)."""
+    if message.startswith("dependency cycle"):
+        graph = program.dependency_graph()
+        if not nx.is_directed_acyclic_graph(graph):
+            index = {o.id: i for i, o in enumerate(spec.ops)}
+            members = {str(u) for u, _ in nx.find_cycle(graph)}
+            # instance ids are ID@RANK; a recv's instances were merged into their send's
+            found = sorted(index[m.partition("@")[0]] for m in members if m.partition("@")[0] in index)
+            if found:
+                return doc.error(message, ("ops", found[0]))
+    return InputError(message, file=doc.path, field="ops")
 
 
 def load_trace(path: str | Path, gpus: list[str]) -> StepProgram:

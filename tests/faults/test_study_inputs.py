@@ -1,0 +1,89 @@
+"""Study files: a bad axis value is reported at its own line (`FILE:LINE: axes.N.values.K: ...`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from simulator.errors import InputError, InputErrors
+from simulator.faults.sweep import load_study
+
+DATA = Path(__file__).parent / "data" / "interval_study.yaml"
+TEXT = DATA.read_text()
+INTERVALS = "values: [10, 30, 90]"  # axes.0, line 15 of interval_study.yaml
+HOT_SPARES = "- {kind: hot_spares, pool_hosts: 1,"  # axes.1.values.1, line 20
+
+
+def _errors(tmp_path: Path, text: str) -> tuple[Path, list[str]]:
+    p = tmp_path / "st.yaml"
+    p.write_text(text)
+    with pytest.raises(InputError) as exc:
+        load_study(p)
+    err = exc.value
+    return p, err.lines() if isinstance(err, InputErrors) else [str(err)]
+
+
+def _line(text: str, needle: str) -> int:
+    return next(i for i, ln in enumerate(text.splitlines(), 1) if needle in ln)
+
+
+def test_sample_lines_are_where_the_tests_expect():
+    assert _line(TEXT, INTERVALS) == 15 and _line(TEXT, HOT_SPARES) == 20
+    assert _line(TEXT, "policy: {kind: checkpoint_restart") == 11
+
+
+def test_bad_number_points_at_its_axis_value_not_the_base_policy(tmp_path):
+    p, lines = _errors(tmp_path, TEXT.replace(INTERVALS, "values: [10, -30, 90]"))
+    assert lines == [f"{p}:15: axes.0.values.1: policy.interval_min=-30: policy: input should be greater than 0"]
+
+
+def test_value_that_is_not_a_number_points_at_its_axis_value(tmp_path):
+    p, lines = _errors(tmp_path, TEXT.replace(INTERVALS, "values: [10, 30, abc]"))
+    assert len(lines) == 1
+    assert lines[0].startswith(f"{p}:15: axes.0.values.2: policy.interval_min=abc: ")
+    assert "must be a number" in lines[0]
+
+
+def test_bad_key_in_a_mapping_value_points_at_that_value(tmp_path):
+    p, lines = _errors(tmp_path, TEXT.replace(HOT_SPARES, "- {kind: hot_spares, pool_hostz: 1,"))
+    assert f"{p}:20: axes.1.values.1: policy=hot_spares: policy.pool_hostz: unknown key" in " ".join(lines)
+    assert all(ln.startswith(f"{p}:20: axes.1.values.1: ") for ln in lines)
+
+
+def test_bad_key_in_a_block_mapping_value_points_at_the_key(tmp_path):
+    old = "      - {kind: hot_spares, pool_hosts: 1, interval_min: 30, restart: {detection_min: 2, queue_min: 5}}\n"
+    assert old in TEXT
+    text = TEXT.replace(old, (
+        "      - kind: hot_spares\n"
+        "        pool_hosts: 1\n"
+        "        colour: red\n"
+        "        restart: {detection_min: 2, queue_min: 5}\n"
+    ))
+    assert _line(text, "colour: red") == 22
+    p, lines = _errors(tmp_path, text)
+    expected = (
+        f"{p}:22: axes.1.values.1: policy=hot_spares: policy.colour: "
+        "unknown key (not in the schema; check its spelling)"
+    )
+    assert lines == [expected]
+
+
+def test_misspelt_param_points_at_each_value(tmp_path):
+    p, lines = _errors(tmp_path, TEXT.replace("param: policy.interval_min", "param: policy.intervl_min"))
+    assert lines[0].startswith(f"{p}:15: axes.0.values.0: policy.intervl_min=10: policy.intervl_min: unknown key")
+    assert {ln.split(": ")[1] for ln in lines} == {"axes.0.values.0", "axes.0.values.1", "axes.0.values.2"}
+
+
+def test_empty_param_is_rejected(tmp_path):
+    p, lines = _errors(tmp_path, TEXT.replace("param: policy.interval_min", 'param: ""'))
+    assert lines == [f"{p}:15: axes.0.param: string should have at least 1 character"]
+
+
+def test_param_that_cannot_be_set_points_at_the_param(tmp_path):
+    p, lines = _errors(tmp_path, TEXT.replace("param: policy.interval_min", "param: seeds.x"))
+    assert lines == [f"{p}:15: axes.0.param: cannot set 'seeds.x' in the study"]
+
+
+def test_valid_sample_still_loads():
+    assert len(load_study(DATA).variants) == 6
