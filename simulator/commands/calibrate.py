@@ -60,8 +60,14 @@ def _fit_and_write(
     name: str | None,
     description: str,
 ) -> None:
+    from simulator.executor import progress_bar
+
     tables = read_benchmarks(logs, collective=collective, n_gpus=gpus, n_nodes=nodes)
-    fits = [fit_table(t) for t in tables]
+    fits = []
+    with progress_bar("fitting", len(tables), console) as on_done:
+        for i, t in enumerate(tables):
+            fits.append(fit_table(t))
+            on_done(i, None)
     _warn_cut(tables, {i: f.busbw_bytes_per_s for i, f in enumerate(fits)})
     compute = ComputeCalibration.from_csv(csvs) if csvs else None
     profile = build_profile(name or output.stem, fits, description=description, compute=compute)

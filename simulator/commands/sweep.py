@@ -38,7 +38,11 @@ def register(app: typer.Typer) -> None:
             console.print(f"study {study.spec.name}: {len(study.variants)} variant(s) x "
                           f"{seeds or study.spec.seeds} seed(s) = {n_runs} runs on "
                           f"{'dask ' + dask if dask else 'a local process pool'}")
-            runs = run_study(study, seeds=seeds, executor=dask or "pool", max_workers=workers)
+            from simulator.executor import progress_bar
+
+            total = len(study.variants) * (seeds or study.spec.seeds)
+            with progress_bar(f"simulating {study.spec.name}", total, console) as on_done:
+                runs = run_study(study, seeds=seeds, executor=dask or "pool", max_workers=workers, on_done=on_done)
         except ClustersimError as err:
             fail(err)
         summary = summarize_study(runs)

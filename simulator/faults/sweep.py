@@ -372,7 +372,7 @@ Executor = Literal["serial", "pool"] | str | Any
 
 
 def map_tasks(fn: Callable[[Any], Any], tasks: Sequence[Any], executor: Executor = "pool",
-              max_workers: int | None = None) -> list[Any]:
+              max_workers: int | None = None, on_done: Callable[[int, Any], None] | None = None) -> list[Any]:
     """Run `fn` over `tasks`, results in task order, on the chosen executor.
 
     Args:
@@ -382,11 +382,12 @@ def map_tasks(fn: Callable[[Any], Any], tasks: Sequence[Any], executor: Executor
     """
     from simulator.executor import LOCAL_DASK, run_tasks
 
-    return run_tasks(fn, tasks, LOCAL_DASK if executor == "local" else executor, max_workers=max_workers)
+    return run_tasks(fn, tasks, LOCAL_DASK if executor == "local" else executor, max_workers=max_workers,
+                     on_done=on_done)
 
 
 def run_study(study: Study, seeds: int | None = None, executor: Executor = "pool",
-              max_workers: int | None = None) -> pd.DataFrame:
+              max_workers: int | None = None, on_done: Callable[[int, Any], None] | None = None) -> pd.DataFrame:
     """Every variant × seed; a tidy frame (one row per run: variant, axis columns, seed, metrics)."""
     n = seeds or study.spec.seeds
     oracles = study_oracles(study)
@@ -395,7 +396,7 @@ def run_study(study: Study, seeds: int | None = None, executor: Executor = "pool
         for v in study.variants
         for k in range(n)
     ]
-    rows = map_tasks(_task, tasks, executor, max_workers)
+    rows = map_tasks(_task, tasks, executor, max_workers, on_done)
     df = pd.DataFrame(rows)
     df.attrs["axes"] = [a.column for a in study.spec.axes]
     return df
