@@ -191,9 +191,8 @@ class StepSimulator:
 
     def _tune(self, op: Op, p: PreparedOp) -> None:
         plan = p.plan
-        assert plan is not None  # noqa: S101 - internal invariant, prepared above
         fluid = sum(ph.isolated_s for ph in p.phases)
-        if fluid <= 0:
+        if plan is None or fluid <= 0:
             return
         model_busbw = plan.size_bytes / fluid * bus_factor(plan.kind, plan.n_ranks)
         res = self.tuning.tune(plan.kind, plan.n_ranks, plan.n_nodes, plan.size_bytes, model_busbw)  # type: ignore[union-attr]
