@@ -225,7 +225,8 @@ def run_level(prep: PreparedRun, summary: dict[str, Any], seed: int) -> dict[str
 
     sc = prep.scenario.spec
     rel = sc.reliability
-    oracle = SimulatedOracle(prep, healthy_step_s=summary.get("step_time_s"))
+    # the step just simulated answers the healthy state: no second simulation of it
+    oracle = SimulatedOracle(prep, healthy_step_s=summary.get("step_time_s"), compute_per_rank_s=summary.get("compute_s"))
     job = job_shape(prep, rel)
     failures = [*(PRESETS[sc.preset]() if sc.preset else []), *sc.failures]
     results = [

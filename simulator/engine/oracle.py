@@ -96,14 +96,16 @@ def job_shape(prep: Any, settings: ReliabilitySpec) -> JobShape:
 class SimulatedOracle:
     """`StepOracle` answered by the step simulation of a scenario (see module docstring)."""
 
-    def __init__(self, prep: Any, healthy_step_s: float | None = None) -> None:
+    def __init__(
+        self, prep: Any, healthy_step_s: float | None = None, compute_per_rank_s: float | None = None
+    ) -> None:
         self.scenario_path = Path(prep.scenario.path)
         self._prep = prep
         self._cache: dict[tuple, float] = {}
         self.simulations = 0
         self.settings: ReliabilitySpec = prep.scenario.spec.reliability
         self._full_dp = int(prep.program.meta.get("dp", 1) or 1)
-        self._compute_s: float | None = None
+        self._compute_s: float | None = compute_per_rank_s
         if healthy_step_s is not None:
             self._cache[("step", 1.0, 1.0, 0, 0, False)] = healthy_step_s
 
