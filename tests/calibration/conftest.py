@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
+import typer
 
 SAMPLES = Path(__file__).resolve().parents[2].parent / "shared" / "calibration" / "nccl-tests"
 DATA = Path(__file__).resolve().parent / "data"
@@ -91,3 +92,21 @@ def synthetic_log(
         f"# Collective test concluded: {PERF_NAME[kind]}",
     ]
     return "\n".join(prefix + ln for ln in lines) + "\n"
+
+
+@pytest.fixture
+def app(monkeypatch: pytest.MonkeyPatch) -> typer.Typer:
+    """A typer app holding only the calibrate command, with a wide console for CliRunner."""
+    from simulator.commands import common
+    from simulator.commands.calibrate import register
+
+    monkeypatch.setattr(common.console, "width", 250)  # CliRunner has no terminal
+    monkeypatch.setattr(common.err_console, "width", 250)
+    a = typer.Typer()
+    register(a)
+
+    @a.command("noop")  # a second command keeps typer from collapsing to a single command
+    def _noop() -> None:
+        pass
+
+    return a

@@ -14,25 +14,8 @@ from simulator.calibration.figure import calibration_figure, fit_frame
 from simulator.calibration.fit import fit_table
 from simulator.calibration.parser import parse_text
 from simulator.calibration.profile import load_profile
-from simulator.commands.calibrate import register
 
 SIZES = [2**k for k in range(3, 31)]
-
-
-@pytest.fixture
-def app(monkeypatch: pytest.MonkeyPatch) -> typer.Typer:
-    from simulator.commands import common
-
-    monkeypatch.setattr(common.console, "width", 250)  # CliRunner has no terminal
-    monkeypatch.setattr(common.err_console, "width", 250)
-    a = typer.Typer()
-    register(a)
-
-    @a.command("noop")  # a second command keeps typer from collapsing to a single command
-    def _noop() -> None:
-        pass
-
-    return a
 
 
 @pytest.fixture

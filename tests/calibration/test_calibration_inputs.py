@@ -13,26 +13,9 @@ from typer.testing import CliRunner
 from simulator.calibration.fit import fit_table
 from simulator.calibration.parser import format_bytes, parse_text, read_benchmark
 from simulator.calibration.profile import build_profile, load_profile
-from simulator.commands.calibrate import register
 
 SIZES = [2**k for k in range(3, 31)]
 DGX = "h100-8gpu-1node-allreduce-dgx-nvidia-dgxc.txt"
-
-
-@pytest.fixture
-def app(monkeypatch: pytest.MonkeyPatch) -> typer.Typer:
-    from simulator.commands import common
-
-    monkeypatch.setattr(common.console, "width", 250)  # CliRunner has no terminal
-    monkeypatch.setattr(common.err_console, "width", 250)
-    a = typer.Typer()
-    register(a)
-
-    @a.command("noop")  # a second command keeps typer from collapsing to a single command
-    def _noop() -> None:
-        pass
-
-    return a
 
 
 def _cut(text: str, last_size: int, *, trailer: bool = False) -> str:
