@@ -24,9 +24,12 @@ from functools import partial
 import numpy as np
 import simpy
 
-# flows with fewer than this many bytes left (relative to their size) are finished
-_REL_EPS = 1e-9
-_ABS_EPS_BYTES = 1e-3
+# A flow is finished when the bytes it has left are below this share of its size, or when
+# the time they would take is below the clock's resolution at `now` (the next event could
+# not be told apart from this one). Whatever rounding leaves, short or over, is settled on the
+# flow's links as it finishes, so bytes carried equal bytes sent whatever the size or rate.
+_REL_EPS = 1e-12
+_CLOCK_ULPS = 4.0
 
 
 @dataclass(slots=True, eq=False)
@@ -191,10 +194,13 @@ class Fabric:
     def _finish_done(self) -> None:
         now = self.env.now
         still: list[Flow] = []
+        clock_resolution_s = _CLOCK_ULPS * float(np.spacing(now))
         for f in self._active:
-            if f.remaining_bytes <= max(_ABS_EPS_BYTES, _REL_EPS * f.size_bytes) or (
-                f.rate_bytes_per_s > 0 and f.remaining_bytes / f.rate_bytes_per_s < 1e-12
+            if f.remaining_bytes <= _REL_EPS * f.size_bytes or (
+                f.rate_bytes_per_s > 0 and f.remaining_bytes <= f.rate_bytes_per_s * clock_resolution_s
             ):
+                # settle the rounding of rate x time (either sign) on the flow's links
+                self.link_bytes[f.links] += f.remaining_bytes * f.mult
                 f.remaining_bytes = 0.0
                 f.finished_at_s = now
                 self._record_flow(f)
