@@ -17,11 +17,11 @@ from pathlib import Path
 
 import simpy
 
-from simulator.config.topology import load_topology
+from simulator.network.topology import load_topology
 from simulator.engine.context import SimContext
 from simulator.engine.cost import ComputeCost
 from simulator.engine.step import StepSettings, StepSimulator
-from simulator.hardware.cluster import Cluster
+from simulator.network.cluster import Cluster
 from simulator.workload.program import Op, StepProgram
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -76,7 +76,8 @@ def trace_1024() -> dict:
 
 
 def build_run(out: Path, fidelity: str) -> tuple[Path, float]:
-    from simulator import runner
+    from simulator.scenario.execute import execute
+    from simulator.scenario.prepare import prepare
 
     work = out / "inputs"
     work.mkdir(parents=True, exist_ok=True)
@@ -91,9 +92,9 @@ def build_run(out: Path, fidelity: str) -> tuple[Path, float]:
     }
     (work / "scenario.yaml").write_text(yaml.safe_dump(scenario, sort_keys=False))
     t = time.perf_counter()
-    prep = runner.prepare(work / "scenario.yaml")
+    prep = prepare(work / "scenario.yaml")
     prep.program.role.update({r: f"pp{(r // TP) % PP}" for r in range(TP * PP * DP)})
-    result = runner.execute(prep)
+    result = execute(prep)
     run_dir = out / "run"
     result.write(run_dir, dashboard=False)
     return run_dir, time.perf_counter() - t

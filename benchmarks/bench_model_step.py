@@ -39,7 +39,8 @@ CASES = {
 
 
 def run_case(name: str, path: Path, profile: bool) -> None:
-    from simulator.runner import execute, prepare
+    from simulator.scenario.execute import execute
+    from simulator.scenario.prepare import prepare
 
     prof = cProfile.Profile() if profile else None
     if prof:

@@ -20,16 +20,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from pydantic import TypeAdapter  # noqa: E402
 
-from simulator.faults import (  # noqa: E402
-    DegradationSpec,
-    PolicySpec,
-    ScalingOracle,
-    TableOracle,
-    aggregate,
-    llama3_405b,
-    run_seeds,
-    simulate_run,
-)
+from simulator.faults.degradation import DegradationSpec
+from simulator.faults.policy import PolicySpec
+from simulator.faults.state import ScalingOracle, TableOracle
+from simulator.faults.metrics import aggregate
+from simulator.faults.preset import llama3_405b
+from simulator.study.sweep import run_seeds
+from simulator.faults.engine import simulate_run
 from simulator.faults.preset import reference_job  # noqa: E402
 
 DAYS = 54

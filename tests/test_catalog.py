@@ -7,10 +7,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from simulator import runner
-from simulator.config.hardware import GPUSpec
+from simulator.scenario.execute import execute
+from simulator.scenario.prepare import prepare
+from simulator.network.hardware import GPUSpec
 from simulator.config.loader import load
-from simulator.config.topology import load_topology
+from simulator.network.topology import load_topology
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -39,7 +40,7 @@ def test_topologies_build(path):
 
 
 def _gpus_of(path: Path) -> int:
-    prep = runner.prepare(path)
+    prep = prepare(path)
     return len(prep.program.rank_gpus)
 
 
@@ -49,13 +50,13 @@ def test_there_is_a_default_scenario():
 
 @pytest.mark.parametrize("path", SCENARIOS, ids=lambda p: p.name)
 def test_scenarios_validate_and_run_one_step(path):
-    prep = runner.prepare(path)
+    prep = prepare(path)
     if len(prep.program.rank_gpus) > 1024 or len(prep.cluster.gpus) > 4096:
         pytest.skip("large scenario: run in the slow suite (pytest -m slow)")
     prep.scenario.spec = prep.scenario.spec.model_copy(
         update={"run": prep.scenario.spec.run.model_copy(update={"steps": 1})}
     )
-    result = runner.execute(prep)
+    result = execute(prep)
     s = result.summary
     assert s["step_time_s"] > 0
     assert s["compute_s"] + s["exposed_comm_s"] + s["idle_s"] == pytest.approx(s["step_time_s"], rel=1e-9)
@@ -64,18 +65,18 @@ def test_scenarios_validate_and_run_one_step(path):
 @pytest.mark.slow
 @pytest.mark.parametrize("path", SCENARIOS, ids=lambda p: p.name)
 def test_large_scenarios_run_one_step(path):
-    prep = runner.prepare(path)
+    prep = prepare(path)
     prep.scenario.spec = prep.scenario.spec.model_copy(
         update={"run": prep.scenario.spec.run.model_copy(update={"steps": 1})}
     )
-    assert runner.execute(prep).summary["step_time_s"] > 0
+    assert execute(prep).summary["step_time_s"] > 0
 
 
 def test_same_scenario_and_seed_give_identical_frames():
     import pandas as pd
 
-    a = runner.execute(runner.prepare(ROOT / "scenarios/quickstart.yaml"))
-    b = runner.execute(runner.prepare(ROOT / "scenarios/quickstart.yaml"))
+    a = execute(prepare(ROOT / "scenarios/quickstart.yaml"))
+    b = execute(prepare(ROOT / "scenarios/quickstart.yaml"))
     for name in ("ops", "flows", "links", "steps"):
         pd.testing.assert_frame_equal(a.frames[name], b.frames[name])
 
@@ -91,13 +92,13 @@ def test_every_scenarios_file_is_a_scenario_compare_or_study():
 
 @pytest.mark.parametrize("path", COMPARES, ids=lambda p: p.name)
 def test_compare_files_validate(path):
-    from simulator.compare import load_comparison
+    from simulator.study.compare import load_comparison
 
     assert len(load_comparison(path).variants) >= 2
 
 
 @pytest.mark.parametrize("path", STUDIES, ids=lambda p: p.name)
 def test_study_files_validate(path):
-    from simulator.faults.sweep import load_study
+    from simulator.study.sweep import load_study
 
     assert load_study(path).variants

@@ -110,7 +110,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
     parser.add_argument("names", nargs="*", default=sorted(PROFILES))
     args = parser.parse_args(argv)
-    from simulator.commands.common import write_atomic
+    from simulator.io import write_atomic
 
     for name in args.names:
         profile = build(name, args.samples)

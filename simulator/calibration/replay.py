@@ -15,11 +15,11 @@ import pandas as pd
 from simulator.calibration.apply import ProfileTuning
 from simulator.calibration.parser import BenchmarkTable
 from simulator.calibration.profile import CalibrationProfile
-from simulator.config.hardware import GPUSpec
+from simulator.network.hardware import GPUSpec
 from simulator.engine.context import SimContext
 from simulator.engine.cost import ComputeCost
 from simulator.engine.step import StepSettings, StepSimulator
-from simulator.hardware.cluster import Cluster
+from simulator.network.cluster import Cluster
 from simulator.network.generator import NVSwitchNodeSpec, RailClosSpec, build_nvswitch_node, build_rail_clos
 from simulator.workload.program import Op, StepProgram
 

@@ -5,7 +5,7 @@
 
 The first form reads nccl-tests / rccl-tests logs (and GEMM / memory-kernel CSV files),
 fits every table, writes the profile (atomically) and its calibration page beside it
-(`PROFILE.html`, plotly.js embedded; `simulator.calibration.figure.profile_dashboard_html`,
+(`PROFILE.html`, plotly.js embedded; `simulator.viz.calibration.profile_dashboard_html`,
 rebuilt by `clustersim dashboard PROFILE.yaml`), and prints the fit error per table. The second form
 predicts every measured size of the logs from the profile (across scales where the
 profile lacks that GPU/node count) and prints the error per size; a table the profile has
@@ -28,11 +28,12 @@ from rich.table import Table
 
 from simulator.calibration.collective import KINDS
 from simulator.calibration.compute import ComputeCalibration
-from simulator.calibration.figure import profile_dashboard_html
+from simulator.viz.calibration import profile_dashboard_html
 from simulator.calibration.fit import error_frame, fit_table
 from simulator.calibration.parser import BenchmarkTable, read_benchmark, read_benchmarks
 from simulator.calibration.profile import CalibrationProfile, build_profile, load_profile
-from simulator.commands.common import console, err_console, fail, write_atomic
+from simulator.commands.common import console, err_console, fail
+from simulator.io import write_atomic
 from simulator.errors import ClustersimError, InputError, InputErrors
 
 
@@ -60,7 +61,7 @@ def _fit_and_write(
     name: str | None,
     description: str,
 ) -> None:
-    from simulator.executor import progress_bar
+    from simulator.study.executor import progress_bar
 
     tables = read_benchmarks(logs, collective=collective, n_gpus=gpus, n_nodes=nodes)
     fits = []

@@ -11,7 +11,8 @@ import typer
 import yaml
 from rich.table import Table
 
-from simulator.commands.common import console, fail, write_atomic
+from simulator.commands.common import console, fail
+from simulator.io import write_atomic
 from simulator.errors import ClustersimError, InputError
 
 
@@ -86,8 +87,8 @@ def register(app: typer.Typer) -> None:
         ] = True,
     ) -> None:
         """Run every variant of a compare file; write a comparison table, dashboard and run folders."""
-        from simulator import compare as cmpmod
-        from simulator.executor import LOCAL_DASK, describe, progress_bar
+        from simulator.study import compare as cmpmod
+        from simulator.study.executor import LOCAL_DASK, describe, progress_bar
         from simulator.viz.compare import comparison_html
 
         try:

@@ -8,7 +8,7 @@ recognizes what a folder holds by its files:
 * a run-level study (`study.resolved.yaml` + `runs.parquet|csv`) -> the faults room's
   `sweep_figure` in a dashboard page, written to `sweep.html`;
 * a calibration profile (a profile YAML file, or a folder holding exactly one profile
-  with `sources:` and no frames) -> `simulator.calibration.figure.profile_dashboard_html`,
+  with `sources:` and no frames) -> `simulator.viz.calibration.profile_dashboard_html`,
   written to `PROFILE.html` beside it; its benchmark logs are looked for beside the
   profile, in `--samples` folders and in ../shared/calibration/nccl-tests;
 * a run (`summary.json` + frames) -> the run dashboard, written to `dashboard.html`.
@@ -33,7 +33,8 @@ import pandas as pd
 import typer
 import yaml
 
-from simulator.commands.common import console, fail, write_atomic
+from simulator.commands.common import console, fail
+from simulator.io import write_atomic
 from simulator.errors import ClustersimError, InputError
 
 
@@ -99,9 +100,9 @@ def build_comparison(folder: Path) -> tuple[str, str]:
 
 def build_sweep(folder: Path) -> tuple[str, str]:
     try:
-        from simulator.faults import figure as faults_figure
+        from simulator.viz import faults as faults_figure
     except ImportError:
-        raise _missing("run-level study", "simulator.faults.figure", folder) from None
+        raise _missing("run-level study", "simulator.viz.faults", folder) from None
     custom = getattr(faults_figure, "sweep_dashboard_html", None)
     if callable(custom):
         return custom(folder), "sweep.html"
@@ -175,7 +176,7 @@ def build_calibration(path: Path, samples: Sequence[Path] = ()) -> tuple[str, st
             raise InputError(f"{len(found)} calibration profiles in this folder "
                              f"({', '.join(p.name for p in found)}); name the one to show", file=path)
         path = found[0]
-    from simulator.calibration.figure import profile_dashboard_html
+    from simulator.viz.calibration import profile_dashboard_html
 
     return profile_dashboard_html(path, samples=samples), f"{path.stem}.html"
 

@@ -49,22 +49,22 @@ def summary_table(summary: dict, title: str = "summary") -> Table:
 
 def _check_file(path: Path) -> str:
     """Validate one file of `scenarios/` by its kind; a short description when it is fine."""
-    from simulator import runner
+    from simulator.scenario.prepare import prepare
     from simulator.config.loader import read_document
 
     doc = read_document(path)
     data = doc.data if isinstance(doc.data, dict) else {}
     if "variants" in data:
-        from simulator.compare import load_comparison
+        from simulator.study.compare import load_comparison
 
         cmp = load_comparison(path)
         return f"compare file, {len(cmp.variants)} variants"
     if "job" in data and "step" in data:
-        from simulator.faults.sweep import load_study
+        from simulator.study.sweep import load_study
 
         study = load_study(path)
         return f"study, {len(study.variants)} variants"
-    prep = runner.prepare(path)
+    prep = prepare(path)
     return (
         f"{prep.topology.name}, {len(prep.cluster.gpus)} GPUs, "
         f"{len(prep.program.ops)} ops on {len(prep.program.simulated_ranks)} simulated ranks"
@@ -81,23 +81,24 @@ def register(app: typer.Typer) -> None:
         dashboard: Annotated[bool, typer.Option(help="Write dashboard.html.")] = True,
     ) -> None:
         """Simulate a scenario and write frames, summary.json and dashboard.html."""
-        from simulator import runner
+        from simulator.scenario.execute import execute
+        from simulator.scenario.prepare import check_output_folder, default_output, prepare
 
         try:
-            prep = runner.prepare(scenario)
+            prep = prepare(scenario)
             if steps is not None:
                 prep.scenario.spec = prep.scenario.spec.model_copy(
                     update={"run": prep.scenario.spec.run.model_copy(update={"steps": steps})}
                 )
-            out = output or runner.default_output(prep)
-            runner.check_output_folder(out)
+            out = output or default_output(prep)
+            check_output_folder(out)
             n_steps = prep.scenario.spec.run.steps
             with Progress(
                 TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total} steps"),
                 TimeElapsedColumn(), console=console, transient=True,
             ) as progress:
                 task = progress.add_task(f"simulating {prep.scenario.name}", total=n_steps)
-                result = runner.execute(prep, on_step=lambda k: progress.update(task, completed=k + 1), seed=seed)
+                result = execute(prep, on_step=lambda k: progress.update(task, completed=k + 1), seed=seed)
             result.write(out, dashboard=dashboard)
         except ClustersimError as err:
             fail(err)
@@ -127,15 +128,15 @@ def register(app: typer.Typer) -> None:
         ] = "scenario",
     ) -> None:
         """Print the JSON schema of an input file kind."""
-        from simulator.config.hardware import GPUSpec
-        from simulator.config.scenario import ScenarioSpec
-        from simulator.config.topology import TopologyHeader
+        from simulator.network.hardware import GPUSpec
+        from simulator.scenario.spec import ScenarioSpec
+        from simulator.network.topology import TopologyHeader
         from simulator.errors import InputError
         from simulator.workload.trace import TraceSpec
 
         from simulator.calibration.profile import CalibrationProfile
-        from simulator.compare import CompareSpec
-        from simulator.faults.sweep import StudySpec
+        from simulator.study.compare import CompareSpec
+        from simulator.study.sweep import StudySpec
         from simulator.workload.generate import WorkloadSpec
         from simulator.workload.model import ModelSpec
 

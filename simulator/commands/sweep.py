@@ -9,7 +9,8 @@ import typer
 import yaml
 from rich.table import Table
 
-from simulator.commands.common import console, fail, write_atomic
+from simulator.commands.common import console, fail
+from simulator.io import write_atomic
 from simulator.errors import ClustersimError
 
 
@@ -28,8 +29,8 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Run a run-level study (checkpoint interval, MTBF scale, spares, policy) across seeds."""
         from simulator import __version__
-        from simulator.faults.figure import sweep_figure
-        from simulator.faults.sweep import load_study, run_study, summarize_study
+        from simulator.viz.faults import sweep_figure
+        from simulator.study.sweep import load_study, run_study, summarize_study
         from simulator.metrics.store import write_frame
 
         try:
@@ -38,7 +39,7 @@ def register(app: typer.Typer) -> None:
             console.print(f"study {study.spec.name}: {len(study.variants)} variant(s) x "
                           f"{seeds or study.spec.seeds} seed(s) = {n_runs} runs on "
                           f"{'dask ' + dask if dask else 'a local process pool'}")
-            from simulator.executor import progress_bar
+            from simulator.study.executor import progress_bar
 
             total = len(study.variants) * (seeds or study.spec.seeds)
             with progress_bar(f"simulating {study.spec.name}", total, console) as on_done:

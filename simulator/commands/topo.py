@@ -9,7 +9,8 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from simulator.commands.common import console, fail, write_atomic
+from simulator.commands.common import console, fail
+from simulator.io import write_atomic
 from simulator.errors import ClustersimError
 
 
@@ -84,7 +85,7 @@ def topo(
 ) -> None:
     """Print a topology's facts and network cost, and write an offline HTML drawing."""
     # heavy imports here keep `clustersim --help` fast
-    from simulator.config.topology import load_topology
+    from simulator.network.topology import load_topology
     from simulator.network.cost import cost_summary, estimate_cost, load_prices
     from simulator.network.facts import topology_facts
     from simulator.viz.topology import topology_figure

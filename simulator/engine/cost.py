@@ -13,7 +13,7 @@ from typing import Protocol
 
 import numpy as np
 
-from simulator.config.hardware import GPUSpec
+from simulator.network.hardware import GPUSpec
 from simulator.workload.program import Op
 
 

@@ -21,7 +21,7 @@ import simpy
 from simulator.engine.context import SimContext
 from simulator.engine.cost import ComputeCost
 from simulator.errors import SimulationError
-from simulator.hardware.cluster import Cluster
+from simulator.network.cluster import Cluster
 from simulator.network.collective import Plan, bus_factor, flow_usage, plan_collective
 from simulator.network.fabric import Fabric, max_min_rates
 from simulator.workload.program import Op, StepProgram, stream_ops

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import Annotated, Any, Literal, Protocol
 
 from pydantic import Field, model_validator
 
@@ -30,8 +30,25 @@ from simulator.faults.failure import FailureEvent, human_units
 from simulator.faults.formulas import daly_interval_s, young_interval_s
 from simulator.faults.state import JobShape
 
-if TYPE_CHECKING:
-    from simulator.faults.engine import RunView
+
+
+class RunView(Protocol):
+    """What a policy sees of the run it recovers (the run-level engine provides it)."""
+
+    job: JobShape
+
+    @property
+    def now(self) -> float: ...
+
+    def take_down(self, hosts: frozenset[int], until_s: float) -> None: ...
+
+    def down_hosts(self) -> set[int]: ...
+
+    def latest_repair_s(self) -> float: ...
+
+    def memory_checkpoint_newer(self) -> bool: ...
+
+    def replica_ready_s(self) -> list[float]: ...
 
 
 class RestartSpec(Spec):

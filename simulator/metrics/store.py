@@ -14,7 +14,7 @@ from typing import Any
 
 import pandas as pd
 
-from simulator.commands.common import write_atomic
+from simulator.io import write_atomic
 from simulator.errors import InputError
 
 # text columns of the frames: read back as text even when every value is empty

@@ -31,7 +31,7 @@ import networkx as nx
 from pydantic import Field, RootModel, model_validator
 
 from simulator.config.base import Spec
-from simulator.config.hardware import GPUSpec
+from simulator.network.hardware import GPUSpec
 from simulator.config.loader import load, read_document, validate
 from simulator.errors import InputError
 from simulator.network.graph import validate_graph

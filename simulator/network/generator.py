@@ -19,7 +19,7 @@ import networkx as nx
 from pydantic import Field, model_validator
 
 from simulator.config.base import Spec
-from simulator.config.hardware import GPUSpec
+from simulator.network.hardware import GPUSpec
 
 GBIT = 1e9 / 8
 GBYTE = 1e9

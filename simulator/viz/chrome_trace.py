@@ -115,7 +115,7 @@ def chrome_trace(
 
 def write_chrome_trace(frames: dict[str, pd.DataFrame], path: str | Path, **kwargs: Any) -> dict[str, int]:
     """Write the trace JSON atomically; returns counts (events, ops, counters)."""
-    from simulator.commands.common import write_atomic
+    from simulator.io import write_atomic
 
     trace = chrome_trace(frames, **kwargs)
     write_atomic(path, json.dumps(trace, separators=(",", ":")))

@@ -159,7 +159,7 @@ def _faults_figure(frames: dict[str, pd.DataFrame]) -> go.Figure:
     """The faults room's run figure when it offers one, else `figures.incidents_figure`."""
     fn: Any = None
     try:
-        from simulator.faults import figure as faults_fig  # lazy: the faults room may not exist
+        from simulator.viz import faults as faults_fig  # lazy: the faults room may not exist
 
         fn = getattr(faults_fig, "run_figure", None)
     except ImportError:

@@ -73,7 +73,7 @@ from pydantic import Field
 
 from simulator.config.base import Spec
 from simulator.config.loader import Document, validate
-from simulator.config.topology import FileRef, Topology, resolve
+from simulator.network.topology import FileRef, Topology, resolve
 from simulator.errors import InputError
 from simulator.workload.flops import (
     CommCost,

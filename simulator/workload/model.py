@@ -19,7 +19,7 @@ from typing import Any, Literal
 from pydantic import Field, model_validator
 
 from simulator.config.base import Spec
-from simulator.config.hardware import DTYPES
+from simulator.network.hardware import DTYPES
 from simulator.config.loader import load
 
 #: Parameter kinds reported by `ModelSpec.params_by_kind` (each a count of parameters).

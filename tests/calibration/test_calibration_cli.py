@@ -10,7 +10,7 @@ import yaml
 from conftest import DATA, synthetic_log
 from typer.testing import CliRunner
 
-from simulator.calibration.figure import calibration_figure, fit_frame
+from simulator.viz.calibration import calibration_figure, fit_frame
 from simulator.calibration.fit import fit_table
 from simulator.calibration.parser import parse_text
 from simulator.calibration.profile import load_profile

@@ -12,7 +12,7 @@ import yaml
 from conftest import SAMPLES, synthetic_log
 from typer.testing import CliRunner
 
-from simulator.calibration.figure import (
+from simulator.viz.calibration import (
     PROFILE_COLUMNS,
     locate_sources,
     profile_cards,
@@ -23,7 +23,7 @@ from simulator.calibration.figure import (
     search_dirs,
 )
 from simulator.calibration.profile import CollectiveFit, load_profile
-from simulator.cli import app
+from simulator.commands.app import app
 
 ROOT = Path(__file__).resolve().parents[2]
 H100 = ROOT / "topologies" / "calibration" / "h100-nvswitch-efa.yaml"

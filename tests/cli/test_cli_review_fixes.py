@@ -10,8 +10,9 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
-from simulator import runner as run_mod
-from simulator.cli import app
+from simulator.scenario.execute import execute
+from simulator.scenario.prepare import prepare
+from simulator.commands.app import app
 from simulator.metrics import store
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -32,7 +33,7 @@ def test_corrupt_frame_is_a_one_line_error(tmp_path):
 def test_csv_results_rebuild_like_parquet(tmp_path, monkeypatch):
     """Without pyarrow results are CSV; the dashboard and trace rebuild from them alike."""
     monkeypatch.setattr(store, "_has_pyarrow", lambda: False)
-    result = run_mod.execute(run_mod.prepare(ROOT / "scenarios/quickstart.yaml"))
+    result = execute(prepare(ROOT / "scenarios/quickstart.yaml"))
     out = result.write(tmp_path / "csv")
     assert (out / "ops.csv").is_file() and not (out / "ops.parquet").exists()
     back = store.read_frames(out)

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from simulator.cli import app
+from simulator.commands.app import app
 
 ROOT = Path(__file__).resolve().parents[2]
 runner = CliRunner()

@@ -7,7 +7,7 @@ from pathlib import Path
 import pandas as pd
 from typer.testing import CliRunner
 
-from simulator.cli import app
+from simulator.commands.app import app
 
 
 def _run(args: list[str]):

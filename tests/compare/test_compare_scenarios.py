@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from simulator import compare as C
-from simulator.compare import deep_merge
+from simulator.study import compare as C
+from simulator.study.compare import deep_merge
 
 from .conftest import ROOT
 

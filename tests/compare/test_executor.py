@@ -1,10 +1,10 @@
-"""`simulator.executor.run_tasks`: task order, identical results, errors, progress."""
+"""`simulator.study.executor.run_tasks`: task order, identical results, errors, progress."""
 
 from __future__ import annotations
 
 import pytest
 
-from simulator.executor import default_workers, run_tasks
+from simulator.study.executor import default_workers, run_tasks
 
 
 def square_after(task: tuple[int, float]) -> int:

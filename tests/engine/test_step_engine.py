@@ -8,11 +8,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from simulator.config.hardware import GPUSpec
+from simulator.network.hardware import GPUSpec
 from simulator.engine.context import SimContext
 from simulator.engine.cost import ComputeCost
 from simulator.engine.step import StepSimulator
-from simulator.hardware.cluster import Cluster
+from simulator.network.cluster import Cluster
 from simulator.metrics import frames as fr
 from simulator.network.generator import SwitchSpec, build_switch
 from simulator.workload.program import Op, StepProgram

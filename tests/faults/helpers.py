@@ -6,7 +6,10 @@ from typing import Any
 
 from pydantic import TypeAdapter
 
-from simulator.faults import DegradationSpec, FailureSpec, JobShape, PolicySpec
+from simulator.faults.degradation import DegradationSpec
+from simulator.faults.failure import FailureSpec
+from simulator.faults.state import JobShape
+from simulator.faults.policy import PolicySpec
 
 FAILURES = TypeAdapter(list[FailureSpec])
 POLICY = TypeAdapter(PolicySpec)

@@ -3,7 +3,9 @@
 import numpy as np
 import pytest
 
-from simulator.faults import ConstantOracle, daly_efficiency, daly_interval_s, simulate_run
+from simulator.faults.state import ConstantOracle
+from simulator.faults.formulas import daly_efficiency, daly_interval_s
+from simulator.faults.engine import simulate_run
 
 from .helpers import failures, job, policy
 

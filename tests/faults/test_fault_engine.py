@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from simulator.faults import ClusterState, ConstantOracle, ScalingOracle, TableOracle, simulate_run
+from simulator.faults.state import ClusterState, ConstantOracle, ScalingOracle, TableOracle
+from simulator.faults.engine import simulate_run
 from simulator.faults.failure import sample_failures
 
 from .helpers import degradations, failures, job, policy

@@ -3,7 +3,8 @@
 import numpy as np
 import pytest
 
-from simulator.faults import ConstantOracle, JobShape, simulate_run
+from simulator.faults.state import ConstantOracle, JobShape
+from simulator.faults.engine import simulate_run
 from simulator.faults.failure import interruption_rate_per_s, sample_failures
 from simulator.faults.preset import LLAMA3_TABLE5, llama3_405b, reference_job
 

@@ -8,8 +8,9 @@ import pytest
 import yaml
 
 from simulator.errors import InputError
-from simulator.faults import load_study, run_study, study_from_data, summarize_study, sweep_figure
-from simulator.faults.sweep import build_oracle, run_one
+from simulator.study.sweep import load_study, run_study, study_from_data, summarize_study
+from simulator.viz.faults import sweep_figure
+from simulator.study.sweep import build_oracle, run_one
 
 DATA = Path(__file__).parent / "data" / "interval_study.yaml"
 

@@ -9,8 +9,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from simulator import runner
-from simulator.engine.oracle import SimulatedOracle
+from simulator.scenario.execute import execute
+from simulator.scenario.prepare import prepare
+from simulator.scenario.oracle import SimulatedOracle
 from simulator.faults.state import ClusterState
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -45,7 +46,7 @@ def test_checkpoint_write_is_size_over_the_bottleneck(tmp_path, stor_gbps, write
     """Checkpoint write: T = size / min(storage NIC, storage media, sum of GPU links) (fluid model);
     here the GPUs' links (4 x 50 GB/s) are never the bottleneck."""
     _graph_file(tmp_path, 4, 400, stor_gbps, write_gbyte)
-    prep = runner.prepare(_scenario(tmp_path, "reliability: {checkpoint_gbyte: 100}\n"))
+    prep = prepare(_scenario(tmp_path, "reliability: {checkpoint_gbyte: 100}\n"))
     oracle = SimulatedOracle(prep)
     state = ClusterState(dp_replicas=1)
     assert oracle.checkpoint_write_s(state) == pytest.approx(100e9 / expected_bw, rel=1e-6)
@@ -54,7 +55,7 @@ def test_checkpoint_write_is_size_over_the_bottleneck(tmp_path, stor_gbps, write
 
 def test_step_time_per_state(tmp_path):
     _graph_file(tmp_path, 4, 400, 400, 20.0)
-    prep = runner.prepare(_scenario(tmp_path, "reliability: {checkpoint_gbyte: 100}\n"))
+    prep = prepare(_scenario(tmp_path, "reliability: {checkpoint_gbyte: 100}\n"))
     oracle = SimulatedOracle(prep)
     healthy = oracle.step_time_s(ClusterState(dp_replicas=1))
     slow = oracle.step_time_s(ClusterState(dp_replicas=1, stragglers=frozenset({("gpu2", 1.5)})))
@@ -76,8 +77,8 @@ def test_scenario_with_policy_reports_goodput_and_is_deterministic(tmp_path):
         "reliability: {duration_days: 10, seeds: 3, checkpoint_gbyte: 100}\n"
     )
     path = _scenario(tmp_path, extra)
-    a = runner.execute(runner.prepare(path))
-    b = runner.execute(runner.prepare(path))
+    a = execute(prepare(path))
+    b = execute(prepare(path))
     assert 0 < a.summary["goodput"] < 1 and len(a.frames["runs"]) == 3
     assert {"incidents", "segments", "runs"} <= set(a.frames)
     pd.testing.assert_frame_equal(a.frames["incidents"], b.frames["incidents"])
@@ -85,7 +86,7 @@ def test_scenario_with_policy_reports_goodput_and_is_deterministic(tmp_path):
 
 
 def test_study_from_scenario_asks_the_step_simulation(tmp_path):
-    from simulator.faults.sweep import load_study, run_study
+    from simulator.study.sweep import load_study, run_study
 
     _graph_file(tmp_path, 4, 400, 400, 20.0)
     _scenario(tmp_path, "reliability: {checkpoint_gbyte: 100}\n")
@@ -100,8 +101,8 @@ def test_study_from_scenario_asks_the_step_simulation(tmp_path):
     runs = run_study(load_study(tmp_path / "study.yaml"), executor="serial")
     assert len(runs) == 4 and runs["goodput"].between(0, 1).all()
     # the step time the run level used is the simulated one (compute 100 ms + all-reduce)
-    prep = runner.prepare(tmp_path / "s.yaml")
-    step = runner.execute(prep).summary["step_time_s"]
+    prep = prepare(tmp_path / "s.yaml")
+    step = execute(prep).summary["step_time_s"]
     assert SimulatedOracle(prep).step_time_s(ClusterState(dp_replicas=1)) == pytest.approx(step, rel=1e-12)
 
 
@@ -109,4 +110,4 @@ def test_missing_checkpoint_size_is_a_clear_error(tmp_path):
     _graph_file(tmp_path, 4, 400, 400, 20.0)
     path = _scenario(tmp_path, "policy: {kind: checkpoint_restart, interval: daly}\n")
     with pytest.raises(Exception, match="reliability.checkpoint_gbyte"):
-        runner.execute(runner.prepare(path))
+        execute(prepare(path))

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from simulator.errors import InputError, InputErrors
-from simulator.faults.sweep import load_study
+from simulator.study.sweep import load_study
 
 DATA = Path(__file__).parent / "data" / "interval_study.yaml"
 TEXT = DATA.read_text()

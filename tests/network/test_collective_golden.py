@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from simulator.config.hardware import GPUSpec
+from simulator.network.hardware import GPUSpec
 from simulator.engine.context import SimContext
 from simulator.engine.cost import ComputeCost
 from simulator.engine.step import StepSettings, StepSimulator
-from simulator.hardware.cluster import Cluster
+from simulator.network.cluster import Cluster
 from simulator.network.generator import RailClosSpec, SwitchSpec, build_rail_clos, build_switch
 from simulator.workload.program import Op, StepProgram
 

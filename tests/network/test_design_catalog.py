@@ -37,7 +37,7 @@ def test_design_file_validates_and_builds(path: Path) -> None:
 
 @pytest.mark.parametrize("path", DESIGN_FILES, ids=lambda p: p.name)
 def test_design_file_loads_through_the_main_topology_loader(path: Path) -> None:
-    from simulator.config.topology import load_topology
+    from simulator.network.topology import load_topology
 
     topo = load_topology(path)
     assert topo.name == path.stem

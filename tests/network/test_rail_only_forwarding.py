@@ -6,11 +6,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from simulator.config.topology import load_topology
+from simulator.network.topology import load_topology
 from simulator.engine.context import SimContext
 from simulator.engine.cost import ComputeCost
 from simulator.engine.step import StepSimulator
-from simulator.hardware.cluster import Cluster
+from simulator.network.cluster import Cluster
 from simulator.metrics import frames as fr
 from simulator.workload.program import Op, StepProgram
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from simulator.cli import app
+from simulator.commands.app import app
 
 ROOT = Path(__file__).resolve().parents[2]
 COMPARE_FILE = ROOT / "scenarios" / "compare-oversubscription.yaml"

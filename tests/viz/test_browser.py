@@ -14,8 +14,8 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from simulator import runner
-from simulator.cli import app
+from simulator.scenario.prepare import prepare
+from simulator.commands.app import app
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from browser import find_chromium, render_page
@@ -71,7 +71,7 @@ def test_rebuilt_run_dashboard_with_failures_and_topology(quickstart: Path, tmp_
     for p in quickstart.iterdir():
         if p.suffix in (".parquet", ".csv", ".json"):
             (folder / p.name).write_bytes(p.read_bytes())
-    g = runner.prepare(ROOT / "scenarios" / "quickstart.yaml").topology.graph
+    g = prepare(ROOT / "scenarios" / "quickstart.yaml").topology.graph
     try:
         data = nx.node_link_data(g, edges="links")
     except TypeError:
@@ -109,7 +109,7 @@ def test_comparison_dashboard(quickstart: Path, tmp_path: Path) -> None:
 
 
 def test_study_dashboard_from_a_saved_sweep(tmp_path: Path) -> None:
-    pytest.importorskip("simulator.faults.figure")
+    pytest.importorskip("simulator.viz.faults")
     folder = tmp_path / "study"
     folder.mkdir()
     runs = pd.DataFrame({"interval_h": [1.0, 1.0, 2.0, 2.0], "seed": [0, 1, 0, 1],

@@ -10,8 +10,9 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from simulator import runner
-from simulator.cli import app
+from simulator.scenario.execute import execute
+from simulator.scenario.prepare import prepare
+from simulator.commands.app import app
 from simulator.metrics.store import read_frames
 from simulator.viz.chrome_trace import chrome_trace
 
@@ -21,7 +22,7 @@ ROOT = Path(__file__).resolve().parents[2]
 @pytest.fixture(scope="module")
 def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("qs-trace")
-    runner.execute(runner.prepare(ROOT / "scenarios" / "quickstart.yaml")).write(out, dashboard=False)
+    execute(prepare(ROOT / "scenarios" / "quickstart.yaml")).write(out, dashboard=False)
     return out
 
 

@@ -11,8 +11,9 @@ import plotly.io as pio
 import pytest
 from typer.testing import CliRunner
 
-from simulator import runner
-from simulator.cli import app
+from simulator.scenario.execute import RunResult, execute
+from simulator.scenario.prepare import prepare
+from simulator.commands.app import app
 from simulator.metrics.store import read_frames, read_summary
 from simulator.viz import dashboard as D
 from simulator.viz import figures as F
@@ -21,9 +22,9 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
-def run_dir(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, runner.RunResult]:
-    prep = runner.prepare(ROOT / "scenarios" / "quickstart.yaml")
-    result = runner.execute(prep)
+def run_dir(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, RunResult]:
+    prep = prepare(ROOT / "scenarios" / "quickstart.yaml")
+    result = execute(prep)
     out = tmp_path_factory.mktemp("qs")
     result.write(out)
     return out, result
@@ -199,7 +200,7 @@ def test_topology_drawn_when_the_graph_is_saved(run_dir, tmp_path: Path) -> None
     import networkx as nx
 
     out, result = run_dir
-    g = runner.prepare(ROOT / "scenarios" / "quickstart.yaml").topology.graph
+    g = prepare(ROOT / "scenarios" / "quickstart.yaml").topology.graph
     try:
         data = nx.node_link_data(g, edges="links")
     except TypeError:

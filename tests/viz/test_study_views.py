@@ -10,8 +10,8 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
-from simulator.cli import app
-from simulator.faults.figure import sweep_figure
+from simulator.commands.app import app
+from simulator.viz.faults import sweep_figure
 from simulator.faults.metrics import aggregate
 from simulator.viz.compare import comparison_html, step_time_figure, variant_stats
 

@@ -8,7 +8,8 @@ import pytest
 import yaml
 
 from simulator.errors import InputError
-from simulator.runner import execute, prepare
+from simulator.scenario.execute import execute
+from simulator.scenario.prepare import prepare
 from simulator.workload.flops import dp_comms
 from simulator.workload.layout import LayoutSpec
 from simulator.workload.model import load_model
@@ -148,7 +149,7 @@ def test_unknown_key_is_an_error_with_line(tmp_path: Path) -> None:
 def test_cli_reports_bad_layout(tmp_path: Path) -> None:
     from typer.testing import CliRunner
 
-    from simulator.cli import app
+    from simulator.commands.app import app
 
     path = _scenario(tmp_path, {"tp": 3, "dp": 1, "global_batch_size": 4})
     res = CliRunner().invoke(app, ["run", str(path), "-o", str(tmp_path / "out")])

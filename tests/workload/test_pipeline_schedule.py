@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import pytest
 
-from simulator.config.hardware import GPUSpec
+from simulator.network.hardware import GPUSpec
 from simulator.engine.context import SimContext
 from simulator.engine.cost import ComputeCost
 from simulator.engine.step import StepSimulator
-from simulator.hardware.cluster import Cluster
+from simulator.network.cluster import Cluster
 from simulator.network.generator import SwitchSpec, build_switch
 from simulator.workload.generate import bubble_fraction, build_program, stage_schedule
 from simulator.workload.layout import LayoutSpec

@@ -16,7 +16,8 @@ from pydantic import ValidationError
 
 from simulator.config.loader import read_document, validate
 from simulator.errors import InputError
-from simulator.runner import execute, prepare
+from simulator.scenario.execute import execute
+from simulator.scenario.prepare import prepare
 from simulator.workload.flops import dp_comms, stage_flops, step_flops
 from simulator.workload.generate import WorkloadSpec, layout_label
 from simulator.workload.layout import (

@@ -38,13 +38,14 @@ from typing import Any
 
 import numpy as np
 
-from simulator.config.scenario import ReliabilitySpec
+from simulator.scenario.spec import ReliabilitySpec
 from simulator.engine.context import SimContext
 from simulator.engine.step import StepSimulator
 from simulator.errors import InputError, SimulationError
 from simulator.faults.state import ClusterState, JobShape, LoadSource
-from simulator.hardware.cluster import Cluster
+from simulator.network.cluster import Cluster
 from simulator.network.fabric import Fabric, usage
+from simulator.scenario.prepare import prepare, step_simulator
 
 log = logging.getLogger(__name__)
 
@@ -118,9 +119,7 @@ class SimulatedOracle:
     @property
     def prep(self) -> Any:
         if self._prep is None:
-            from simulator import runner
-
-            self._prep = runner.prepare(self.scenario_path)
+            self._prep = prepare(self.scenario_path)
             self.settings = self._prep.scenario.spec.reliability
         return self._prep
 
@@ -183,7 +182,6 @@ class SimulatedOracle:
         return self._compute_s
 
     def _run_step(self, cluster: Cluster, drain: bool = False) -> StepSimulator:
-        from simulator.runner import step_simulator
 
         prep = self.prep
         sim = step_simulator(prep, prep.scenario.spec.seed, cluster, record_links=False)
@@ -293,6 +291,4 @@ class SimulatedOracle:
 
 def oracle_from_scenario(path: str | Path) -> SimulatedOracle:
     """The factory the run-level studies use for `step: {from_scenario: FILE}`."""
-    from simulator import runner
-
-    return SimulatedOracle(runner.prepare(path))
+    return SimulatedOracle(prepare(path))

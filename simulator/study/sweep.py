@@ -41,6 +41,8 @@ from simulator.faults.metrics import aggregate
 from simulator.faults.policy import PolicySpec
 from simulator.faults.preset import PRESETS
 from simulator.faults.state import JobShape, ScalingOracle, StepOracle
+from simulator.scenario.oracle import oracle_from_scenario
+from simulator.study.executor import LOCAL_DASK, run_tasks
 
 log = logging.getLogger(__name__)
 
@@ -137,23 +139,11 @@ class Study:
     base_dir: Path
 
 
-_scenario_oracle: Callable[[Path], StepOracle] | None = None
-
-
-def set_scenario_oracle_factory(factory: Callable[[Path], StepOracle] | None) -> None:
-    """Connect `from_scenario` to the step-level engine (the factory builds an oracle)."""
-    global _scenario_oracle
-    _scenario_oracle = factory
-
-
 def build_oracle(spec: StudySpec, base_dir: Path) -> StepOracle:
     """The step oracle a study asks: constants, or the scenario's step simulation."""
     s = spec.step
     if s.from_scenario is not None:
-        factory = _scenario_oracle
-        if factory is None:  # imported here so pool and Dask workers find it too
-            from simulator.engine.oracle import oracle_from_scenario as factory
-        return factory(base_dir / s.from_scenario)
+        return oracle_from_scenario(base_dir / s.from_scenario)
     step = float(s.step_time_s)  # type: ignore[arg-type]
     write = float(s.checkpoint_write_s)  # type: ignore[arg-type]
     return ScalingOracle(
@@ -380,7 +370,6 @@ def map_tasks(fn: Callable[[Any], Any], tasks: Sequence[Any], executor: Executor
             Dask scheduler address ('local' starts a `LocalCluster` for the call).
         max_workers: pool size (default: CPU count).
     """
-    from simulator.executor import LOCAL_DASK, run_tasks
 
     return run_tasks(fn, tasks, LOCAL_DASK if executor == "local" else executor, max_workers=max_workers,
                      on_done=on_done)

@@ -13,7 +13,7 @@ from collections.abc import Iterable
 
 import networkx as nx
 
-from simulator.config.hardware import GPUSpec
+from simulator.network.hardware import GPUSpec
 from simulator.errors import SimulationError
 from simulator.network.collective import Topo
 from simulator.network.graph import gpus as graph_gpus

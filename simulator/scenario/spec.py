@@ -21,7 +21,7 @@ from pydantic import Field, field_validator, model_validator
 
 from simulator.config.base import Spec
 from simulator.config.loader import Document, read_document, validate
-from simulator.config.topology import FileRef, resolve
+from simulator.network.topology import FileRef, resolve
 from simulator.errors import InputError
 from simulator.faults.degradation import DegradationSpec
 from simulator.faults.failure import FailureSpec

@@ -23,7 +23,7 @@ import networkx as nx
 from pydantic import Field, TypeAdapter
 
 from simulator.config.base import Spec
-from simulator.config.hardware import GPUSpec
+from simulator.network.hardware import GPUSpec
 from simulator.config.loader import Document, load, read_document, validate
 from simulator.errors import InputError
 from simulator.network import generator as spine

@@ -25,7 +25,7 @@ base scenario's file and line otherwise (the base is validated alone first).
 
 Running: every variant is prepared (loaded, validated, cluster and program built) here,
 so bad input fails before anything runs; then each variant is simulated by one task of
-`simulator.executor.run_tasks` (serial, process pool or Dask). A task returns the run's
+`simulator.study.executor.run_tasks` (serial, process pool or Dask). A task returns the run's
 frames (with a `variant` column) and summary, plus the network's cost estimate when the
 cost model is available. The comparison table has one row per variant in file order, so
 it is identical whichever executor ran the tasks.
@@ -45,10 +45,12 @@ from pydantic import Field, field_validator
 
 from simulator.config.base import Spec
 from simulator.config.loader import Document, Loc, read_document, validate
-from simulator.config.scenario import Scenario, ScenarioSpec, load_scenario
-from simulator.config.topology import FileRef, resolve
+from simulator.scenario.spec import Scenario, ScenarioSpec, load_scenario
+from simulator.network.topology import FileRef, resolve
 from simulator.errors import ClustersimError, InputError
-from simulator.executor import OnDone, run_tasks
+from simulator.scenario.execute import execute
+from simulator.scenario.prepare import prepare_scenario
+from simulator.study.executor import OnDone, run_tasks
 
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._+-]*$"
 SECONDS_PER_YEAR = 365.25 * 86400
@@ -216,7 +218,7 @@ class Variant:
     description: str
     scenario_data: dict[str, Any]
     topology_params: dict[str, Any]
-    prepared: Any  # runner.PreparedRun
+    prepared: Any  # PreparedRun
 
 
 @dataclass
@@ -267,8 +269,6 @@ def variant_overrides(v: VariantSpec, compare_path: Path, base_path: Path) -> di
 
 
 def _prepare_variant(cmp: Comparison, i: int, v: VariantSpec) -> Variant:
-    from simulator import runner
-
     base = cmp.base
     over = variant_overrides(v, cmp.path, base.path)
     data = deep_merge(base.doc.data, over)
@@ -298,7 +298,7 @@ def _prepare_variant(cmp: Comparison, i: int, v: VariantSpec) -> Variant:
         tdoc = MergedDocument(
             tdata, tdoc, cmp.doc, ("variants", i, "topology", "params"), _leaf_locs(params)
         )
-    prep = runner.prepare_scenario(scenario, topology_doc=tdoc)
+    prep = prepare_scenario(scenario, topology_doc=tdoc)
     return Variant(v.name, i, v.description, data, params, prep)
 
 
@@ -367,7 +367,7 @@ class VariantOutcome:
     """A worker's answer: the run result, or the user error it hit."""
 
     variant: str
-    result: Any = None  # runner.RunResult
+    result: Any = None  # RunResult
     error: tuple[str, int, list[str]] | None = None  # (type, exit code, lines)
 
 
@@ -396,8 +396,6 @@ def network_cost(graph: Any, prices: Any, gpus: int | None) -> dict[str, float]:
 
 def simulate_variant(task: VariantTask) -> VariantOutcome:
     """Run one variant (executed in a worker). Deterministic given the task."""
-    from simulator import runner
-
     try:
         prep = task.prepared
         if task.steps is not None:
@@ -405,7 +403,7 @@ def simulate_variant(task: VariantTask) -> VariantOutcome:
             prep.scenario.spec = sc.model_copy(
                 update={"run": sc.run.model_copy(update={"steps": task.steps})}
             )
-        result = runner.execute(prep)
+        result = execute(prep)
     except ClustersimError as err:
         lines = err.lines() if hasattr(err, "lines") else [str(err)]
         return VariantOutcome(task.variant, error=(type(err).__name__, err.exit_code, lines))

@@ -1,1 +1,0 @@
-"""Hardware built from a topology graph: the cluster's GPUs, links, storage and state."""

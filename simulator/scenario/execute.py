@@ -1,0 +1,108 @@
+"""Execute a prepared scenario: simulate its steps and collect frames and summary.
+
+`execute(prepared)` runs the step simulation (and the run level when the scenario has
+failures or a policy); `RunResult.write(folder)` saves frames, summary, the resolved
+scenario, the topology and the dashboard.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import networkx as nx
+import pandas as pd
+import yaml
+
+import simulator
+from simulator.io import write_atomic
+from simulator.metrics import frames as fr
+from simulator.metrics.store import write_frame, write_json
+from simulator.metrics.summary import summarize
+from simulator.scenario.prepare import PreparedRun, step_simulator
+from simulator.scenario.run_level import run_level
+from simulator.viz.dashboard import load_graph, run_dashboard_html
+
+
+@dataclass
+class RunResult:
+    """Frames and summary of one run."""
+
+    name: str
+    frames: dict[str, pd.DataFrame]
+    summary: dict[str, Any]
+    resolved: dict[str, Any]
+    graph: Any = None
+
+    def write(self, folder: str | Path, dashboard: bool = True) -> Path:
+        out = Path(folder)
+        out.mkdir(parents=True, exist_ok=True)
+        for name, df in self.frames.items():
+            write_frame(out, name, df)
+        write_json(out / "summary.json", self.summary)
+        write_atomic(out / "scenario.resolved.yaml", yaml.safe_dump(self.resolved, sort_keys=False))
+        graph = None
+        if self.graph is not None:
+            data = nx.node_link_data(self.graph, edges="links")
+            data["graph"] = {k: v for k, v in data["graph"].items() if k != "gpu"}
+            write_json(out / "topology.json", data)
+            graph = load_graph(out)  # the dashboard draws what a rebuild would read
+        if dashboard:
+            write_atomic(out / "dashboard.html", run_dashboard_html(self.frames, self.summary, graph))
+        return out
+
+
+def execute(prep: PreparedRun, on_step: Callable[[int], None] | None = None, seed: int | None = None) -> RunResult:
+    """Simulate the prepared run and collect its frames and summary."""
+    sc = prep.scenario.spec
+    seed = sc.seed if seed is None else seed
+    wall0 = time.perf_counter()
+    sim = step_simulator(prep, seed)
+    sim.run(sc.run.steps, on_step)
+    wall = time.perf_counter() - wall0
+    program = prep.program
+    ops = fr.ops_frame(sim.op_rows, program.rank_gpus, program.role)
+    frames = {
+        "ops": ops,
+        "flows": fr.flows_frame(sim.fabric.flow_records),
+        "links": fr.links_frame(sim.fabric.link_intervals(), prep.cluster.links),
+        "steps": fr.steps_frame(ops, sim.step_rows, program.weight),
+    }
+    n_job = len(program.rank_gpus)
+    meta: dict[str, Any] = {
+        "scenario": sc.name,
+        "seed": seed,
+        "version": simulator.__version__,
+        "topology": prep.topology.name,
+        "gpu": prep.topology.gpu.name,
+        "gpus_in_topology": len(prep.cluster.gpus),
+        "gpus_in_job": n_job,
+        "simulated_ranks": len(program.simulated_ranks),
+        "fidelity": sc.network.fidelity,
+        "wall_time_s": wall,
+        "fabric_recomputations": sim.fabric.recomputations,
+        "flows": len(sim.fabric.flow_records),
+        "bytes_forwarded_via_scale_up": sim.forwarded_bytes,
+    }
+    for k, v in program.meta.items():
+        meta[k] = v
+    if "model_flops_per_step" in program.meta:
+        meta["peak_flops_per_s"] = prep.topology.gpu.peak(str(program.meta.get("dtype", "bf16")))
+    if sim.tuned:
+        meta["calibration_applied"] = dict(sim.tuned)
+    summary = summarize(frames, meta)
+    if sc.run_level:
+        frames.update(run_level(prep, summary, seed))
+    resolved = {
+        "scenario": prep.scenario.doc.data,
+        "scenario_file": str(prep.scenario.path),
+        "topology_file": str(prep.scenario.topology_path),
+        "workload_file": str(prep.scenario.workload_path),
+        "calibration_files": [str(p) for p in prep.scenario.calibration_paths],
+        "seed": seed,
+        "clustersim_version": simulator.__version__,
+    }
+    return RunResult(sc.name, frames, summary, resolved, prep.topology.graph)

@@ -1,0 +1,122 @@
+"""Prepare a scenario: load, validate and build everything a run needs, simulate nothing.
+
+`prepare(path)` does all loading and validation, so `clustersim validate` and `run` share
+it: the scenario, its topology (built into a `Cluster` with the scenario's link state), its
+step program (a trace, or a model and its layout) and its calibration. `step_simulator`
+builds the step simulation of a prepared run; `default_output` and `check_output_folder`
+say where its results go.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from simulator.calibration.apply import tuning_from_profiles
+from simulator.config.loader import Document, read_document
+from simulator.engine.context import SimContext
+from simulator.engine.cost import ComputeCost
+from simulator.engine.step import CollectiveTuning, StepSettings, StepSimulator
+from simulator.errors import InputError
+from simulator.network.cluster import Cluster
+from simulator.network.topology import Topology, load_topology
+from simulator.scenario.spec import Scenario, load_scenario
+from simulator.workload.program import StepProgram
+from simulator.workload.generate import program_from_workload
+from simulator.workload.trace import load_trace
+
+
+@dataclass
+class PreparedRun:
+    """Everything a run needs, loaded and validated."""
+
+    scenario: Scenario
+    topology: Topology
+    cluster: Cluster
+    program: StepProgram
+    tuning: CollectiveTuning | None = None
+    compute_calibration: Any = None
+    calibration_sources: list[str] = field(default_factory=list)
+
+
+def load_workload(scenario: Scenario, topology: Topology, cluster: Cluster) -> StepProgram:
+    """A trace file, or a model with its parallel layout (generated into a step program)."""
+    doc = read_document(scenario.workload_path)
+    if not isinstance(doc.data, dict):
+        raise doc.error("expected a mapping: a step trace (format: clustersim-step/1) or a model workload")
+    if "format" in doc.data:
+        return load_trace(scenario.workload_path, cluster.gpus)
+    if "model" in doc.data:
+        return program_from_workload(doc, topology, cluster)
+    raise doc.error("a workload needs 'format: clustersim-step/1' (a trace) or 'model:' (a model and layout)")
+
+
+def load_calibration(paths: list[Path]) -> tuple[CollectiveTuning | None, Any, list[str]]:
+    if not paths:
+        return None, None, []
+    return tuning_from_profiles(paths)
+
+
+def build_cluster(scenario: Scenario, topology: Topology) -> Cluster:
+    st = scenario.spec.state
+    g = topology.graph
+    for i, (u, v) in enumerate(st.down_links):
+        if not g.has_edge(u, v):
+            raise scenario.error(f"no link between {u!r} and {v!r} in the topology", ("state", "down_links", i))
+    for i, d in enumerate(st.degraded_links):
+        if not g.has_edge(*d.link):
+            raise scenario.error(f"no link between {d.link[0]!r} and {d.link[1]!r}", ("state", "degraded_links", i))
+    for i, s in enumerate(st.stragglers):
+        if s.gpu not in g or g.nodes[s.gpu].get("kind") != "gpu":
+            raise scenario.error(f"{s.gpu!r} is not a GPU of the topology", ("state", "stragglers", i))
+    return Cluster(
+        g,
+        topology.gpu,
+        down=st.down_links,
+        degraded={(d.link[0], d.link[1]): d.factor for d in st.degraded_links},
+        stragglers={s.gpu: s.slowdown for s in st.stragglers},
+    )
+
+
+def prepare(path: str | Path) -> PreparedRun:
+    """Load and validate a scenario and everything it references."""
+    return prepare_scenario(load_scenario(path))
+
+
+def prepare_scenario(scenario: Scenario, topology_doc: Document | None = None) -> PreparedRun:
+    """Load what a validated scenario references (the topology from `topology_doc` if given)."""
+    topology = load_topology(scenario.topology_path, doc=topology_doc)
+    cluster = build_cluster(scenario, topology)
+    program = load_workload(scenario, topology, cluster)
+    tuning, compute_cal, sources = load_calibration(scenario.calibration_paths)
+    return PreparedRun(scenario, topology, cluster, program, tuning, compute_cal, sources)
+
+
+def step_simulator(
+    prep: PreparedRun, seed: int, cluster: Cluster | None = None, record_links: bool | None = None
+) -> StepSimulator:
+    """A step simulator for the prepared run (on `cluster` instead of the scenario's, if given)."""
+    sc = prep.scenario.spec
+    ctx = SimContext(seed)
+    cost = ComputeCost(prep.topology.gpu, prep.compute_calibration, sc.compute.jitter_cv, ctx.rng("compute"))
+    settings = StepSettings(
+        fidelity=sc.network.fidelity,
+        algorithms=dict(sc.network.algorithms),
+        alpha_s=sc.network.alpha_us * 1e-6,
+        intra_node=sc.network.intra_node or str(prep.program.meta.get("intra_node_fidelity", "flow")),
+        record_links=sc.network.record_links if record_links is None else record_links,
+    )
+    return StepSimulator(ctx, cluster or prep.cluster, prep.program, cost, settings, prep.tuning)
+
+
+def default_output(prep: PreparedRun) -> Path:
+    sc = prep.scenario.spec
+    if sc.run.output:
+        return Path(sc.run.output) if Path(sc.run.output).is_absolute() else prep.scenario.path.parent / sc.run.output
+    return Path("results") / sc.name
+
+
+def check_output_folder(folder: Path) -> None:
+    if folder.exists() and not folder.is_dir():
+        raise InputError("output path exists and is not a folder", file=folder)

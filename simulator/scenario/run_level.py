@@ -1,0 +1,57 @@
+"""Days of training under a scenario's failures and policy, on its own simulated step.
+
+The step just simulated answers the healthy state; a `SimulatedOracle` answers every other
+cluster state the run level meets (see `simulator.scenario.oracle`). One run per seed of
+`reliability.seeds`; the summary gains the means and 95% intervals.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+
+from simulator.faults.engine import simulate_run
+from simulator.faults.metrics import aggregate
+from simulator.faults.preset import PRESETS
+from simulator.faults.state import ClusterState
+from simulator.scenario.oracle import SimulatedOracle, job_shape
+from simulator.scenario.prepare import PreparedRun
+
+
+def run_level(prep: PreparedRun, summary: dict[str, Any], seed: int) -> dict[str, pd.DataFrame]:
+    """Days of training under the scenario's failures and policy, over `reliability.seeds` seeds.
+
+    Returns the `incidents` and `segments` frames of the first seed and a `runs` frame (one
+    summary row per seed); adds the means and 95% intervals to `summary`.
+    """
+    sc = prep.scenario.spec
+    rel = sc.reliability
+    # the step just simulated answers the healthy state: no second simulation of it
+    oracle = SimulatedOracle(prep, healthy_step_s=summary.get("step_time_s"), compute_per_rank_s=summary.get("compute_s"))
+    job = job_shape(prep, rel)
+    failures = [*(PRESETS[sc.preset]() if sc.preset else []), *sc.failures]
+    results = [
+        simulate_run(job, oracle, failures, sc.policy, rel.duration_s, seed + k,
+                     degradations=sc.degradations, mtbf_scale=rel.mtbf_scale)
+        for k in range(rel.seeds)
+    ]
+    runs = pd.DataFrame([{"seed": r.seed, **r.summary} for r in results])
+    agg = aggregate(runs).iloc[0].to_dict()
+    for key in ("goodput", "ettr", "interruptions", "lost_work_s", "restart_s", "checkpoint_s", "job_mtti_s"):
+        if f"{key}_mean" in agg:
+            summary[key] = float(agg[f"{key}_mean"])
+            summary[f"{key}_95ci"] = [float(agg[f"{key}_lo"]), float(agg[f"{key}_hi"])]
+    summary["run_level"] = {
+        "policy": sc.policy.kind if sc.policy is not None else None,
+        "duration_days": rel.duration_s / 86400.0,
+        "seeds": rel.seeds,
+        "checkpoint_write_s": oracle.checkpoint_write_s(_healthy(job)),
+        "step_simulations": oracle.simulations,
+        "job_gpus": job.n_gpus,
+    }
+    return {"incidents": results[0].incidents, "segments": results[0].segments, "runs": runs}
+
+
+def _healthy(job: Any) -> ClusterState:
+    return ClusterState(dp_replicas=job.dp_replicas)
