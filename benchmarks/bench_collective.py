@@ -17,11 +17,11 @@ from pathlib import Path
 
 import simpy
 
-from simulator.network.topology import load_topology
 from simulator.engine.context import SimContext
 from simulator.engine.cost import ComputeCost
 from simulator.engine.step import StepSettings, StepSimulator
 from simulator.network.cluster import Cluster
+from simulator.network.topology import load_topology
 from simulator.workload.program import Op, StepProgram
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -60,12 +60,25 @@ def run(n_gpus: int) -> dict:
     cluster = Cluster(topo.graph, topo.gpu)
     t1 = time.perf_counter()
     n = len(cluster.gpus)
-    op = Op("ar", "collective", tuple(range(n)), "comm", collective="all_reduce", group=tuple(range(n)),
-            size_bytes=2**30, algorithm="ring")
+    op = Op(
+        "ar",
+        "collective",
+        tuple(range(n)),
+        "comm",
+        collective="all_reduce",
+        group=tuple(range(n)),
+        size_bytes=2**30,
+        algorithm="ring",
+    )
     ctx = SimContext(0)
     ctx.env = CountingEnv()
-    sim = StepSimulator(ctx, cluster, StepProgram("ar", cluster.gpus, [op]), ComputeCost(topo.gpu),
-                        StepSettings(fidelity="flow", record_links=True))
+    sim = StepSimulator(
+        ctx,
+        cluster,
+        StepProgram("ar", cluster.gpus, [op]),
+        ComputeCost(topo.gpu),
+        StepSettings(fidelity="flow", record_links=True),
+    )
     sim.prepare(op)  # routing and flow planning
     t2 = time.perf_counter()
     sim.run(1)  # the SimPy run: rank processes, fabric events

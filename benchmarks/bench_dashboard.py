@@ -43,36 +43,108 @@ def trace_1024() -> dict:
         tp_groups = [[rank(t, p, d) for t in range(TP)] for d in range(DP)]
         if p == 0:
             ops.append({"id": "fwd0", "kind": "compute", "ranks": "stage0", "duration_ms": 6.0, "tag": "fwd"})
-            ops.append({"id": "tpf0", "kind": "collective", "collective": "all_reduce", "group": tp_groups[0],
-                        "mirrors": tp_groups[1:], "size_mib": 32, "tag": "tp", "deps": ["fwd0"]})
+            ops.append(
+                {
+                    "id": "tpf0",
+                    "kind": "collective",
+                    "collective": "all_reduce",
+                    "group": tp_groups[0],
+                    "mirrors": tp_groups[1:],
+                    "size_mib": 32,
+                    "tag": "tp",
+                    "deps": ["fwd0"],
+                }
+            )
             tp_ids = {d: "tpf0" for d in range(DP)}
         else:
             tp_ids = {}
             for d, grp in enumerate(tp_groups):
                 for r in grp:
-                    ops.append({"id": f"fwd{p}_{r}", "kind": "compute", "ranks": [r], "duration_ms": 6.0,
-                                "tag": "fwd", "deps": [f"rf{p}_{r}"]})
-                ops.append({"id": f"tpf{p}_{d}", "kind": "collective", "collective": "all_reduce", "group": grp,
-                            "size_mib": 32, "tag": "tp", "deps": [f"fwd{p}_{r}" for r in grp]})
+                    ops.append(
+                        {
+                            "id": f"fwd{p}_{r}",
+                            "kind": "compute",
+                            "ranks": [r],
+                            "duration_ms": 6.0,
+                            "tag": "fwd",
+                            "deps": [f"rf{p}_{r}"],
+                        }
+                    )
+                ops.append(
+                    {
+                        "id": f"tpf{p}_{d}",
+                        "kind": "collective",
+                        "collective": "all_reduce",
+                        "group": grp,
+                        "size_mib": 32,
+                        "tag": "tp",
+                        "deps": [f"fwd{p}_{r}" for r in grp],
+                    }
+                )
                 tp_ids[d] = f"tpf{p}_{d}"
         if p + 1 < PP:
             for d in range(DP):
                 for t in range(TP):
                     a, b = rank(t, p, d), rank(t, p + 1, d)
-                    ops.append({"id": f"sf{p + 1}_{b}", "kind": "send", "ranks": [a], "peer": b, "size_mib": 16,
-                                "tag": "pp", "deps": [tp_ids[d]]})
+                    ops.append(
+                        {
+                            "id": f"sf{p + 1}_{b}",
+                            "kind": "send",
+                            "ranks": [a],
+                            "peer": b,
+                            "size_mib": 16,
+                            "tag": "pp",
+                            "deps": [tp_ids[d]],
+                        }
+                    )
                     ops.append({"id": f"rf{p + 1}_{b}", "kind": "recv", "ranks": [b], "peer": a, "tag": "pp"})
     for p in range(PP):
-        ops.append({"id": f"bwd{p}", "kind": "compute", "ranks": f"stage{p}", "duration_ms": 12.0, "tag": "bwd"})
+        ops.append(
+            {"id": f"bwd{p}", "kind": "compute", "ranks": f"stage{p}", "duration_ms": 12.0, "tag": "bwd"}
+        )
         tp_groups = [[rank(t, p, d) for t in range(TP)] for d in range(DP)]
-        ops.append({"id": f"tpb{p}", "kind": "collective", "collective": "all_reduce", "group": tp_groups[0],
-                    "mirrors": tp_groups[1:], "size_mib": 32, "tag": "tp", "deps": [f"bwd{p}"]})
+        ops.append(
+            {
+                "id": f"tpb{p}",
+                "kind": "collective",
+                "collective": "all_reduce",
+                "group": tp_groups[0],
+                "mirrors": tp_groups[1:],
+                "size_mib": 32,
+                "tag": "tp",
+                "deps": [f"bwd{p}"],
+            }
+        )
         dp_groups = [[rank(t, p, d) for d in range(DP)] for t in range(TP)]
-        ops.append({"id": f"dp{p}", "kind": "collective", "collective": "all_reduce", "group": dp_groups[0],
-                    "mirrors": dp_groups[1:], "size_mib": 256, "tag": "dp", "deps": [f"tpb{p}"]})
-        ops.append({"id": f"opt{p}", "kind": "compute", "ranks": f"stage{p}", "duration_ms": 2.0,
-                    "tag": "optimizer", "deps": [f"dp{p}"]})
-    return {"format": "clustersim-step/1", "name": "bench-tp8-pp4-dp32", "ranks": n, "groups": groups, "ops": ops}
+        ops.append(
+            {
+                "id": f"dp{p}",
+                "kind": "collective",
+                "collective": "all_reduce",
+                "group": dp_groups[0],
+                "mirrors": dp_groups[1:],
+                "size_mib": 256,
+                "tag": "dp",
+                "deps": [f"tpb{p}"],
+            }
+        )
+        ops.append(
+            {
+                "id": f"opt{p}",
+                "kind": "compute",
+                "ranks": f"stage{p}",
+                "duration_ms": 2.0,
+                "tag": "optimizer",
+                "deps": [f"dp{p}"],
+            }
+        )
+    return {
+        "format": "clustersim-step/1",
+        "name": "bench-tp8-pp4-dp32",
+        "ranks": n,
+        "groups": groups,
+        "ops": ops,
+    }
 
 
 def build_run(out: Path, fidelity: str) -> tuple[Path, float]:
@@ -144,8 +216,13 @@ def main(argv: list[str] | None = None) -> None:
         find_chromium = None
     if find_chromium is not None and find_chromium():
         r = render_page(path, args.output / "browser")
-        res.update(render_ms=r.render_ms, figures_rendered=r.figures_rendered,
-                   figures_expected=r.figures_expected, js_errors=r.errors, chromium_wall_s=round(r.wall_s, 2))
+        res.update(
+            render_ms=r.render_ms,
+            figures_rendered=r.figures_rendered,
+            figures_expected=r.figures_expected,
+            js_errors=r.errors,
+            chromium_wall_s=round(r.wall_s, 2),
+        )
     print(json.dumps(res, indent=2))
 
 

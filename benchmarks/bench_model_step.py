@@ -54,18 +54,14 @@ def run_case(name: str, path: Path, profile: bool) -> None:
         prof.disable()
         pstats.Stats(prof).sort_stats("cumulative").print_stats(25)
     s = res.summary
-    rss_gib = (
-        resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
-    )  # ru_maxrss is KiB on Linux
+    rss_gib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20  # ru_maxrss is KiB on Linux
     print(
         f"{name}: wall {t2 - t0:.1f} s (prepare {t1 - t0:.1f} s, simulate {t2 - t1:.1f} s) | "
         f"step {s['step_time_s']:.3f} s | MFU {s.get('mfu', float('nan')):.1%} | "
         f"ops {len(prep.program.ops)} | simulated ranks {s['simulated_ranks']} of {s['gpus_in_job']} | "
         f"flows {s['flows']} | peak RSS {rss_gib:.2f} GiB"
     )
-    print(
-        f"  exposed by tag (s): { {k: round(v, 4) for k, v in s['exposed_comm_by_tag_s'].items()} }"
-    )
+    print(f"  exposed by tag (s): { {k: round(v, 4) for k, v in s['exposed_comm_by_tag_s'].items()} }")
 
 
 def main(argv: list[str]) -> None:

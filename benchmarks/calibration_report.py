@@ -13,9 +13,9 @@ from pathlib import Path
 
 import numpy as np
 
-from simulator.calibration.profile import build_profile
 from simulator.calibration.fit import fit_table
 from simulator.calibration.parser import read_benchmark
+from simulator.calibration.profile import build_profile
 from simulator.calibration.replay import replay
 
 ROOT = Path(__file__).resolve().parents[1]

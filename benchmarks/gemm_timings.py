@@ -67,8 +67,10 @@ def main(argv: list[str] | None = None) -> int:
     device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
     on_cpu = device == "cpu"
     dtypes = args.dtype or (["fp32"] if on_cpu else ["bf16", "fp16", "fp32"])
-    sizes = [int(s) for s in args.sizes.split(",")] if args.sizes else (
-        [64, 128, 256, 512] if on_cpu else [256, 512, 1024, 2048, 4096, 8192, 16384]
+    sizes = (
+        [int(s) for s in args.sizes.split(",")]
+        if args.sizes
+        else ([64, 128, 256, 512] if on_cpu else [256, 512, 1024, 2048, 4096, 8192, 16384])
     )
     repeats = args.repeats or (3 if on_cpu else 20)
     timed = _timer(torch, device)

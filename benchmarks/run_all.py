@@ -16,7 +16,13 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-SUITE = ["bench_collective.py", "bench_model_step.py", "bench_runlevel.py", "bench_dashboard.py", "calibration_report.py"]
+SUITE = [
+    "bench_collective.py",
+    "bench_model_step.py",
+    "bench_runlevel.py",
+    "bench_dashboard.py",
+    "calibration_report.py",
+]
 
 
 def main() -> int:

@@ -7,11 +7,11 @@ from pathlib import Path
 import pytest
 import yaml
 
+from simulator.config.loader import load
+from simulator.network.hardware import GPUSpec
+from simulator.network.topology import load_topology
 from simulator.scenario.execute import execute
 from simulator.scenario.prepare import prepare
-from simulator.network.hardware import GPUSpec
-from simulator.config.loader import load
-from simulator.network.topology import load_topology
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -20,7 +20,9 @@ def _yaml(path: Path) -> dict:
     return yaml.safe_load(path.read_text()) or {}
 
 
-TOPOLOGIES = sorted(p for p in (ROOT / "topologies").glob("*.yaml") if "name" in _yaml(p) and "gpu" in _yaml(p))
+TOPOLOGIES = sorted(
+    p for p in (ROOT / "topologies").glob("*.yaml") if "name" in _yaml(p) and "gpu" in _yaml(p)
+)
 GPUS = sorted((ROOT / "topologies/gpus").glob("*.yaml"))
 SCENARIOS = sorted(
     p for p in (ROOT / "scenarios").glob("*.yaml") if {"topology", "workload"} <= set(_yaml(p))

@@ -65,9 +65,7 @@ class ComputeCalibration(Spec):
     memory: RateFit | None = Field(None, description="Memory-bound kernel fit, if measured.")
     sources: list[str] = Field(default_factory=list, description="CSV file names fitted on.")
 
-    def gemm_efficiency(
-        self, m: int, n: int, k: int, dtype: str, peak_flops_per_s: float
-    ) -> float:
+    def gemm_efficiency(self, m: int, n: int, k: int, dtype: str, peak_flops_per_s: float) -> float:
         """Achieved / peak FLOP/s of an (m x k) @ (k x n) GEMM, in (0, 1].
 
         Raises:
@@ -118,8 +116,11 @@ class ComputeCalibration(Spec):
             names.append(p.name)
             for kind, lineno, row in _read_csv(p):
                 if kind == "gemm":
-                    flops = 2.0 * _pos(row, "M", p, lineno) * _pos(row, "N", p, lineno) * _pos(
-                        row, "K", p, lineno
+                    flops = (
+                        2.0
+                        * _pos(row, "M", p, lineno)
+                        * _pos(row, "N", p, lineno)
+                        * _pos(row, "K", p, lineno)
                     )
                     d = _dtype(row["dtype"] or "")
                     if not d:

@@ -182,9 +182,7 @@ def fit_efficiency(
         if err[worst] <= tolerance or np.any(np.isclose(kx, x[worst])):
             break
         kx = np.sort(np.append(kx, x[worst]))
-    return EfficiencyCurve(
-        tuple(float(v) for v in np.exp2(kx)), tuple(float(v) for v in np.exp(coef))
-    )
+    return EfficiencyCurve(tuple(float(v) for v in np.exp2(kx)), tuple(float(v) for v in np.exp(coef)))
 
 
 @dataclass(frozen=True)
@@ -220,14 +218,14 @@ class TableFit:
             "busbw_gbps": self.busbw_bytes_per_s / 1e9,
             "median_abs_error_ge_1mib": float(big["rel_error"].abs().median()) if len(big) else float("nan"),
             "max_abs_error": float(e["rel_error"].abs().max()),
-            "line_median_abs_error_ge_1mib": float(big["line_rel_error"].abs().median()) if len(big) else float("nan"),
+            "line_median_abs_error_ge_1mib": float(big["line_rel_error"].abs().median())
+            if len(big)
+            else float("nan"),
             "line_max_abs_error": float(e["line_rel_error"].abs().max()),
         }
 
 
-def error_frame(
-    table: BenchmarkTable, time_fn: object, line_fn: object | None = None
-) -> pd.DataFrame:
+def error_frame(table: BenchmarkTable, time_fn: object, line_fn: object | None = None) -> pd.DataFrame:
     """Measured vs modeled time and busbw at every size > 0 of `table`."""
     m = table.sizes()
     m = m[m["size_bytes"] > 0].reset_index(drop=True)
@@ -262,7 +260,8 @@ def fit_table(table: BenchmarkTable) -> TableFit:
     m = m[m["size_bytes"] > 0]
     if m.empty:
         raise InputError(
-            f"{table.label}: no message size above 0 bytes to fit", file=table.source,
+            f"{table.label}: no message size above 0 bytes to fit",
+            file=table.source,
             line=table.first_line,
         )
     s = m["size_bytes"].to_numpy(dtype=float)

@@ -317,8 +317,7 @@ def _parse_row(
     lead, rest = tokens[:-n_rest], tokens[-n_rest:]
     if len(tokens) < n_rest + 3:
         raise InputError(
-            f"table row has {len(tokens)} fields, expected {n_rest + 3} to {n_rest + 5} "
-            "(row cut mid-way?)",
+            f"table row has {len(tokens)} fields, expected {n_rest + 3} to {n_rest + 5} (row cut mid-way?)",
             file=path,
             line=lineno,
         )
@@ -436,21 +435,16 @@ def parse_text(
                 cur.elided = pending_elided
                 pending_elided = False
             row, halves = _parse_row(tokens, cur, p, lineno)
-            if cur.rows and (
-                len(halves) != cur.rows[-1]["_halves"] or row["_lead"] != cur.rows[-1]["_lead"]
-            ):
+            if cur.rows and (len(halves) != cur.rows[-1]["_halves"] or row["_lead"] != cur.rows[-1]["_lead"]):
                 raise InputError(
                     f"table row has {len(tokens)} fields, unlike the rows above (row cut mid-way?)",
                     file=p,
                     line=lineno,
                 )
             half_names = cur.half or ["time", "algbw", "busbw", "wrong"]
-            idx = {name: half_names.index(name) for name in ("time", "algbw", "busbw")
-                   if name in half_names}
+            idx = {name: half_names.index(name) for name in ("time", "algbw", "busbw") if name in half_names}
             if len(idx) < 3:
-                raise InputError(
-                    "table header lacks time, algbw or busbw columns", file=p, line=lineno
-                )
+                raise InputError("table header lacks time, algbw or busbw columns", file=p, line=lineno)
             wrong_i = next((i for i, n in enumerate(half_names) if n in ("#wrong", "wrong", "error")), None)
             for h, vals in enumerate(halves):
                 _check_algbw(size, vals[idx["time"]], vals[idx["algbw"]], p, lineno)
@@ -544,9 +538,7 @@ def parse_text(
     out = []
     several = len(tables) > 1
     for i, t in enumerate(tables):
-        out.append(
-            _finish(t, p, sha256, i, several, collective=collective, n_gpus=n_gpus, n_nodes=n_nodes)
-        )
+        out.append(_finish(t, p, sha256, i, several, collective=collective, n_gpus=n_gpus, n_nodes=n_nodes))
     return out
 
 
@@ -634,18 +626,19 @@ def _finish(
         notes.append(f"{nodes} node(s) from the file name")
     if nodes is None:
         raise InputError(
-            "the log does not say how many nodes took part "
-            "(no '# Rank ... on HOST' lines); pass --nodes",
+            "the log does not say how many nodes took part (no '# Rank ... on HOST' lines); pass --nodes",
             file=p,
             line=t.first_line,
         )
     if nodes < 1 or gpus < 1 or nodes > gpus:
-        raise InputError(
-            f"impossible layout of {gpus} GPUs on {nodes} nodes", file=p, line=t.first_line
-        )
+        raise InputError(f"impossible layout of {gpus} GPUs on {nodes} nodes", file=p, line=t.first_line)
     gpu_names = {name for _, name in t.ranks.values() if name}
     warnings = cut_warnings(
-        int(rows["size_bytes"].max()), t.max_bytes, t.step, t.avg_busbw is not None, header=t.layout is not None
+        int(rows["size_bytes"].max()),
+        t.max_bytes,
+        t.step,
+        t.avg_busbw is not None,
+        header=t.layout is not None,
     )
     return BenchmarkTable(
         source=p.name,

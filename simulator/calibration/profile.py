@@ -117,14 +117,10 @@ class CollectiveEntry(Spec):
         return self.n_gpus / self.n_nodes
 
     def curve(self) -> EfficiencyCurve:
-        return EfficiencyCurve(
-            tuple(s for s, _ in self.efficiency), tuple(e for _, e in self.efficiency)
-        )
+        return EfficiencyCurve(tuple(s for s, _ in self.efficiency), tuple(e for _, e in self.efficiency))
 
     def describe(self) -> str:
-        return (
-            f"{self.collective} {self.n_gpus} GPUs/{self.n_nodes} node(s) from {self.source}"
-        )
+        return f"{self.collective} {self.n_gpus} GPUs/{self.n_nodes} node(s) from {self.source}"
 
 
 class CalibrationProfile(Spec):
@@ -151,13 +147,9 @@ class CalibrationProfile(Spec):
         return validate(cls, parse_text(text, Path(path)))
 
     def entries(self, kind: str, scope: Scope | None = None) -> list[CollectiveEntry]:
-        return [
-            e for e in self.collectives if e.collective == kind and (scope is None or e.scope == scope)
-        ]
+        return [e for e in self.collectives if e.collective == kind and (scope is None or e.scope == scope)]
 
-    def collective(
-        self, kind: str, n_ranks: int, n_nodes: int, size_bytes: float
-    ) -> CollectiveFit | None:
+    def collective(self, kind: str, n_ranks: int, n_nodes: int, size_bytes: float) -> CollectiveFit | None:
         """The best fit for a collective of `size_bytes` on `n_ranks` ranks over `n_nodes` nodes.
 
         Same kind and scope are required. In order of preference: an entry with this very
@@ -218,9 +210,7 @@ class CalibrationProfile(Spec):
         best = min(exact, key=rank)
         return best, CollectiveFit.from_entry(best)
 
-    def _predict(
-        self, ref: CollectiveEntry, kind: str, n_ranks: int, n_nodes: int
-    ) -> CollectiveFit:
+    def _predict(self, ref: CollectiveEntry, kind: str, n_ranks: int, n_nodes: int) -> CollectiveFit:
         factor = busbw_factor(kind, n_ranks)
         if ref.scope == "intra":
             steps = (n_ranks - 1) / max(ref.n_gpus - 1, 1)
@@ -251,9 +241,7 @@ class CalibrationProfile(Spec):
                 bw_how = "busbw kept (ring)"
             base = f" and alpha_1 from {intra[0].source}" if intra else " (no 1-node entry: alpha_1 = 0)"
             how = f"alpha grows with {law}{base}; {bw_how}"
-        source = (
-            f"predicted {kind} {n_ranks} GPUs/{n_nodes} node(s) from {ref.describe()}: {how}"
-        )
+        source = f"predicted {kind} {n_ranks} GPUs/{n_nodes} node(s) from {ref.describe()}: {how}"
         return CollectiveFit(
             kind=kind,
             n_ranks=n_ranks,
@@ -339,13 +327,13 @@ def entry_from_fit(fit: TableFit) -> CollectiveEntry:
         n_nodes=t.n_nodes,
         alpha_s=_sig(fit.alpha_s),
         busbw_bytes_per_s=_sig(fit.busbw_bytes_per_s),
-        efficiency=[(_sig(s), _sig(v)) for s, v in zip(fit.curve.sizes_bytes, fit.curve.efficiency)],
+        efficiency=[(_sig(s), _sig(v)) for s, v in zip(fit.curve.sizes_bytes, fit.curve.efficiency, strict=False)],
         min_size_bytes=float(e["size_bytes"].min()),
         max_size_bytes=float(e["size_bytes"].max()),
         source=t.label,
         median_abs_error_ge_1mib=_sig(float(big["rel_error"].abs().median()), 4) if len(big) else None,
         max_abs_error=_sig(float(e["rel_error"].abs().max()), 4),
-        errors=[(float(s), _sig(float(r), 4)) for s, r in zip(e["size_bytes"], e["rel_error"])],
+        errors=[(float(s), _sig(float(r), 4)) for s, r in zip(e["size_bytes"], e["rel_error"], strict=False)],
     )
 
 
@@ -381,4 +369,3 @@ def load_profile(path: str | Path) -> CalibrationProfile:
         InputError: missing file, bad YAML or a schema violation (file:line: field: message).
     """
     return load(CalibrationProfile, path)
-

@@ -15,16 +15,18 @@ import pandas as pd
 from simulator.calibration.apply import ProfileTuning
 from simulator.calibration.parser import BenchmarkTable
 from simulator.calibration.profile import CalibrationProfile
-from simulator.network.hardware import GPUSpec
 from simulator.engine.context import SimContext
 from simulator.engine.cost import ComputeCost
 from simulator.engine.step import StepSettings, StepSimulator
 from simulator.network.cluster import Cluster
 from simulator.network.generator import NVSwitchNodeSpec, RailClosSpec, build_nvswitch_node, build_rail_clos
+from simulator.network.hardware import GPUSpec
 from simulator.workload.program import Op, StepProgram
 
 # compute never runs in a replay; the GPU spec only has to exist
-_GPU = GPUSpec(name="replay", peak_flops_per_s={"bf16": 1e15}, hbm_bandwidth_bytes_per_s=3e12, hbm_capacity_bytes=8e10)
+_GPU = GPUSpec(
+    name="replay", peak_flops_per_s={"bf16": 1e15}, hbm_bandwidth_bytes_per_s=3e12, hbm_capacity_bytes=8e10
+)
 
 
 def replay_cluster(n_gpus: int, n_nodes: int) -> Cluster:
@@ -44,16 +46,35 @@ def replay(table: BenchmarkTable, profile: CalibrationProfile, fidelity: str = "
     ops: list[Op] = []
     prev: tuple[str, ...] = ()
     for i, size in enumerate(measured.index):
-        op = Op(f"c{i}", "collective", tuple(range(n)), "comm", prev, collective=table.collective,
-                group=tuple(range(n)), size_bytes=float(size))
+        op = Op(
+            f"c{i}",
+            "collective",
+            tuple(range(n)),
+            "comm",
+            prev,
+            collective=table.collective,
+            group=tuple(range(n)),
+            size_bytes=float(size),
+        )
         ops.append(op)
         prev = (op.id,)
-    sim = StepSimulator(SimContext(0), cluster, StepProgram("replay", cluster.gpus[:n], ops), ComputeCost(_GPU),
-                        StepSettings(fidelity=fidelity), ProfileTuning([(profile.name, profile)]))
+    sim = StepSimulator(
+        SimContext(0),
+        cluster,
+        StepProgram("replay", cluster.gpus[:n], ops),
+        ComputeCost(_GPU),
+        StepSettings(fidelity=fidelity),
+        ProfileTuning([(profile.name, profile)]),
+    )
     sim.run(1)
     dur = {r[1]: r[8] - r[7] for r in sim.op_rows}
     simulated = np.array([dur[f"c{i}"] for i in range(len(measured))])
-    out = pd.DataFrame({"size_bytes": measured.index.to_numpy(dtype=float), "measured_s": measured.to_numpy(),
-                        "simulated_s": simulated})
+    out = pd.DataFrame(
+        {
+            "size_bytes": measured.index.to_numpy(dtype=float),
+            "measured_s": measured.to_numpy(),
+            "simulated_s": simulated,
+        }
+    )
     out["rel_error"] = out["simulated_s"] / out["measured_s"] - 1
     return out

@@ -30,7 +30,9 @@ for _name in COMMAND_MODULES:
 @app.callback()
 def _root(verbose: bool = typer.Option(False, "--verbose", "-v", help="Log progress details.")) -> None:
     """clustersim: simulate GPU training clusters."""
-    logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=logging.INFO if verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s"
+    )
 
 
 def main() -> None:

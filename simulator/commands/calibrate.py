@@ -28,13 +28,13 @@ from rich.table import Table
 
 from simulator.calibration.collective import KINDS
 from simulator.calibration.compute import ComputeCalibration
-from simulator.viz.calibration import profile_dashboard_html
 from simulator.calibration.fit import error_frame, fit_table
 from simulator.calibration.parser import BenchmarkTable, read_benchmark, read_benchmarks
 from simulator.calibration.profile import CalibrationProfile, build_profile, load_profile
 from simulator.commands.common import console, err_console, fail
-from simulator.io import write_atomic
 from simulator.errors import ClustersimError, InputError, InputErrors
+from simulator.io import write_atomic
+from simulator.viz.calibration import profile_dashboard_html
 
 
 def _pct(x: float) -> str:
@@ -217,14 +217,30 @@ def register(app: typer.Typer) -> None:
 
     @app.command("calibrate")
     def calibrate(
-        files: Annotated[list[Path], typer.Argument(help="nccl-tests / rccl-tests logs; GEMM or memory-kernel CSV files.")],
+        files: Annotated[
+            list[Path], typer.Argument(help="nccl-tests / rccl-tests logs; GEMM or memory-kernel CSV files.")
+        ],
         output: Annotated[Path | None, typer.Option("--output", "-o", help="Profile YAML to write.")] = None,
-        collective: Annotated[str | None, typer.Option(help=f"Collective where a log does not say it: {', '.join(KINDS)}.")] = None,
-        gpus: Annotated[int | None, typer.Option(help="GPU (rank) count where a log does not say it.", min=1)] = None,
-        nodes: Annotated[int | None, typer.Option(help="Node count where a log does not say it.", min=1)] = None,
-        check: Annotated[Path | None, typer.Option(help="Compare this profile's predictions with FILES instead of fitting.")] = None,
-        html: Annotated[Path | None, typer.Option(help="Calibration page to write (default: PROFILE.html beside the profile).")] = None,
-        name: Annotated[str | None, typer.Option(help="Profile name (default: the output file's stem).")] = None,
+        collective: Annotated[
+            str | None, typer.Option(help=f"Collective where a log does not say it: {', '.join(KINDS)}.")
+        ] = None,
+        gpus: Annotated[
+            int | None, typer.Option(help="GPU (rank) count where a log does not say it.", min=1)
+        ] = None,
+        nodes: Annotated[
+            int | None, typer.Option(help="Node count where a log does not say it.", min=1)
+        ] = None,
+        check: Annotated[
+            Path | None,
+            typer.Option(help="Compare this profile's predictions with FILES instead of fitting."),
+        ] = None,
+        html: Annotated[
+            Path | None,
+            typer.Option(help="Calibration page to write (default: PROFILE.html beside the profile)."),
+        ] = None,
+        name: Annotated[
+            str | None, typer.Option(help="Profile name (default: the output file's stem).")
+        ] = None,
         description: Annotated[str, typer.Option(help="Profile description.")] = "",
     ) -> None:
         """Fit a calibration profile from benchmark output (or --check one against it)."""
@@ -242,7 +258,9 @@ def register(app: typer.Typer) -> None:
             logs = [f for f in files if f.suffix.lower() != ".csv"]
             if check is not None:
                 if csvs:
-                    raise InputError("--check compares collective logs; CSV files cannot be checked", file=csvs[0])
+                    raise InputError(
+                        "--check compares collective logs; CSV files cannot be checked", file=csvs[0]
+                    )
                 _check(check, logs, collective, gpus, nodes)
                 return
             if output is None:

@@ -12,8 +12,8 @@ import yaml
 from rich.table import Table
 
 from simulator.commands.common import console, fail
-from simulator.io import write_atomic
 from simulator.errors import ClustersimError, InputError
+from simulator.io import write_atomic
 
 
 def _ms(v: Any) -> str:
@@ -35,9 +35,7 @@ def comparison_rich_table(table: pd.DataFrame, title: str) -> Table:
     ]
     shown = [(label, key, f) for label, key, f in cols if key in table.columns]
     for label, key, _ in shown:
-        t.add_column(
-            label, justify="left" if key == "variant" else "right", no_wrap=key == "variant"
-        )
+        t.add_column(label, justify="left" if key == "variant" else "right", no_wrap=key == "variant")
     for _, row in table.iterrows():
         t.add_row(*(f(row[key]) if row[key] is not None else "" for _, key, f in shown))
     return t
@@ -60,9 +58,7 @@ def register(app: typer.Typer) -> None:
 
     @app.command("compare")
     def compare(
-        file: Annotated[
-            Path, typer.Argument(help="Compare file: a base scenario and its variants.")
-        ],
+        file: Annotated[Path, typer.Argument(help="Compare file: a base scenario and its variants.")],
         output: Annotated[
             Path | None,
             typer.Option("-o", "--output", help="Comparison folder (default results/<name>)."),
@@ -76,15 +72,11 @@ def register(app: typer.Typer) -> None:
         serial: Annotated[
             bool, typer.Option("--serial", help="Run variants one by one in this process.")
         ] = False,
-        workers: Annotated[
-            int | None, typer.Option("--workers", min=1, help="Local pool size cap.")
-        ] = None,
+        workers: Annotated[int | None, typer.Option("--workers", min=1, help="Local pool size cap.")] = None,
         steps: Annotated[
             int | None, typer.Option("--steps", min=1, help="Override run.steps of every variant.")
         ] = None,
-        dashboards: Annotated[
-            bool, typer.Option(help="Also write each variant's dashboard.html.")
-        ] = True,
+        dashboards: Annotated[bool, typer.Option(help="Also write each variant's dashboard.html.")] = True,
     ) -> None:
         """Run every variant of a compare file; write a comparison table, dashboard and run folders."""
         from simulator.study import compare as cmpmod
@@ -101,9 +93,7 @@ def register(app: typer.Typer) -> None:
             out = output or Path("results") / cmp.name
             if out.exists() and not out.is_dir():
                 raise InputError("output path exists and is not a folder", file=out)
-            console.print(
-                f"comparing {len(cmp.variants)} variant(s) of {cmp.name} on {describe(executor)}"
-            )
+            console.print(f"comparing {len(cmp.variants)} variant(s) of {cmp.name} on {describe(executor)}")
             with progress_bar(f"simulating {cmp.name}", len(cmp.variants), console) as on_done:
                 results = cmpmod.run_comparison(
                     cmp, executor, max_workers=workers, on_done=on_done, steps=steps
@@ -138,6 +128,4 @@ def register(app: typer.Typer) -> None:
         except ClustersimError as err:
             fail(err)
         console.print(comparison_rich_table(table, cmp.name))
-        console.print(
-            f"results: {out}/ (comparison.html, comparison.csv, one run folder per variant)"
-        )
+        console.print(f"results: {out}/ (comparison.html, comparison.csv, one run folder per variant)")

@@ -34,8 +34,8 @@ import typer
 import yaml
 
 from simulator.commands.common import console, fail
-from simulator.io import write_atomic
 from simulator.errors import ClustersimError, InputError
+from simulator.io import write_atomic
 
 
 def _table(folder: Path, stem: str) -> pd.DataFrame | None:
@@ -49,8 +49,11 @@ def _has_table(folder: Path, stem: str) -> bool:
 
 
 def _missing(kind: str, module: str, folder: Path) -> InputError:
-    return InputError(f"this folder holds a {kind} result, but this version of clustersim has no {kind} "
-                      f"dashboard builder ({module})", file=folder)
+    return InputError(
+        f"this folder holds a {kind} result, but this version of clustersim has no {kind} "
+        f"dashboard builder ({module})",
+        file=folder,
+    )
 
 
 def _read_yaml(path: Path) -> dict:
@@ -127,12 +130,21 @@ def build_sweep(folder: Path) -> tuple[str, str]:
         best = runs.groupby(axes, sort=False)["goodput"].mean().sort_values(ascending=False)
         key = best.index[0] if isinstance(best.index[0], tuple) else (best.index[0],)
         where = ", ".join(f"{a}={v}" for a, v in zip(axes, key, strict=True))
-        cards.append(("best mean goodput", f"{best.iloc[0] * 100:.1f}% <span class='s'>({html.escape(where)})</span>"))
+        cards.append(
+            ("best mean goodput", f"{best.iloc[0] * 100:.1f}% <span class='s'>({html.escape(where)})</span>")
+        )
     notes = [str(study["description"])] if study.get("description") else []
-    notes.append(f"{len(runs)} runs: {n_variants} variants x {n_seeds} seeds. Lines are the mean over seeds, "
-                 "bands the 95% Student-t interval of the mean"
-                 + (" (a single seed gives none)." if n_seeds < 2 else
-                    f" ({n_seeds} seeds: with so few the interval is wide)." if n_seeds < 5 else "."))
+    notes.append(
+        f"{len(runs)} runs: {n_variants} variants x {n_seeds} seeds. Lines are the mean over seeds, "
+        "bands the 95% Student-t interval of the mean"
+        + (
+            " (a single seed gives none)."
+            if n_seeds < 2
+            else f" ({n_seeds} seeds: with so few the interval is wide)."
+            if n_seeds < 5
+            else "."
+        )
+    )
     figures = [faults_figure.sweep_figure(runs)]
     if "ettr" in runs:
         figures.append(faults_figure.sweep_figure(runs, metric="ettr"))
@@ -162,8 +174,11 @@ def _looks_like_profile(p: Path) -> bool:
 
 
 def _calibration_profiles(folder: Path) -> list[Path]:
-    return [p for p in sorted([*folder.glob("*.yaml"), *folder.glob("*.yml")])
-            if not p.name.endswith(".resolved.yaml") and _looks_like_profile(p)]
+    return [
+        p
+        for p in sorted([*folder.glob("*.yaml"), *folder.glob("*.yml")])
+        if not p.name.endswith(".resolved.yaml") and _looks_like_profile(p)
+    ]
 
 
 def build_calibration(path: Path, samples: Sequence[Path] = ()) -> tuple[str, str]:
@@ -173,8 +188,11 @@ def build_calibration(path: Path, samples: Sequence[Path] = ()) -> tuple[str, st
         if not found:
             raise InputError("no calibration profile in this folder", file=path)
         if len(found) > 1:
-            raise InputError(f"{len(found)} calibration profiles in this folder "
-                             f"({', '.join(p.name for p in found)}); name the one to show", file=path)
+            raise InputError(
+                f"{len(found)} calibration profiles in this folder "
+                f"({', '.join(p.name for p in found)}); name the one to show",
+                file=path,
+            )
         path = found[0]
     from simulator.viz.calibration import profile_dashboard_html
 
@@ -199,9 +217,11 @@ def detect(path: Path, samples: Sequence[Path] = ()) -> tuple[str, Callable[[Pat
         return "run", build_run
     if _calibration_profiles(folder):
         return "calibration", calibration
-    raise InputError("not a results folder: expected a run (summary.json and frames), a comparison "
-                     "(compare.resolved.yaml), a study (study.resolved.yaml) or a calibration profile",
-                     file=folder)
+    raise InputError(
+        "not a results folder: expected a run (summary.json and frames), a comparison "
+        "(compare.resolved.yaml), a study (study.resolved.yaml) or a calibration profile",
+        file=folder,
+    )
 
 
 def _size(n: int) -> str:
@@ -213,23 +233,32 @@ def register(app: typer.Typer) -> None:
 
     @app.command()
     def dashboard(
-        results: Annotated[list[Path], typer.Argument(
-            help="Results folders (run, comparison, study) or calibration profiles (a YAML file, "
-                 "or a folder holding one).")],
+        results: Annotated[
+            list[Path],
+            typer.Argument(
+                help="Results folders (run, comparison, study) or calibration profiles (a YAML file, "
+                "or a folder holding one)."
+            ),
+        ],
         output: Annotated[
             Path | None, typer.Option("-o", "--output", help="HTML file to write (one folder only).")
         ] = None,
         samples: Annotated[
-            list[Path] | None, typer.Option(
-                "--samples", help="Folder to look for a calibration profile's benchmark logs in "
-                                  "(repeatable; also searched: beside the profile, "
-                                  "../shared/calibration/nccl-tests).")
+            list[Path] | None,
+            typer.Option(
+                "--samples",
+                help="Folder to look for a calibration profile's benchmark logs in "
+                "(repeatable; also searched: beside the profile, "
+                "../shared/calibration/nccl-tests).",
+            ),
         ] = None,
     ) -> None:
         """Rebuild dashboards from saved results only (no simulation)."""
         try:
             if output is not None and len(results) > 1:
-                raise InputError("-o/--output takes one results folder; without it each folder is rebuilt in place")
+                raise InputError(
+                    "-o/--output takes one results folder; without it each folder is rebuilt in place"
+                )
             for folder in results:
                 t = time.perf_counter()
                 kind, build = detect(folder, samples or ())
@@ -237,8 +266,12 @@ def register(app: typer.Typer) -> None:
                 base = folder.parent if folder.is_file() else folder
                 path = output or base / default_name
                 write_atomic(path, html)
-                console.print(f"{kind} dashboard: {path} ({_size(len(html.encode()))}, "
-                              f"built in {time.perf_counter() - t:.1f} s)", markup=False, soft_wrap=True)
+                console.print(
+                    f"{kind} dashboard: {path} ({_size(len(html.encode()))}, "
+                    f"built in {time.perf_counter() - t:.1f} s)",
+                    markup=False,
+                    soft_wrap=True,
+                )
         except ClustersimError as err:
             fail(err)
 
@@ -246,12 +279,15 @@ def register(app: typer.Typer) -> None:
     def trace(
         results: Annotated[Path, typer.Argument(help="Run results folder.")],
         output: Annotated[
-            Path | None, typer.Option("-o", "--output", help="Trace JSON to write (default RESULTS/trace.json).")
+            Path | None,
+            typer.Option("-o", "--output", help="Trace JSON to write (default RESULTS/trace.json)."),
         ] = None,
         step: Annotated[
             list[int] | None, typer.Option("--step", help="Only these steps (repeatable; default all).")
         ] = None,
-        links: Annotated[int, typer.Option(help="Busiest links given a utilization counter track.", min=0)] = 8,
+        links: Annotated[
+            int, typer.Option(help="Busiest links given a utilization counter track.", min=0)
+        ] = 8,
     ) -> None:
         """Write the step timeline as a Chrome/Perfetto trace (open in ui.perfetto.dev)."""
         from simulator.metrics.store import read_frames
@@ -260,10 +296,16 @@ def register(app: typer.Typer) -> None:
         try:
             frames = read_frames(results)
             if "ops" not in frames:
-                raise InputError("no ops frame (ops.parquet / ops.csv): not a step-level run folder", file=results)
+                raise InputError(
+                    "no ops frame (ops.parquet / ops.csv): not a step-level run folder", file=results
+                )
             path = output or results / "trace.json"
             counts = write_chrome_trace(frames, path, steps=step or None, top_links=links)
         except ClustersimError as err:
             fail(err)
-        console.print(f"trace: {path} ({counts['ops']:,} ops, {counts['counter_samples']:,} counter samples on "
-                      f"{counts['link_counters']} links; open in https://ui.perfetto.dev)", markup=False, soft_wrap=True)
+        console.print(
+            f"trace: {path} ({counts['ops']:,} ops, {counts['counter_samples']:,} counter samples on "
+            f"{counts['link_counters']} links; open in https://ui.perfetto.dev)",
+            markup=False,
+            soft_wrap=True,
+        )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
@@ -49,8 +49,8 @@ def summary_table(summary: dict, title: str = "summary") -> Table:
 
 def _check_file(path: Path) -> str:
     """Validate one file of `scenarios/` by its kind; a short description when it is fine."""
-    from simulator.scenario.prepare import prepare
     from simulator.config.loader import read_document
+    from simulator.scenario.prepare import prepare
 
     doc = read_document(path)
     data = doc.data if isinstance(doc.data, dict) else {}
@@ -75,9 +75,9 @@ def register(app: typer.Typer) -> None:
     @app.command()
     def run(
         scenario: Annotated[Path, typer.Argument(help="Scenario YAML file.")],
-        output: Annotated[Optional[Path], typer.Option("-o", "--output", help="Results folder.")] = None,
-        steps: Annotated[Optional[int], typer.Option(help="Override run.steps.", min=1)] = None,
-        seed: Annotated[Optional[int], typer.Option(help="Override the scenario's seed.", min=0)] = None,
+        output: Annotated[Path | None, typer.Option("-o", "--output", help="Results folder.")] = None,
+        steps: Annotated[int | None, typer.Option(help="Override run.steps.", min=1)] = None,
+        seed: Annotated[int | None, typer.Option(help="Override the scenario's seed.", min=0)] = None,
         dashboard: Annotated[bool, typer.Option(help="Write dashboard.html.")] = True,
     ) -> None:
         """Simulate a scenario and write frames, summary.json and dashboard.html."""
@@ -94,8 +94,12 @@ def register(app: typer.Typer) -> None:
             check_output_folder(out)
             n_steps = prep.scenario.spec.run.steps
             with Progress(
-                TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total} steps"),
-                TimeElapsedColumn(), console=console, transient=True,
+                TextColumn("[bold]{task.description}"),
+                BarColumn(),
+                TextColumn("{task.completed}/{task.total} steps"),
+                TimeElapsedColumn(),
+                console=console,
+                transient=True,
             ) as progress:
                 task = progress.add_task(f"simulating {prep.scenario.name}", total=n_steps)
                 result = execute(prep, on_step=lambda k: progress.update(task, completed=k + 1), seed=seed)
@@ -124,25 +128,33 @@ def register(app: typer.Typer) -> None:
     @app.command()
     def schema(
         kind: Annotated[
-            str, typer.Argument(help="scenario | trace | workload | model | topology-header | gpu | compare | study | profile")
+            str,
+            typer.Argument(
+                help="scenario | trace | workload | model | topology-header | gpu | compare | study | profile"
+            ),
         ] = "scenario",
     ) -> None:
         """Print the JSON schema of an input file kind."""
-        from simulator.network.hardware import GPUSpec
-        from simulator.scenario.spec import ScenarioSpec
-        from simulator.network.topology import TopologyHeader
-        from simulator.errors import InputError
-        from simulator.workload.trace import TraceSpec
-
         from simulator.calibration.profile import CalibrationProfile
+        from simulator.errors import InputError
+        from simulator.network.hardware import GPUSpec
+        from simulator.network.topology import TopologyHeader
+        from simulator.scenario.spec import ScenarioSpec
         from simulator.study.compare import CompareSpec
         from simulator.study.sweep import StudySpec
         from simulator.workload.generate import WorkloadSpec
         from simulator.workload.model import ModelSpec
+        from simulator.workload.trace import TraceSpec
 
         kinds = {
-            "scenario": ScenarioSpec, "trace": TraceSpec, "topology-header": TopologyHeader, "gpu": GPUSpec,
-            "compare": CompareSpec, "study": StudySpec, "workload": WorkloadSpec, "model": ModelSpec,
+            "scenario": ScenarioSpec,
+            "trace": TraceSpec,
+            "topology-header": TopologyHeader,
+            "gpu": GPUSpec,
+            "compare": CompareSpec,
+            "study": StudySpec,
+            "workload": WorkloadSpec,
+            "model": ModelSpec,
             "profile": CalibrationProfile,
         }
         if kind not in kinds:

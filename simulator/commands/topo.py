@@ -10,8 +10,8 @@ import typer
 from rich.table import Table
 
 from simulator.commands.common import console, fail
-from simulator.io import write_atomic
 from simulator.errors import ClustersimError
+from simulator.io import write_atomic
 
 
 def _si(value: float, unit: str) -> str:
@@ -38,9 +38,7 @@ def _facts_table(facts: dict[str, Any]) -> Table:
     t.add_row("diameter (links)", str(facts["diameter_links"]))
     t.add_row("diameter method", facts["diameter_method"])
     over = ", ".join(
-        f"tier {k}: {v:.2f}:1"
-        for k, v in facts["oversubscription_by_tier"].items()
-        if v is not None
+        f"tier {k}: {v:.2f}:1" for k, v in facts["oversubscription_by_tier"].items() if v is not None
     )
     t.add_row("oversubscription", over or "-")
     return t
@@ -85,9 +83,9 @@ def topo(
 ) -> None:
     """Print a topology's facts and network cost, and write an offline HTML drawing."""
     # heavy imports here keep `clustersim --help` fast
-    from simulator.network.topology import load_topology
     from simulator.network.cost import cost_summary, estimate_cost, load_prices
     from simulator.network.facts import topology_facts
+    from simulator.network.topology import load_topology
     from simulator.viz.topology import topology_figure
 
     try:

@@ -159,7 +159,13 @@ def _clean_loc(doc: Document, loc: Loc) -> Loc:
     out: list[str | int] = []
     data: Any = doc.data
     for part in loc:
-        if isinstance(data, dict) and part in data or isinstance(data, list) and isinstance(part, int) and 0 <= part < len(data):
+        if (
+            isinstance(data, dict)
+            and part in data
+            or isinstance(data, list)
+            and isinstance(part, int)
+            and 0 <= part < len(data)
+        ):
             out.append(part)
             data = data[part]
         elif isinstance(data, (dict, list)):

@@ -91,7 +91,9 @@ class StepSimulator:
         self.cost = cost
         self.settings = settings or StepSettings()
         self.tuning = tuning
-        self.fabric = Fabric(self.env, cluster.links.capacity_bytes_per_s, record_links=self.settings.record_links)
+        self.fabric = Fabric(
+            self.env, cluster.links.capacity_bytes_per_s, record_links=self.settings.record_links
+        )
         self.fabric.factor = cluster.capacity_factors()
         self.cost.slowdown.update(cluster.stragglers)
         self._streams = stream_ops(program)
@@ -104,7 +106,9 @@ class StepSimulator:
         sim_ranks = program.simulated_ranks
         self._simulated = set(sim_ranks)
         self._members = {
-            op.id: sum(1 for r in op.ranks if r in self._simulated) for op in program.ops if op.kind != "compute"
+            op.id: sum(1 for r in op.ranks if r in self._simulated)
+            for op in program.ops
+            if op.kind != "compute"
         }
         self._rank_deps = self._split_deps(program)
         used = sorted({program.rank_gpus[r] for op in program.ops for r in (*op.ranks, *op.group)})
@@ -173,7 +177,9 @@ class StepSimulator:
         self._prepared[op.id] = p
         return p
 
-    def _phase(self, latency_s: float, flows: list[tuple[np.ndarray, np.ndarray, float, str]]) -> PreparedPhase:
+    def _phase(
+        self, latency_s: float, flows: list[tuple[np.ndarray, np.ndarray, float, str]]
+    ) -> PreparedPhase:
         return PreparedPhase(latency_s, flows, self._isolated_s(flows))
 
     def _isolated_s(self, flows: list[tuple[np.ndarray, np.ndarray, float, str]]) -> float:
@@ -187,7 +193,7 @@ class StepSimulator:
         flow_of = np.repeat(np.arange(len(flows)), lens)
         cap = self.fabric.capacity[used]
         rates = max_min_rates(flow_of, compact, np.concatenate([f[1] for f in flows]), cap, len(flows))
-        return max((f[2] / r if r > 0 else 0.0) for f, r in zip(flows, rates))
+        return max((f[2] / r if r > 0 else 0.0) for f, r in zip(flows, rates, strict=False))
 
     def _tune(self, op: Op, p: PreparedOp) -> None:
         plan = p.plan
@@ -249,7 +255,22 @@ class StepSimulator:
                 start = env.now
                 yield env.timeout(self.cost.compute_s(op, gpu))
                 self.op_rows.append(
-                    (step, op.id, op.kind, op.tag, rank, stream, start, start, env.now, 0.0, op.flops, "", "", 1)
+                    (
+                        step,
+                        op.id,
+                        op.kind,
+                        op.tag,
+                        rank,
+                        stream,
+                        start,
+                        start,
+                        env.now,
+                        0.0,
+                        op.flops,
+                        "",
+                        "",
+                        1,
+                    )
                 )
                 done[op.id].succeed()
             else:
@@ -286,6 +307,21 @@ class StepSimulator:
         n = plan.n_ranks if plan else 1
         for rank, ready in arrivals.items():
             self.op_rows.append(
-                (step, op.id, op.kind, op.tag, rank, op.stream, ready, start, env.now, op.size_bytes, 0.0, coll, algo, n)
+                (
+                    step,
+                    op.id,
+                    op.kind,
+                    op.tag,
+                    rank,
+                    op.stream,
+                    ready,
+                    start,
+                    env.now,
+                    op.size_bytes,
+                    0.0,
+                    coll,
+                    algo,
+                    n,
+                )
             )
         done.succeed()

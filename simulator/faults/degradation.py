@@ -84,9 +84,7 @@ class FlappingLinkSpec(_EpisodeBase):
     component_class: ClassVar[str] = "link"
 
 
-DegradationSpec = Annotated[
-    StragglerSpec | DegradedLinkSpec | FlappingLinkSpec, Field(discriminator="kind")
-]
+DegradationSpec = Annotated[StragglerSpec | DegradedLinkSpec | FlappingLinkSpec, Field(discriminator="kind")]
 
 
 @dataclasses.dataclass(frozen=True)

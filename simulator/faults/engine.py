@@ -101,7 +101,18 @@ class _Repair:
 
 
 class _Seg:
-    __slots__ = ("start", "end", "phase", "step_s", "step_from", "step_to", "kept_to", "state", "gpus", "excluded")
+    __slots__ = (
+        "start",
+        "end",
+        "phase",
+        "step_s",
+        "step_from",
+        "step_to",
+        "kept_to",
+        "state",
+        "gpus",
+        "excluded",
+    )
 
     def __init__(self, start, end, phase, step_s, step_from, step_to, state, gpus, excluded):  # type: ignore[no-untyped-def]
         self.start, self.end, self.phase, self.step_s = start, end, phase, step_s
@@ -299,13 +310,31 @@ class RunLevelEngine:
             new = self.progress + dt / step_s
             if abs(new - self.target) <= 1e-9 * max(1.0, self.target):
                 new = self.target
-            seg = _Seg(self.phase_start, now, "compute", step_s, self.progress, new,
-                       self.state, self._gpus_in_use(), self.excluded)
+            seg = _Seg(
+                self.phase_start,
+                now,
+                "compute",
+                step_s,
+                self.progress,
+                new,
+                self.state,
+                self._gpus_in_use(),
+                self.excluded,
+            )
             self._compute_segs.append(seg)
             self.progress = new
         else:
-            seg = _Seg(self.phase_start, now, self.phase, 0.0, self.progress, self.progress,
-                       self.state, self._gpus_in_use(), self.excluded)
+            seg = _Seg(
+                self.phase_start,
+                now,
+                self.phase,
+                0.0,
+                self.progress,
+                self.progress,
+                self.state,
+                self._gpus_in_use(),
+                self.excluded,
+            )
         self.segments.append(seg)
         self.phase_start = now
 
@@ -343,8 +372,9 @@ class RunLevelEngine:
                 self.commit_storage = self.draining
                 self.draining, self.drain_end_s = None, math.inf
                 self._refresh_state(draining=False)
-                self._incident("checkpoint", cause="drain", duration_s=0.0, committed=True,
-                               step=self.commit_storage)
+                self._incident(
+                    "checkpoint", cause="drain", duration_s=0.0, committed=True, step=self.commit_storage
+                )
             if self.progress >= self.target and (not self.draining or self.policy.mode == "memory"):
                 self._start_checkpoint()
         elif self.phase == "checkpoint":
@@ -352,8 +382,12 @@ class RunLevelEngine:
         elif self.phase == "restart":
             self._end_restart()
         elif self.phase == "rejoin":
-            self._incident("rejoin", time_s=self.phase_end - self.policy.spec.rejoin_s,
-                           duration_s=self.policy.spec.rejoin_s, step=self.progress)
+            self._incident(
+                "rejoin",
+                time_s=self.phase_end - self.policy.spec.rejoin_s,
+                duration_s=self.policy.spec.rejoin_s,
+                step=self.progress,
+            )
             self.excluded = self._ready_excluded()
             self._refresh_state(dp_replicas=self.job.dp_replicas - len(self.excluded))
             self._set_phase("compute")
@@ -378,18 +412,32 @@ class RunLevelEngine:
                 self.draining = snap
                 self.drain_end_s = self.env.now + self._ckpt_cost_s("write")
                 self._refresh_state(draining=True)
-        self._incident("checkpoint", time_s=self._ckpt_started, cause=mode,
-                       duration_s=self.env.now - self._ckpt_started,
-                       committed=True, step=snap)
+        self._incident(
+            "checkpoint",
+            time_s=self._ckpt_started,
+            cause=mode,
+            duration_s=self.env.now - self._ckpt_started,
+            committed=True,
+            step=snap,
+        )
         self.target = self.progress + self.interval_steps
         self._enter_compute()
 
     def _end_restart(self) -> None:
         parts = self.restart_parts
-        self._incident("restart", duration_s=self.env.now - parts["start"], cause=parts["resume"],
-                       committed=True, detect_s=parts["detect_s"], queue_s=parts["queue_s"],
-                       wait_s=parts["wait_s"], init_s=parts["init_s"], load_s=parts["load_s"],
-                       load_source=parts["load_source"], step=self.progress)
+        self._incident(
+            "restart",
+            duration_s=self.env.now - parts["start"],
+            cause=parts["resume"],
+            committed=True,
+            detect_s=parts["detect_s"],
+            queue_s=parts["queue_s"],
+            wait_s=parts["wait_s"],
+            init_s=parts["init_s"],
+            load_s=parts["load_s"],
+            load_source=parts["load_source"],
+            step=self.progress,
+        )
         self.excluded = self._ready_excluded()
         self._refresh_state(dp_replicas=self.job.dp_replicas - len(self.excluded))
         self.target = self.progress + self.interval_steps
@@ -417,7 +465,9 @@ class RunLevelEngine:
         hit = self._hosts_of(ev)
         down = self.down_hosts()
         in_use = frozenset(
-            h for h in hit if h not in down and not any(r in self.excluded for r in self.job.replicas_of_host(h))
+            h
+            for h in hit
+            if h not in down and not any(r in self.excluded for r in self.job.replicas_of_host(h))
         )
         if hit and not in_use:
             # hardware of a replica already out of the job: it must be repaired before rejoining
@@ -433,23 +483,47 @@ class RunLevelEngine:
                     if end > self.phase_end:
                         p["wait_s"] += end - self.phase_end
                         self.phase_end = end
-            self._incident("failure", component_class=ev.component_class, component=str(ev.component),
-                           cause=ev.cause, gpus=ev.n_gpus, hosts=_hosts_str(hit), interrupted=False,
-                           step=self.progress, out_until_s=now)
+            self._incident(
+                "failure",
+                component_class=ev.component_class,
+                component=str(ev.component),
+                cause=ev.cause,
+                gpus=ev.n_gpus,
+                hosts=_hosts_str(hit),
+                interrupted=False,
+                step=self.progress,
+                out_until_s=now,
+            )
             return
         step_at_failure = self.progress
         aborted_stall = 0.0
         if self.phase == "checkpoint":
             aborted_stall = now - self._ckpt_started
-            self._incident("checkpoint", time_s=self._ckpt_started, cause=self.policy.mode,
-                           duration_s=aborted_stall, committed=False, step=self.snapshot)
+            self._incident(
+                "checkpoint",
+                time_s=self._ckpt_started,
+                cause=self.policy.mode,
+                duration_s=aborted_stall,
+                committed=False,
+                step=self.snapshot,
+            )
             self.snapshot = None
         elif self.phase == "restart":
             p = self.restart_parts
-            self._incident("restart", time_s=p["start"], duration_s=now - p["start"], cause=p["resume"],
-                           committed=False, detect_s=p["detect_s"], queue_s=p["queue_s"],
-                           wait_s=p["wait_s"], init_s=p["init_s"], load_s=p["load_s"],
-                           load_source=p["load_source"], step=self.progress)
+            self._incident(
+                "restart",
+                time_s=p["start"],
+                duration_s=now - p["start"],
+                cause=p["resume"],
+                committed=False,
+                detect_s=p["detect_s"],
+                queue_s=p["queue_s"],
+                wait_s=p["wait_s"],
+                init_s=p["init_s"],
+                load_s=p["load_s"],
+                load_source=p["load_source"],
+                step=self.progress,
+            )
         if self.draining:
             self.draining, self.drain_end_s = None, math.inf
         self.pending_rejoin = False
@@ -490,18 +564,39 @@ class RunLevelEngine:
         out_until = now + detect + rec.queue_s + rec.wait_s
         for h in in_use:
             out_until = max(out_until, self.down_until.get(h, 0.0))
-        self._incident("failure", component_class=ev.component_class, component=str(ev.component),
-                       cause=ev.cause, gpus=ev.n_gpus, hosts=_hosts_str(in_use), interrupted=True,
-                       lost_work_s=lost, step=step_at_failure, resume_step=resume,
-                       out_until_s=out_until)
+        self._incident(
+            "failure",
+            component_class=ev.component_class,
+            component=str(ev.component),
+            cause=ev.cause,
+            gpus=ev.n_gpus,
+            hosts=_hosts_str(in_use),
+            interrupted=True,
+            lost_work_s=lost,
+            step=step_at_failure,
+            resume_step=resume,
+            out_until_s=out_until,
+        )
         if ev.repair_s > 0 and in_use:
-            self._incident("repair", time_s=now + ev.repair_s, component_class=ev.component_class,
-                           component=str(ev.component), cause=ev.cause, duration_s=ev.repair_s,
-                           hosts=_hosts_str(in_use))
+            self._incident(
+                "repair",
+                time_s=now + ev.repair_s,
+                component_class=ev.component_class,
+                component=str(ev.component),
+                cause=ev.cause,
+                duration_s=ev.repair_s,
+                hosts=_hosts_str(in_use),
+            )
         self.excluded = self._ready_excluded()
         self.restart_parts = {
-            "start": now, "resume": rec.resume, "detect_s": detect, "queue_s": rec.queue_s,
-            "wait_s": rec.wait_s, "init_s": init, "load_s": load, "load_source": rec.load or "",
+            "start": now,
+            "resume": rec.resume,
+            "detect_s": detect,
+            "queue_s": rec.queue_s,
+            "wait_s": rec.wait_s,
+            "init_s": init,
+            "load_s": load,
+            "load_source": rec.load or "",
         }
         self._set_phase("restart", total)
 
@@ -538,8 +633,14 @@ class RunLevelEngine:
             down_links=frozenset(self._down_links),
         )
         if ch.start:
-            self._incident("degradation", component_class="gpu" if ch.kind == "straggler" else "link",
-                           component=ch.component, cause=ch.kind, duration_s=ch.duration_s, step=self.progress)
+            self._incident(
+                "degradation",
+                component_class="gpu" if ch.kind == "straggler" else "link",
+                component=ch.component,
+                cause=ch.kind,
+                duration_s=ch.duration_s,
+                step=self.progress,
+            )
 
     def _repaired(self) -> None:
         if self.phase == "compute":
@@ -554,18 +655,35 @@ class RunLevelEngine:
 
     def _incident(self, kind: str, **values: Any) -> None:
         row: dict[str, Any] = {c: None for c in INCIDENT_COLUMNS}
-        row.update(time_s=self.env.now, kind=kind, duration_s=0.0, lost_work_s=0.0, gpus=0,
-                   interrupted=False, committed=False)
+        row.update(
+            time_s=self.env.now,
+            kind=kind,
+            duration_s=0.0,
+            lost_work_s=0.0,
+            gpus=0,
+            interrupted=False,
+            committed=False,
+        )
         row.update(values)
         self.incidents.append(row)
 
     def _finish(self) -> None:
         if self.phase == "restart":
             p = self.restart_parts
-            self._incident("restart", time_s=p["start"], duration_s=self.env.now - p["start"], cause=p["resume"],
-                           committed=False, detect_s=p["detect_s"], queue_s=p["queue_s"], wait_s=p["wait_s"],
-                           init_s=p["init_s"], load_s=p["load_s"], load_source=p["load_source"],
-                           step=self.progress)
+            self._incident(
+                "restart",
+                time_s=p["start"],
+                duration_s=self.env.now - p["start"],
+                cause=p["resume"],
+                committed=False,
+                detect_s=p["detect_s"],
+                queue_s=p["queue_s"],
+                wait_s=p["wait_s"],
+                init_s=p["init_s"],
+                load_s=p["load_s"],
+                load_source=p["load_source"],
+                step=self.progress,
+            )
         self.phase = "done"
 
     def result(self) -> RunLevelResult:
@@ -576,13 +694,26 @@ class RunLevelEngine:
         for s in segs:
             kept = max(0.0, min(s.kept_to, s.step_to) - s.step_from) if s.phase == "compute" else 0.0
             st: ClusterState = s.state
-            rows.append((
-                s.start, s.end, s.phase, s.step_s, s.step_to - s.step_from, kept, kept * s.step_s,
-                st.dp_replicas, s.gpus, ",".join(map(str, sorted(s.excluded))), len(st.stragglers),
-                len(st.degraded_links), len(st.down_links), st.draining,
-                s.phase == "compute" and (not st.healthy or st.dp_replicas < self.job.dp_replicas),
-                reprs.get(id(st)) or reprs.setdefault(id(st), repr(st.performance_key())),
-            ))
+            rows.append(
+                (
+                    s.start,
+                    s.end,
+                    s.phase,
+                    s.step_s,
+                    s.step_to - s.step_from,
+                    kept,
+                    kept * s.step_s,
+                    st.dp_replicas,
+                    s.gpus,
+                    ",".join(map(str, sorted(s.excluded))),
+                    len(st.stragglers),
+                    len(st.degraded_links),
+                    len(st.down_links),
+                    st.draining,
+                    s.phase == "compute" and (not st.healthy or st.dp_replicas < self.job.dp_replicas),
+                    reprs.get(id(st)) or reprs.setdefault(id(st), repr(st.performance_key())),
+                )
+            )
         segments = pd.DataFrame(rows, columns=SEGMENT_COLUMNS)
         incidents = pd.DataFrame(self.incidents, columns=INCIDENT_COLUMNS)
         incidents = incidents.sort_values("time_s", kind="stable").reset_index(drop=True)

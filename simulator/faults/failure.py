@@ -195,7 +195,9 @@ class ScheduledFailureSpec(_FailureBase):
     """A failure at a given time on a given component (e.g. a planned switch outage)."""
 
     kind: Literal["scheduled"] = Field(description="Failure model tag.")
-    at_s: float | list[float] = Field(description="Time(s) of the failure from the run start, s (YAML: at_h).")
+    at_s: float | list[float] = Field(
+        description="Time(s) of the failure from the run start, s (YAML: at_h)."
+    )
     component: int | None = Field(None, ge=0, description="Index of the component within its class.")
     node: str | None = Field(
         None, description="Name of the component (e.g. 'host-12'); its trailing number is the index."
@@ -233,9 +235,7 @@ class FailureEvent:
     repair_s: float
 
 
-def interruption_rate_per_s(
-    specs: list[Any], job: JobShape, mtbf_scale: float = 1.0
-) -> float:
+def interruption_rate_per_s(specs: list[Any], job: JobShape, mtbf_scale: float = 1.0) -> float:
     """Long-run rate of job interruptions from the random (non-scheduled) failure sources."""
     rate = 0.0
     for spec in specs:

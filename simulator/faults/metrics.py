@@ -35,9 +35,18 @@ import pandas as pd
 from scipy import stats
 
 METRICS = (
-    "goodput", "ettr", "interruptions", "job_mtti_s", "lost_work_per_interruption_s",
-    "lost_work_s", "checkpoint_s", "restart_s", "restart_wait_s", "degraded_s",
-    "restart_per_interruption_s", "checkpoints",
+    "goodput",
+    "ettr",
+    "interruptions",
+    "job_mtti_s",
+    "lost_work_per_interruption_s",
+    "lost_work_s",
+    "checkpoint_s",
+    "restart_s",
+    "restart_wait_s",
+    "degraded_s",
+    "restart_per_interruption_s",
+    "checkpoints",
 )
 
 

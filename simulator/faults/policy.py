@@ -31,7 +31,6 @@ from simulator.faults.formulas import daly_interval_s, young_interval_s
 from simulator.faults.state import JobShape
 
 
-
 class RunView(Protocol):
     """What a policy sees of the run it recovers (the run-level engine provides it)."""
 
@@ -259,7 +258,9 @@ class InMemory(CheckpointRestart):
         n_hosts = run.job.n_hosts
         off = self.spec.peer_host_offset
         down = run.down_hosts()
-        peers_ok = all(((h + off) % n_hosts) not in hosts and ((h + off) % n_hosts) not in down for h in hosts)
+        peers_ok = all(
+            ((h + off) % n_hosts) not in hosts and ((h + off) % n_hosts) not in down for h in hosts
+        )
         if run.memory_checkpoint_newer() and peers_ok:
             return dataclasses.replace(base, resume="memory", load="peer")
         return base

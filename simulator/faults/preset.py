@@ -72,7 +72,9 @@ def reference_job() -> JobShape:
     return JobShape(n_gpus=LLAMA3_GPUS, gpus_per_node=8, gpus_per_replica=128)
 
 
-def llama3_405b_dicts(include_planned: bool = False, duration_days: float = LLAMA3_DAYS) -> list[dict[str, Any]]:
+def llama3_405b_dicts(
+    include_planned: bool = False, duration_days: float = LLAMA3_DAYS
+) -> list[dict[str, Any]]:
     """The preset as YAML-like dicts (human units), one failure spec per cause."""
     ref = reference_job()
     hours = LLAMA3_DAYS * 24.0
@@ -90,10 +92,15 @@ def llama3_405b_dicts(include_planned: bool = False, duration_days: float = LLAM
     if include_planned:
         gap_h = duration_days * 24.0 / (LLAMA3_PLANNED * duration_days / LLAMA3_DAYS + 1)
         n = int(LLAMA3_PLANNED * duration_days / LLAMA3_DAYS)
-        out.append({
-            "kind": "scheduled", "target": "software", "cause": "planned maintenance",
-            "at_h": [gap_h * (i + 1) for i in range(n)], "blast_gpus": 0,
-        })
+        out.append(
+            {
+                "kind": "scheduled",
+                "target": "software",
+                "cause": "planned maintenance",
+                "at_h": [gap_h * (i + 1) for i in range(n)],
+                "blast_gpus": 0,
+            }
+        )
     return out
 
 

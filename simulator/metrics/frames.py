@@ -19,10 +19,31 @@ import numpy as np
 import pandas as pd
 
 OP_COLUMNS = [
-    "step", "op_id", "kind", "tag", "rank", "stream", "ready_at_s", "started_at_s", "finished_at_s",
-    "size_bytes", "flops", "collective", "algorithm", "n_ranks",
+    "step",
+    "op_id",
+    "kind",
+    "tag",
+    "rank",
+    "stream",
+    "ready_at_s",
+    "started_at_s",
+    "finished_at_s",
+    "size_bytes",
+    "flops",
+    "collective",
+    "algorithm",
+    "n_ranks",
 ]
-FLOW_COLUMNS = ["flow_id", "op_id", "label", "n_links", "link_crossings", "size_bytes", "started_at_s", "finished_at_s"]
+FLOW_COLUMNS = [
+    "flow_id",
+    "op_id",
+    "label",
+    "n_links",
+    "link_crossings",
+    "size_bytes",
+    "started_at_s",
+    "finished_at_s",
+]
 
 
 def ops_frame(rows: list[tuple], rank_gpus: list[str], role: dict[int, str]) -> pd.DataFrame:
@@ -132,6 +153,17 @@ def steps_frame(ops: pd.DataFrame, step_rows: list[tuple], weight: dict[int, int
     df = pd.DataFrame.from_records(records)
     exposed_cols = sorted(c for c in df.columns if c.startswith("exposed_") and c != "exposed_comm_s")
     df[exposed_cols] = df[exposed_cols].fillna(0.0)
-    cols = ["step", "rank", "started_at_s", "finished_at_s", "step_time_s", "compute_s", "comm_s",
-            "exposed_comm_s", "idle_s", "weight", *exposed_cols]
+    cols = [
+        "step",
+        "rank",
+        "started_at_s",
+        "finished_at_s",
+        "step_time_s",
+        "compute_s",
+        "comm_s",
+        "exposed_comm_s",
+        "idle_s",
+        "weight",
+        *exposed_cols,
+    ]
     return df[cols]

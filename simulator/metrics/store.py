@@ -14,14 +14,34 @@ from typing import Any
 
 import pandas as pd
 
-from simulator.io import write_atomic
 from simulator.errors import InputError
+from simulator.io import write_atomic
 
 # text columns of the frames: read back as text even when every value is empty
-TEXT_COLUMNS = frozenset({
-    "op_id", "kind", "tag", "stream", "collective", "algorithm", "gpu", "role", "label", "link", "src",
-    "dst", "medium", "phase", "component", "component_class", "cause", "policy", "variant", "state",
-})
+TEXT_COLUMNS = frozenset(
+    {
+        "op_id",
+        "kind",
+        "tag",
+        "stream",
+        "collective",
+        "algorithm",
+        "gpu",
+        "role",
+        "label",
+        "link",
+        "src",
+        "dst",
+        "medium",
+        "phase",
+        "component",
+        "component_class",
+        "cause",
+        "policy",
+        "variant",
+        "state",
+    }
+)
 
 FRAME_NAMES = ("ops", "flows", "links", "steps", "incidents", "segments", "runs")
 
@@ -79,7 +99,9 @@ def read_table(folder: str | Path, name: str) -> pd.DataFrame | None:
         header = pd.read_csv(csv, nrows=0).columns
         df = pd.read_csv(csv, dtype={c: str for c in header if c in TEXT_COLUMNS})
     except Exception as exc:  # pyarrow, the CSV parser and the OS raise many kinds
-        raise InputError(f"cannot read saved frame ({type(exc).__name__}: {exc})".splitlines()[0], file=path) from None
+        raise InputError(
+            f"cannot read saved frame ({type(exc).__name__}: {exc})".splitlines()[0], file=path
+        ) from None
     for col in df.columns:
         if not pd.api.types.is_numeric_dtype(df[col]) and not pd.api.types.is_bool_dtype(df[col]):
             df[col] = df[col].fillna("")

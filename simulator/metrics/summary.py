@@ -30,13 +30,21 @@ import pandas as pd
 def busiest_links(links: pd.DataFrame, run_time_s: float, top: int = 10) -> pd.DataFrame:
     """Mean utilization of each directed link over the run, highest first."""
     if links.empty or run_time_s <= 0:
-        return pd.DataFrame(columns=["link", "medium", "tier", "bytes", "mean_utilization", "peak_utilization"])
+        return pd.DataFrame(
+            columns=["link", "medium", "tier", "bytes", "mean_utilization", "peak_utilization"]
+        )
     agg = links.groupby(["link", "medium", "tier"], as_index=False).agg(
-        bytes=("bytes", "sum"), capacity=("capacity_bytes_per_s", "first"), peak_utilization=("utilization", "max")
+        bytes=("bytes", "sum"),
+        capacity=("capacity_bytes_per_s", "first"),
+        peak_utilization=("utilization", "max"),
     )
     agg["mean_utilization"] = agg["bytes"] / (agg["capacity"] * run_time_s)
     agg = agg.sort_values(["mean_utilization", "link"], ascending=[False, True], kind="stable")
-    return agg[["link", "medium", "tier", "bytes", "mean_utilization", "peak_utilization"]].head(top).reset_index(drop=True)
+    return (
+        agg[["link", "medium", "tier", "bytes", "mean_utilization", "peak_utilization"]]
+        .head(top)
+        .reset_index(drop=True)
+    )
 
 
 def step_summary(steps: pd.DataFrame) -> dict[str, Any]:

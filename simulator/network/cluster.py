@@ -13,11 +13,11 @@ from collections.abc import Iterable
 
 import networkx as nx
 
-from simulator.network.hardware import GPUSpec
 from simulator.errors import SimulationError
 from simulator.network.collective import Topo
 from simulator.network.graph import gpus as graph_gpus
 from simulator.network.graph import natural_key
+from simulator.network.hardware import GPUSpec
 from simulator.network.routing import LinkTable, Router
 
 MEDIA_SUFFIX = "/media"
@@ -48,7 +48,10 @@ class Cluster:
             (n for n, d in g.nodes(data=True) if d.get("kind") == "storage"), key=natural_key
         )
         for s in self.storage:
-            for suffix, key in ((MEDIA_SUFFIX, "write_bandwidth_bytes_per_s"), (READ_SUFFIX, "read_bandwidth_bytes_per_s")):
+            for suffix, key in (
+                (MEDIA_SUFFIX, "write_bandwidth_bytes_per_s"),
+                (READ_SUFFIX, "read_bandwidth_bytes_per_s"),
+            ):
                 bw = g.nodes[s].get(key)
                 if bw:
                     g.add_node(s + suffix, kind="storage", role="media")

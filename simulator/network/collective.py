@@ -226,9 +226,13 @@ def _hierarchical(topo: Topo, gpus: list[str], size: float) -> list[Phase]:
     inter_flows = []
     for r in range(g_local):
         order = [s[r] for s in servers]
-        inter_flows.append(PlannedFlow(_ring_edges(order), 2 * (n_srv - 1) / n_srv * size / g_local, f"rail{r}"))
+        inter_flows.append(
+            PlannedFlow(_ring_edges(order), 2 * (n_srv - 1) / n_srv * size / g_local, f"rail{r}")
+        )
     ar = Phase(2 * (n_srv - 1), inter_flows)
-    ag = Phase(g_local - 1, [PlannedFlow(f.edges, f.size_bytes, f.label.replace("ring", "ag")) for f in rs.flows])
+    ag = Phase(
+        g_local - 1, [PlannedFlow(f.edges, f.size_bytes, f.label.replace("ring", "ag")) for f in rs.flows]
+    )
     phases = [rs, ar, ag] if g_local > 1 else [ar]
     return phases
 
@@ -286,7 +290,10 @@ def _halving_doubling(kind: str, gpus: list[str], size: float) -> list[Phase]:
         dist = n >> (k + 1)
         edges = [(gpus[i], gpus[i ^ dist]) for i in range(n)]
         rs.append(Phase(1, [PlannedFlow(edges, size / (2 ** (k + 1)), f"hd r{k}")]))
-    ag = [Phase(1, [PlannedFlow(p.flows[0].edges, p.flows[0].size_bytes, p.flows[0].label + " ag")]) for p in reversed(rs)]
+    ag = [
+        Phase(1, [PlannedFlow(p.flows[0].edges, p.flows[0].size_bytes, p.flows[0].label + " ag")])
+        for p in reversed(rs)
+    ]
     if kind == "reduce_scatter":
         return rs
     if kind == "all_gather":
@@ -304,7 +311,10 @@ def _direct(kind: str, gpus: list[str], size: float) -> list[Phase]:
     edges = [(a, b) for a in gpus for b in gpus if a != b]
     share = size / n
     if kind == "all_reduce":
-        return [Phase(1, [PlannedFlow(edges, share, "direct rs")]), Phase(1, [PlannedFlow(edges, share, "direct ag")])]
+        return [
+            Phase(1, [PlannedFlow(edges, share, "direct rs")]),
+            Phase(1, [PlannedFlow(edges, share, "direct ag")]),
+        ]
     return [Phase(1, [PlannedFlow(edges, share, "direct")])]
 
 
@@ -328,7 +338,9 @@ def plan_collective(
     n_nodes = max(len({topo.server(x) for x in inst}) for inst in instances)
     for gpus in instances:
         if len(gpus) != n_ranks:
-            raise SimulationError(f"{kind}: mirrored groups must have the same size ({len(gpus)} != {n_ranks})")
+            raise SimulationError(
+                f"{kind}: mirrored groups must have the same size ({len(gpus)} != {n_ranks})"
+            )
         if n_ranks == 1:
             phases: list[Phase] = []
         elif kind == "send_recv" and n_ranks == 2:

@@ -31,10 +31,10 @@ import networkx as nx
 from pydantic import Field, RootModel, model_validator
 
 from simulator.config.base import Spec
-from simulator.network.hardware import GPUSpec
 from simulator.config.loader import load, read_document, validate
 from simulator.errors import InputError
 from simulator.network.graph import validate_graph
+from simulator.network.hardware import GPUSpec
 
 GBIT_BYTES = 1e9 / 8  # bytes/s in one Gbit/s
 GBYTE_BYTES = 1e9  # bytes/s in one GB/s
@@ -282,8 +282,7 @@ class TorusSpec(_DesignSpec):
             raise ValueError(f"every torus dimension must be >= 2, got {self.dims}")
         if self.dims[-1] % self.gpus_per_node:
             raise ValueError(
-                f"gpus_per_node ({self.gpus_per_node}) must divide the last dimension "
-                f"({self.dims[-1]})"
+                f"gpus_per_node ({self.gpus_per_node}) must divide the last dimension ({self.dims[-1]})"
             )
         return self
 
@@ -643,9 +642,7 @@ def _rail_clos(spec: SuperPodSpec | MI300XClusterSpec, gpu: GPUSpec | None) -> n
         s = i // spec.su_size
         for r, nic in enumerate(nics):
             net.link(nic, f"leaf{r}.{s}", nic_bw, lat, spec.medium, reach="aoc")
-    clos = _clos_above_leaves(
-        net, leaves, spec.switch_radix, spec.oversubscription, nic_bw, lat, spec.medium
-    )
+    clos = _clos_above_leaves(net, leaves, spec.switch_radix, spec.oversubscription, nic_bw, lat, spec.medium)
     n_gpus = spec.nodes * G
     if spec.storage:
         _attach_storage(net, spec.storage, clos["top"], [n for n, _ in leaves], spec.medium, lat)
@@ -792,9 +789,7 @@ def build_fat_tree(spec: FatTreeSpec, gpu: GPUSpec | None = None) -> nx.Graph:
     host = 0
     for pod in range(k):
         pod_edges = [_switch(net, f"pod{pod}.edge{e}", 1, "edge", k, pod=pod) for e in range(half)]
-        pod_aggs = [
-            _switch(net, f"pod{pod}.agg{a}", 2, "aggregation", k, pod=pod) for a in range(half)
-        ]
+        pod_aggs = [_switch(net, f"pod{pod}.agg{a}", 2, "aggregation", k, pod=pod) for a in range(half)]
         for e in pod_edges:
             for a in pod_aggs:
                 net.link(e, a, bw, lat, spec.medium, reach="aoc")
@@ -966,9 +961,7 @@ def build_pcie_node(spec: PCIeNodeSpec, gpu: GPUSpec | None = None) -> nx.Graph:
             f"{spec.switch_radix}-port switches allows {spec.switch_radix}",
             field="nodes",
         )
-    clos = _clos_above_leaves(
-        net, leaves, spec.switch_radix, spec.oversubscription, nic_bw, lat, spec.medium
-    )
+    clos = _clos_above_leaves(net, leaves, spec.switch_radix, spec.oversubscription, nic_bw, lat, spec.medium)
     if spec.storage:
         _attach_storage(net, spec.storage, clos["top"], [n for n, _ in leaves], spec.medium, lat)
     if spec.nodes == 1:
@@ -1022,9 +1015,7 @@ def load_design_file(path: str | Path) -> tuple[_DesignSpec, GPUSpec]:
     doc = read_document(path)
     spec = validate(DesignFile, doc).root
     if spec.gpu is None:
-        raise doc.error(
-            "required field is missing (e.g. gpu: {file: gpus/h100-sxm.yaml})", ("gpu",)
-        )
+        raise doc.error("required field is missing (e.g. gpu: {file: gpus/h100-sxm.yaml})", ("gpu",))
     gpu = load(GPUSpec, doc.path.parent / spec.gpu.file)
     if spec.name is None:
         spec = spec.model_copy(update={"name": doc.path.stem})

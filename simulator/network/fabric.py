@@ -111,7 +111,9 @@ class Fabric:
         record_links: keep per-link rate intervals (turn off for very long runs).
     """
 
-    def __init__(self, env: simpy.Environment, capacity_bytes_per_s: np.ndarray, record_links: bool = True) -> None:
+    def __init__(
+        self, env: simpy.Environment, capacity_bytes_per_s: np.ndarray, record_links: bool = True
+    ) -> None:
         self.env = env
         self.base_capacity = np.asarray(capacity_bytes_per_s, dtype=float)
         self.factor = np.ones_like(self.base_capacity)
@@ -220,7 +222,7 @@ class Fabric:
             flow_of = np.repeat(np.arange(len(flows)), lens)
             used, compact = np.unique(all_links, return_inverse=True)
             rates = max_min_rates(flow_of, compact, all_mult, self.capacity[used], len(flows))
-            for f, r in zip(flows, rates):
+            for f, r in zip(flows, rates, strict=False):
                 f.rate_bytes_per_s = float(r)
             per_link = np.bincount(compact, weights=all_mult * rates[flow_of], minlength=len(used))
         else:
@@ -262,7 +264,12 @@ class Fabric:
                 self.link_bytes[idx[closing]] += old_c[closing] * (now - since[closing])
                 if self.record_links:
                     self._chunks.append(
-                        (idx[closing].copy(), since[closing].copy(), np.full(int(closing.sum()), now), old_c[closing].copy())
+                        (
+                            idx[closing].copy(),
+                            since[closing].copy(),
+                            np.full(int(closing.sum()), now),
+                            old_c[closing].copy(),
+                        )
                     )
             self._link_rate[idx] = new[changed]
             self._link_since[idx] = now
@@ -270,8 +277,16 @@ class Fabric:
 
     def _record_flow(self, f: Flow) -> None:
         self.flow_records.append(
-            (f.flow_id, f.op_id, f.label, len(f.links), float(f.mult.sum()) if len(f.mult) else 0.0,
-             f.size_bytes, f.started_at_s, f.finished_at_s)
+            (
+                f.flow_id,
+                f.op_id,
+                f.label,
+                len(f.links),
+                float(f.mult.sum()) if len(f.mult) else 0.0,
+                f.size_bytes,
+                f.started_at_s,
+                f.finished_at_s,
+            )
         )
 
     def link_intervals(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -279,4 +294,4 @@ class Fabric:
         if not self._chunks:
             e = np.empty(0)
             return np.empty(0, dtype=np.int64), e, e, e
-        return tuple(np.concatenate(c) for c in zip(*self._chunks))  # type: ignore[return-value]
+        return tuple(np.concatenate(c) for c in zip(*self._chunks, strict=False))  # type: ignore[return-value]

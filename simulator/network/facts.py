@@ -56,9 +56,7 @@ def _tier(g: nx.Graph, n: Any) -> int | None:
 def counts(g: nx.Graph) -> dict[str, Any]:
     """Node and link counts."""
     kinds = Counter(d.get("kind") for _, d in g.nodes(data=True))
-    servers = {
-        d.get("node") for _, d in g.nodes(data=True) if d.get("kind") == "gpu" and d.get("node")
-    }
+    servers = {d.get("node") for _, d in g.nodes(data=True) if d.get("kind") == "gpu" and d.get("node")}
     by_tier: Counter[int] = Counter()
     by_role: Counter[str] = Counter()
     for _, d in g.nodes(data=True):
@@ -213,11 +211,7 @@ def diameter(g: nx.Graph) -> dict[str, Any]:
         step = (len(order) - 1) / (DIAMETER_SAMPLES - 1)
         sources = list(dict.fromkeys(order[round(i * step)] for i in range(DIAMETER_SAMPLES)))
         method = f"sampled BFS from {len(sources)} GPUs spread over the GPU list"
-    cost = {
-        n: 1
-        for n, d in g.nodes(data=True)
-        if d.get("kind") == "switch" and int(d.get("tier", 1)) >= 1
-    }
+    cost = {n: 1 for n, d in g.nodes(data=True) if d.get("kind") == "switch" and int(d.get("tier", 1)) >= 1}
     targets = set(order)
     sw_hops = 0
     links = 0

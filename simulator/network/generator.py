@@ -98,9 +98,7 @@ class RailClosSpec(Spec):
         return self
 
 
-def _add_server(
-    g: nx.Graph, i: int, gpn: int, kind: str, bw: float, lat: float, medium: str
-) -> list[str]:
+def _add_server(g: nx.Graph, i: int, gpn: int, kind: str, bw: float, lat: float, medium: str) -> list[str]:
     """Add server i's GPUs and its scale-up fabric; return GPU names."""
     names = [f"n{i}.gpu{j}" for j in range(gpn)]
     g.add_nodes_from((n, {"kind": "gpu", "node": f"n{i}", "local_rank": j}) for j, n in enumerate(names))
@@ -140,13 +138,17 @@ def build_switch(spec: SwitchSpec, gpu: GPUSpec) -> nx.Graph:
 
 def build_nvswitch_node(spec: NVSwitchNodeSpec, gpu: GPUSpec) -> nx.Graph:
     g = nx.Graph(name=f"nvswitch-node-{spec.gpus}", gpu=gpu)
-    _add_server(g, 0, spec.gpus, "nvswitch", spec.nvlink_gbyte_per_s * GBYTE, spec.nvlink_latency_us * US, "nvlink")
+    _add_server(
+        g, 0, spec.gpus, "nvswitch", spec.nvlink_gbyte_per_s * GBYTE, spec.nvlink_latency_us * US, "nvlink"
+    )
     return g
 
 
 def build_xgmi_mesh(spec: XGMIMeshSpec, gpu: GPUSpec) -> nx.Graph:
     g = nx.Graph(name=f"xgmi-mesh-{spec.gpus}", gpu=gpu)
-    _add_server(g, 0, spec.gpus, "xgmi_mesh", spec.link_gbyte_per_s * GBYTE, spec.link_latency_us * US, "xgmi")
+    _add_server(
+        g, 0, spec.gpus, "xgmi_mesh", spec.link_gbyte_per_s * GBYTE, spec.link_latency_us * US, "xgmi"
+    )
     return g
 
 
@@ -194,7 +196,11 @@ def build_rail_clos(spec: RailClosSpec, gpu: GPUSpec) -> nx.Graph:
             g.add_node(f"spine{s}", kind="switch", tier=2, role="spine", ports=gpn)
             for j in range(gpn):
                 g.add_edge(
-                    f"leaf{j}.0", f"spine{s}", bandwidth_bytes_per_s=up_bw, latency_s=lat, medium=spec.nic_medium
+                    f"leaf{j}.0",
+                    f"spine{s}",
+                    bandwidth_bytes_per_s=up_bw,
+                    latency_s=lat,
+                    medium=spec.nic_medium,
                 )
     return g
 

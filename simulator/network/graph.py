@@ -48,7 +48,11 @@ def gpus(g: nx.Graph) -> list[str]:
     out = [n for n, d in g.nodes(data=True) if d.get("kind") == "gpu"]
     return sorted(
         out,
-        key=lambda n: (natural_key(g.nodes[n].get("node", "")), g.nodes[n].get("local_rank", 0), natural_key(n)),
+        key=lambda n: (
+            natural_key(g.nodes[n].get("node", "")),
+            g.nodes[n].get("local_rank", 0),
+            natural_key(n),
+        ),
     )
 
 

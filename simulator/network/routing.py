@@ -53,9 +53,9 @@ class LinkTable:
         self.capacity_bytes_per_s = np.asarray(cap, dtype=float)
         self.latency_s = np.asarray(lat, dtype=float)
         self.medium = medium
-        self.index: dict[tuple[str, str], int] = {(a, b): i for i, (a, b) in enumerate(zip(src, dst))}
+        self.index: dict[tuple[str, str], int] = {(a, b): i for i, (a, b) in enumerate(zip(src, dst, strict=False))}
         tiers = []
-        for a, b in zip(src, dst):
+        for a, b in zip(src, dst, strict=False):
             ta, tb = _tier(g, a), _tier(g, b)
             tiers.append(max(ta, tb))
         self.tier = np.asarray(tiers, dtype=np.int16)
@@ -112,7 +112,9 @@ class Router:
                 domain_graph.add_edge(u, v)
         self._domain: dict[str, int] = {}
         self._domain_graph = domain_graph
-        for i, comp in enumerate(sorted(nx.connected_components(domain_graph), key=lambda c: min(map(str, c)))):
+        for i, comp in enumerate(
+            sorted(nx.connected_components(domain_graph), key=lambda c: min(map(str, c)))
+        ):
             for n in comp:
                 self._domain[n] = i
         # network endpoints: non-switch nodes with an up edge to a network switch
@@ -128,7 +130,8 @@ class Router:
             self._endpoints_of.setdefault(self._domain[n], []).append(n)
         # switch graph adjacency (sorted for determinism)
         self._sw_adj: dict[str, list[str]] = {
-            s: sorted(t for t in g.neighbors(s) if t in is_net_switch and self._up(s, t)) for s in is_net_switch
+            s: sorted(t for t in g.neighbors(s) if t in is_net_switch and self._up(s, t))
+            for s in is_net_switch
         }
         self._dist_cache: dict[str, dict[str, int]] = {}
         self._next_hops: dict[tuple[str, str], list[str]] = {}
@@ -278,7 +281,9 @@ class Router:
         if p is None:
             nodes = self.node_path(a, b)
             idx = self.links.index
-            p = np.fromiter((idx[(u, v)] for u, v in zip(nodes, nodes[1:])), dtype=np.int64, count=len(nodes) - 1)
+            p = np.fromiter(
+                (idx[(u, v)] for u, v in zip(nodes, nodes[1:], strict=False)), dtype=np.int64, count=len(nodes) - 1
+            )
             self._paths[key] = p
         return p
 

@@ -23,11 +23,11 @@ import networkx as nx
 from pydantic import Field, TypeAdapter
 
 from simulator.config.base import Spec
-from simulator.network.hardware import GPUSpec
 from simulator.config.loader import Document, load, read_document, validate
 from simulator.errors import InputError
 from simulator.network import generator as spine
 from simulator.network.graph import validate_graph
+from simulator.network.hardware import GPUSpec
 
 try:  # richer designs live in their own module; the spine works without it
     from simulator.network import design as _design
@@ -63,7 +63,7 @@ class TopologyHeader(Spec):
 
 
 GENERATOR_SPECS: tuple[type, ...] = (*spine.SPINE_SPECS, *DESIGN_SPECS)
-_GeneratorUnion = Annotated[Union[GENERATOR_SPECS], Field(discriminator="generator")]  # type: ignore[valid-type]
+_GeneratorUnion = Annotated[Union[GENERATOR_SPECS], Field(discriminator="generator")]  # type: ignore[valid-type]  # noqa: UP007
 _GENERATOR_ADAPTER: TypeAdapter[Any] = TypeAdapter(_GeneratorUnion)
 _HEADER_KEYS = set(TopologyHeader.model_fields)
 
@@ -108,13 +108,13 @@ def _read_graph(spec: GraphFileSpec, base: Path) -> nx.Graph:
         raise InputError(f"malformed JSON: {exc.msg}", file=path, line=exc.lineno) from None
     except Exception as exc:  # networkx raises many kinds for foreign files
         raise InputError(f"cannot read {fmt} graph: {exc}", file=path) from None
-    for u, v, d in g.edges(data=True):
+    for _u, _v, d in g.edges(data=True):
         if "bandwidth_gbps" in d:
             d["bandwidth_bytes_per_s"] = float(d.pop("bandwidth_gbps")) * 1e9 / 8
         if "latency_us" in d:
             d["latency_s"] = float(d.pop("latency_us")) * 1e-6
         d.setdefault("latency_s", 0.0)
-    for n, d in g.nodes(data=True):
+    for _n, d in g.nodes(data=True):
         if "local_rank" in d:
             d["local_rank"] = int(d["local_rank"])
         if "tier" in d:
@@ -142,9 +142,7 @@ def load_topology(path: str | Path, doc: Document | None = None) -> Topology:
         g.graph["name"] = header.name
         return Topology(header.name, g, gpu, str(doc.path), header.graph)
     if "generator" not in params:
-        raise doc.error(
-            f"missing 'generator' (one of {generator_names()}) or 'graph: {{file: ...}}'"
-        )
+        raise doc.error(f"missing 'generator' (one of {generator_names()}) or 'graph: {{file: ...}}'")
     spec = validate(_GENERATOR_ADAPTER, doc.with_data(params))
     if isinstance(spec, spine.SPINE_SPECS):
         g = spine.build_spine(spec, gpu)

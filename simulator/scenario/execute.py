@@ -55,7 +55,9 @@ class RunResult:
         return out
 
 
-def execute(prep: PreparedRun, on_step: Callable[[int], None] | None = None, seed: int | None = None) -> RunResult:
+def execute(
+    prep: PreparedRun, on_step: Callable[[int], None] | None = None, seed: int | None = None
+) -> RunResult:
     """Simulate the prepared run and collect its frames and summary."""
     sc = prep.scenario.spec
     seed = sc.seed if seed is None else seed

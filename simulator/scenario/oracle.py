@@ -38,7 +38,6 @@ from typing import Any
 
 import numpy as np
 
-from simulator.scenario.spec import ReliabilitySpec
 from simulator.engine.context import SimContext
 from simulator.engine.step import StepSimulator
 from simulator.errors import InputError, SimulationError
@@ -46,6 +45,7 @@ from simulator.faults.state import ClusterState, JobShape, LoadSource
 from simulator.network.cluster import Cluster
 from simulator.network.fabric import Fabric, usage
 from simulator.scenario.prepare import prepare, step_simulator
+from simulator.scenario.spec import ReliabilitySpec
 
 log = logging.getLogger(__name__)
 
@@ -141,10 +141,19 @@ class SimulatedOracle:
     def step_time_s(self, state: ClusterState) -> float:
         f_s = max((f for _, f in state.stragglers), default=1.0)
         f_l = min((f for _, f in state.degraded_links), default=1.0)
-        key = ("step", round(f_s, 9), round(f_l, 9), len(state.degraded_links), len(state.down_links), state.draining)
+        key = (
+            "step",
+            round(f_s, 9),
+            round(f_l, 9),
+            len(state.degraded_links),
+            len(state.down_links),
+            state.draining,
+        )
         base = self._cache.get(key)
         if base is None:
-            base = self._simulate_step(f_s, f_l, len(state.degraded_links), len(state.down_links), state.draining)
+            base = self._simulate_step(
+                f_s, f_l, len(state.degraded_links), len(state.down_links), state.draining
+            )
             self._cache[key] = base
         full = self._full_dp
         if state.dp_replicas < full:
@@ -155,7 +164,9 @@ class SimulatedOracle:
         return self._cached(("write",), self._write_s)
 
     def checkpoint_snapshot_s(self, state: ClusterState) -> float:
-        return self._cached(("snapshot",), lambda: self._shard_bytes() / (self.settings.host_copy_gbyte_per_s * 1e9))
+        return self._cached(
+            ("snapshot",), lambda: self._shard_bytes() / (self.settings.host_copy_gbyte_per_s * 1e9)
+        )
 
     def checkpoint_load_s(self, state: ClusterState, source: LoadSource) -> float:
         return self._cached(("load", source), lambda: self._load_s(source))
@@ -208,9 +219,19 @@ class SimulatedOracle:
         if draining and not base.storage:
             raise SimulationError("an async checkpoint drain needs storage nodes in the topology")
         changed = n_deg or n_down or f_s > 1.0
-        cluster = Cluster(base.graph, base.gpu, down=down, degraded=degraded, stragglers=stragglers) if changed else base
+        cluster = (
+            Cluster(base.graph, base.gpu, down=down, degraded=degraded, stragglers=stragglers)
+            if changed
+            else base
+        )
         sim = self._run_step(cluster, drain=draining)
-        log.info("step simulated for straggler %.2f, %d degraded links, %d down, drain=%s", f_s, n_deg, n_down, draining)
+        log.info(
+            "step simulated for straggler %.2f, %d degraded links, %d down, drain=%s",
+            f_s,
+            n_deg,
+            n_down,
+            draining,
+        )
         return float(sim.step_rows[0][2] - sim.step_rows[0][1])
 
     def _nic_uplinks(self) -> list[tuple[str, str]]:
@@ -230,7 +251,8 @@ class SimulatedOracle:
         ups = sorted(
             (u, v) if int(g.nodes[u].get("tier", 0)) < int(g.nodes[v].get("tier", 0)) else (v, u)
             for u, v in g.edges
-            if g.nodes[u].get("kind") == "switch" and g.nodes[v].get("kind") == "switch"
+            if g.nodes[u].get("kind") == "switch"
+            and g.nodes[v].get("kind") == "switch"
             and {int(g.nodes[u].get("tier", 0)), int(g.nodes[v].get("tier", 0))} == {1, 2}
         )
         return (ups or self._nic_uplinks())[:n]
@@ -255,7 +277,9 @@ class SimulatedOracle:
         if not prep.cluster.storage:
             return self._aggregate_storage_s(size)
         gpus = sorted(set(prep.program.rank_gpus))
-        return self._transfer_s([(g, prep.cluster.storage_sink(None, i)) for i, g in enumerate(gpus)], size / len(gpus))
+        return self._transfer_s(
+            [(g, prep.cluster.storage_sink(None, i)) for i, g in enumerate(gpus)], size / len(gpus)
+        )
 
     def _load_s(self, source: str) -> float:
         prep = self.prep
@@ -274,7 +298,7 @@ class SimulatedOracle:
         copy_s = shard / (self.settings.host_copy_gbyte_per_s * 1e9)
         if len(servers) < 2:
             return copy_s
-        pairs = list(zip(servers[1], servers[0]))
+        pairs = list(zip(servers[1], servers[0], strict=False))
         return self._transfer_s(pairs, shard) + copy_s
 
     def _aggregate_storage_s(self, size: float) -> float:

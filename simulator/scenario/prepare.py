@@ -22,8 +22,8 @@ from simulator.errors import InputError
 from simulator.network.cluster import Cluster
 from simulator.network.topology import Topology, load_topology
 from simulator.scenario.spec import Scenario, load_scenario
-from simulator.workload.program import StepProgram
 from simulator.workload.generate import program_from_workload
+from simulator.workload.program import StepProgram
 from simulator.workload.trace import load_trace
 
 
@@ -63,10 +63,14 @@ def build_cluster(scenario: Scenario, topology: Topology) -> Cluster:
     g = topology.graph
     for i, (u, v) in enumerate(st.down_links):
         if not g.has_edge(u, v):
-            raise scenario.error(f"no link between {u!r} and {v!r} in the topology", ("state", "down_links", i))
+            raise scenario.error(
+                f"no link between {u!r} and {v!r} in the topology", ("state", "down_links", i)
+            )
     for i, d in enumerate(st.degraded_links):
         if not g.has_edge(*d.link):
-            raise scenario.error(f"no link between {d.link[0]!r} and {d.link[1]!r}", ("state", "degraded_links", i))
+            raise scenario.error(
+                f"no link between {d.link[0]!r} and {d.link[1]!r}", ("state", "degraded_links", i)
+            )
     for i, s in enumerate(st.stragglers):
         if s.gpu not in g or g.nodes[s.gpu].get("kind") != "gpu":
             raise scenario.error(f"{s.gpu!r} is not a GPU of the topology", ("state", "stragglers", i))
@@ -113,7 +117,11 @@ def step_simulator(
 def default_output(prep: PreparedRun) -> Path:
     sc = prep.scenario.spec
     if sc.run.output:
-        return Path(sc.run.output) if Path(sc.run.output).is_absolute() else prep.scenario.path.parent / sc.run.output
+        return (
+            Path(sc.run.output)
+            if Path(sc.run.output).is_absolute()
+            else prep.scenario.path.parent / sc.run.output
+        )
     return Path("results") / sc.name
 
 

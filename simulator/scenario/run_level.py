@@ -28,12 +28,22 @@ def run_level(prep: PreparedRun, summary: dict[str, Any], seed: int) -> dict[str
     sc = prep.scenario.spec
     rel = sc.reliability
     # the step just simulated answers the healthy state: no second simulation of it
-    oracle = SimulatedOracle(prep, healthy_step_s=summary.get("step_time_s"), compute_per_rank_s=summary.get("compute_s"))
+    oracle = SimulatedOracle(
+        prep, healthy_step_s=summary.get("step_time_s"), compute_per_rank_s=summary.get("compute_s")
+    )
     job = job_shape(prep, rel)
     failures = [*(PRESETS[sc.preset]() if sc.preset else []), *sc.failures]
     results = [
-        simulate_run(job, oracle, failures, sc.policy, rel.duration_s, seed + k,
-                     degradations=sc.degradations, mtbf_scale=rel.mtbf_scale)
+        simulate_run(
+            job,
+            oracle,
+            failures,
+            sc.policy,
+            rel.duration_s,
+            seed + k,
+            degradations=sc.degradations,
+            mtbf_scale=rel.mtbf_scale,
+        )
         for k in range(rel.seeds)
     ]
     runs = pd.DataFrame([{"seed": r.seed, **r.summary} for r in results])

@@ -21,12 +21,12 @@ from pydantic import Field, field_validator, model_validator
 
 from simulator.config.base import Spec
 from simulator.config.loader import Document, read_document, validate
-from simulator.network.topology import FileRef, resolve
 from simulator.errors import InputError
 from simulator.faults.degradation import DegradationSpec
 from simulator.faults.failure import FailureSpec
 from simulator.faults.policy import PolicySpec
 from simulator.network.collective import COLLECTIVES, SUPPORTED
+from simulator.network.topology import FileRef, resolve
 
 
 class NetworkSettings(Spec):
@@ -45,7 +45,9 @@ class NetworkSettings(Spec):
     algorithms: dict[str, str] = Field(
         default_factory=dict, description="Algorithm per collective kind, e.g. {all_reduce: ring}."
     )
-    alpha_us: float = Field(0.0, ge=0, description="Per-step software overhead added to each latency step, us.")
+    alpha_us: float = Field(
+        0.0, ge=0, description="Per-step software overhead added to each latency step, us."
+    )
     record_links: bool = Field(True, description="Record per-link rate intervals (the links frame).")
 
     @field_validator("algorithms")
@@ -104,20 +106,26 @@ class ReliabilitySpec(Spec):
     nodes, `storage_gbyte_per_s` of aggregate bandwidth).
     """
 
-    duration_s: float = Field(30 * 86400.0, gt=0, description="Wall time of the run, s (YAML: duration_days, duration_h).")
+    duration_s: float = Field(
+        30 * 86400.0, gt=0, description="Wall time of the run, s (YAML: duration_days, duration_h)."
+    )
     seeds: int = Field(8, ge=1, le=10_000, description="Monte Carlo runs (seeds seed, seed+1, ...).")
     mtbf_scale: float = Field(1.0, gt=0, description="Multiplies every MTBF (2 = half the failures).")
     checkpoint_gbyte: float | None = Field(
         None, gt=0, description="Checkpoint size, GB (default: parameters x checkpoint_bytes_per_param)."
     )
     checkpoint_bytes_per_param: float = Field(
-        14.0, gt=0, description="Bytes saved per parameter: bf16 weights (2) + fp32 master (4) + Adam m, v (8)."
+        14.0,
+        gt=0,
+        description="Bytes saved per parameter: bf16 weights (2) + fp32 master (4) + Adam m, v (8).",
     )
     host_copy_gbyte_per_s: float = Field(
         25.0, gt=0, description="GPU-to-host-memory copy bandwidth per GPU for snapshots, GB/s."
     )
     storage_gbyte_per_s: float | None = Field(
-        None, gt=0, description="Aggregate storage bandwidth, GB/s, used only when the topology has no storage nodes."
+        None,
+        gt=0,
+        description="Aggregate storage bandwidth, GB/s, used only when the topology has no storage nodes.",
     )
     gpus_per_switch: int | None = Field(
         None, gt=0, description="GPUs cut off when a leaf switch fails (default: from the topology)."
@@ -152,8 +160,12 @@ class ScenarioSpec(Spec):
     preset: Literal["llama3_405b"] | None = Field(
         None, description="Failure preset (per-component rates) added before `failures`."
     )
-    failures: list[FailureSpec] = Field(default_factory=list, description="Failure models per component class.")
-    degradations: list[DegradationSpec] = Field(default_factory=list, description="Stragglers, slow or flapping links.")
+    failures: list[FailureSpec] = Field(
+        default_factory=list, description="Failure models per component class."
+    )
+    degradations: list[DegradationSpec] = Field(
+        default_factory=list, description="Stragglers, slow or flapping links."
+    )
     policy: PolicySpec | None = Field(
         None, description="Fault-tolerance policy; when given, the run level simulates days of training."
     )
@@ -198,5 +210,7 @@ def load_scenario(path: str | Path) -> Scenario:
             raise doc.error(f"file {str(p)!r} not found (resolved relative to the scenario)", (loc, "file"))
     for i, p in enumerate(sc.calibration_paths):
         if not p.is_file():
-            raise doc.error(f"file {str(p)!r} not found (resolved relative to the scenario)", ("calibration", i, "file"))
+            raise doc.error(
+                f"file {str(p)!r} not found (resolved relative to the scenario)", ("calibration", i, "file")
+            )
     return sc

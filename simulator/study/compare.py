@@ -45,11 +45,11 @@ from pydantic import Field, field_validator
 
 from simulator.config.base import Spec
 from simulator.config.loader import Document, Loc, read_document, validate
-from simulator.scenario.spec import Scenario, ScenarioSpec, load_scenario
-from simulator.network.topology import FileRef, resolve
 from simulator.errors import ClustersimError, InputError
+from simulator.network.topology import FileRef, resolve
 from simulator.scenario.execute import execute
 from simulator.scenario.prepare import prepare_scenario
+from simulator.scenario.spec import Scenario, ScenarioSpec, load_scenario
 from simulator.study.executor import OnDone, run_tasks
 
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._+-]*$"
@@ -79,15 +79,9 @@ class VariantSpec(Spec):
         description="Variant name (letters, digits, . _ + -); its results folder.",
     )
     description: str = Field("", description="What this variant changes and why.")
-    seed: int | None = Field(
-        None, ge=0, description="Seed of this variant (default: the base scenario's)."
-    )
-    topology: TopologyOverride | None = Field(
-        None, description="Topology file and/or edited topology keys."
-    )
-    workload: FileRef | None = Field(
-        None, description="Workload file, relative to the compare file."
-    )
+    seed: int | None = Field(None, ge=0, description="Seed of this variant (default: the base scenario's).")
+    topology: TopologyOverride | None = Field(None, description="Topology file and/or edited topology keys.")
+    workload: FileRef | None = Field(None, description="Workload file, relative to the compare file.")
     calibration: list[FileRef] | None = Field(
         None,
         description="Calibration profiles (replace the base's list; [] for none), relative to the compare file.",
@@ -96,9 +90,7 @@ class VariantSpec(Spec):
         None,
         description="Partial override of the scenario's `network` (e.g. {algorithms: {all_reduce: tree}}).",
     )
-    compute: dict[str, Any] | None = Field(
-        None, description="Partial override of the scenario's `compute`."
-    )
+    compute: dict[str, Any] | None = Field(None, description="Partial override of the scenario's `compute`.")
     state: dict[str, Any] | None = Field(
         None,
         description="Partial override of the scenario's `state` (down/degraded links, stragglers).",
@@ -136,9 +128,7 @@ class CompareSpec(Spec):
     variants: list[VariantSpec] = Field(
         min_length=1, description="Variants in display order (the first is the reference)."
     )
-    cost: CostSettings = Field(
-        default_factory=CostSettings, description="Network cost estimate settings."
-    )
+    cost: CostSettings = Field(default_factory=CostSettings, description="Network cost estimate settings.")
 
 
 # ----------------------------------------------------------------------------- merging
@@ -258,9 +248,7 @@ def variant_overrides(v: VariantSpec, compare_path: Path, base_path: Path) -> di
     if v.workload is not None:
         over["workload"] = {"file": _rebase(v.workload.file, compare_path, base_path)}
     if v.calibration is not None:
-        over["calibration"] = [
-            {"file": _rebase(c.file, compare_path, base_path)} for c in v.calibration
-        ]
+        over["calibration"] = [{"file": _rebase(c.file, compare_path, base_path)} for c in v.calibration]
     for key in ("network", "compute", "state", "run"):
         part = getattr(v, key)
         if part is not None:
@@ -292,12 +280,8 @@ def _prepare_variant(cmp: Comparison, i: int, v: VariantSpec) -> Variant:
             raise tdoc.error("expected a mapping")
         tdata = deep_merge(tdoc.data, params)
         if "name" in tdata and "name" not in params:
-            tdata["name"] = (
-                f"{tdata['name']} [" + ", ".join(f"{k}={params[k]}" for k in params) + "]"
-            )
-        tdoc = MergedDocument(
-            tdata, tdoc, cmp.doc, ("variants", i, "topology", "params"), _leaf_locs(params)
-        )
+            tdata["name"] = f"{tdata['name']} [" + ", ".join(f"{k}={params[k]}" for k in params) + "]"
+        tdoc = MergedDocument(tdata, tdoc, cmp.doc, ("variants", i, "topology", "params"), _leaf_locs(params))
     prep = prepare_scenario(scenario, topology_doc=tdoc)
     return Variant(v.name, i, v.description, data, params, prep)
 
@@ -444,9 +428,7 @@ def run_comparison(
 ) -> list[Any]:
     """Simulate every variant; RunResults in the compare file's order."""
     tasks = [VariantTask(cmp.name, v.name, v.prepared, cmp.prices, steps) for v in cmp.variants]
-    outcomes = run_tasks(
-        simulate_variant, tasks, executor, max_workers=max_workers, on_done=on_done
-    )
+    outcomes = run_tasks(simulate_variant, tasks, executor, max_workers=max_workers, on_done=on_done)
     for o in outcomes:
         if o.error is not None:
             kind, code, lines = o.error
@@ -503,9 +485,7 @@ def comparison_table(results: list[Any], amortization_years: float = 4.0) -> pd.
                 row[k] = s[k]
         if "network_capex_usd" in s and s.get("tokens_per_s"):
             row["network_usd_per_mtoken"] = (
-                s["network_capex_usd"]
-                / (amortization_years * SECONDS_PER_YEAR * s["tokens_per_s"])
-                * 1e6
+                s["network_capex_usd"] / (amortization_years * SECONDS_PER_YEAR * s["tokens_per_s"]) * 1e6
             )
         links = s.get("busiest_links") or []
         row["busiest_link"] = links[0]["link"] if links else ""
@@ -515,9 +495,7 @@ def comparison_table(results: list[Any], amortization_years: float = 4.0) -> pd.
     if df.empty:
         return df
     first = df["step_time_s"].iloc[0]
-    df["relative_step_time"] = (
-        df["step_time_s"] / first if first and not math.isnan(first) else float("nan")
-    )
+    df["relative_step_time"] = df["step_time_s"] / first if first and not math.isnan(first) else float("nan")
     tags = sorted(c for c in df.columns if c.startswith("exposed_") and c != "exposed_comm_s")
     df[tags] = df[tags].fillna(0.0)
     optional = [c for c in TABLE_OPTIONAL if c in df.columns]

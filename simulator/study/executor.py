@@ -94,9 +94,7 @@ def run_tasks(
     tasks = list(tasks)
     if not tasks:
         return []
-    if executor == "serial" or (
-        executor in (None, "pool") and default_workers(len(tasks), max_workers) == 1
-    ):
+    if executor == "serial" or (executor in (None, "pool") and default_workers(len(tasks), max_workers) == 1):
         return _serial(fn, tasks, on_done)
     if executor in (None, "pool"):
         return _pool(fn, tasks, default_workers(len(tasks), max_workers), on_done)
@@ -151,9 +149,7 @@ def _collect(
 
 
 @contextmanager
-def dask_client(
-    executor: Any, max_workers: int | None = None, processes: bool = True
-) -> Iterator[Any]:
+def dask_client(executor: Any, max_workers: int | None = None, processes: bool = True) -> Iterator[Any]:
     """A `distributed.Client` for an executor choice; closed on exit unless passed in."""
     try:
         from distributed import Client, LocalCluster

@@ -71,8 +71,9 @@ class StepCostsSpec(Spec):
     @model_validator(mode="before")
     @classmethod
     def _units(cls, data: Any) -> Any:
-        return human_units(data, "checkpoint_write", "checkpoint_snapshot", "checkpoint_load_storage",
-                           "checkpoint_load_peer")
+        return human_units(
+            data, "checkpoint_write", "checkpoint_snapshot", "checkpoint_load_storage", "checkpoint_load_peer"
+        )
 
     @model_validator(mode="after")
     def _one_source(self) -> StepCostsSpec:
@@ -163,10 +164,7 @@ def _deep_set(data: Any, path: str, value: Any) -> Any:
     parts: list[str | int] = [int(p) if p.isdigit() else p for p in path.split(".")]
     node = data
     for part in parts[:-1]:
-        if isinstance(node, list) and isinstance(part, int):
-            node = node[part]
-        else:
-            node = node.setdefault(part, {})
+        node = node[part] if isinstance(node, list) and isinstance(part, int) else node.setdefault(part, {})
     last = parts[-1]
     if isinstance(node, dict) and isinstance(value, (int, float)):
         # replace any human-unit sibling of the same quantity (interval_min vs interval_s)
@@ -233,8 +231,10 @@ def _culprit(
             related = alone
         else:
             equal = [j for j in holds if len(params[j]) == len(loc)]
-            related = equal or sorted(holds, key=lambda j: -len(params[j])) or sorted(
-                inside, key=lambda j: -len(params[j])
+            related = (
+                equal
+                or sorted(holds, key=lambda j: -len(params[j]))
+                or sorted(inside, key=lambda j: -len(params[j]))
             )
     j = related[0]
     return j, loc[len(params[j]) :] if j in holds else ()
@@ -262,8 +262,14 @@ def _variant_errors(
             what = f"{a.param}={value_label(v)}"
         _, i, k, _ = combo[j]
         loc = ("axes", i, "values", k)
-        out.append(InputError(f"{what}: {field}{e.message}", file=doc.path,
-                              line=doc.line_of((*loc, *sub)), field=".".join(map(str, loc))))
+        out.append(
+            InputError(
+                f"{what}: {field}{e.message}",
+                file=doc.path,
+                line=doc.line_of((*loc, *sub)),
+                field=".".join(map(str, loc)),
+            )
+        )
     return out
 
 
@@ -323,8 +329,14 @@ def run_one(spec: StudySpec, seed: int, base_dir: Path | str = ".") -> dict[str,
     """Simulate one seed of one study variant and return its summary."""
     oracle = build_oracle(spec, Path(base_dir))
     result = simulate_run(
-        spec.job, oracle, spec.all_failures(), spec.policy, spec.duration_s, seed,
-        degradations=spec.degradations, mtbf_scale=spec.mtbf_scale,
+        spec.job,
+        oracle,
+        spec.all_failures(),
+        spec.policy,
+        spec.duration_s,
+        seed,
+        degradations=spec.degradations,
+        mtbf_scale=spec.mtbf_scale,
     )
     return result.summary
 
@@ -333,8 +345,14 @@ def _task(args: tuple[int, dict[str, Any], StudySpec, int, StepOracle]) -> dict[
     index, labels, spec, seed, oracle = args
     row: dict[str, Any] = {"variant": index, **labels, "seed": seed}
     result = simulate_run(
-        spec.job, oracle, spec.all_failures(), spec.policy, spec.duration_s, seed,
-        degradations=spec.degradations, mtbf_scale=spec.mtbf_scale,
+        spec.job,
+        oracle,
+        spec.all_failures(),
+        spec.policy,
+        spec.duration_s,
+        seed,
+        degradations=spec.degradations,
+        mtbf_scale=spec.mtbf_scale,
     )
     row.update(result.summary)
     return row
@@ -351,7 +369,9 @@ def study_oracles(study: Study) -> dict[int, StepOracle]:
             oracle = build_oracle(v.spec, study.base_dir)
             warm = getattr(oracle, "warm", None)
             if warm is not None:
-                draining = any(getattr(x.spec.policy, "kind", "") == "async_checkpoint" for x in study.variants)
+                draining = any(
+                    getattr(x.spec.policy, "kind", "") == "async_checkpoint" for x in study.variants
+                )
                 warm(v.spec.job.dp_replicas, draining=draining)
             by_step[key] = oracle
         out[v.index] = by_step[key]
@@ -361,8 +381,13 @@ def study_oracles(study: Study) -> dict[int, StepOracle]:
 Executor = Literal["serial", "pool"] | str | Any
 
 
-def map_tasks(fn: Callable[[Any], Any], tasks: Sequence[Any], executor: Executor = "pool",
-              max_workers: int | None = None, on_done: Callable[[int, Any], None] | None = None) -> list[Any]:
+def map_tasks(
+    fn: Callable[[Any], Any],
+    tasks: Sequence[Any],
+    executor: Executor = "pool",
+    max_workers: int | None = None,
+    on_done: Callable[[int, Any], None] | None = None,
+) -> list[Any]:
     """Run `fn` over `tasks`, results in task order, on the chosen executor.
 
     Args:
@@ -371,12 +396,18 @@ def map_tasks(fn: Callable[[Any], Any], tasks: Sequence[Any], executor: Executor
         max_workers: pool size (default: CPU count).
     """
 
-    return run_tasks(fn, tasks, LOCAL_DASK if executor == "local" else executor, max_workers=max_workers,
-                     on_done=on_done)
+    return run_tasks(
+        fn, tasks, LOCAL_DASK if executor == "local" else executor, max_workers=max_workers, on_done=on_done
+    )
 
 
-def run_study(study: Study, seeds: int | None = None, executor: Executor = "pool",
-              max_workers: int | None = None, on_done: Callable[[int, Any], None] | None = None) -> pd.DataFrame:
+def run_study(
+    study: Study,
+    seeds: int | None = None,
+    executor: Executor = "pool",
+    max_workers: int | None = None,
+    on_done: Callable[[int, Any], None] | None = None,
+) -> pd.DataFrame:
     """Every variant × seed; a tidy frame (one row per run: variant, axis columns, seed, metrics)."""
     n = seeds or study.spec.seeds
     oracles = study_oracles(study)
@@ -391,9 +422,17 @@ def run_study(study: Study, seeds: int | None = None, executor: Executor = "pool
     return df
 
 
-def run_seeds(job: JobShape, oracle: StepOracle, failures: Sequence[Any], policy: Any, duration_s: float,
-              seeds: Iterable[int], executor: Executor = "serial", max_workers: int | None = None,
-              **kwargs: Any) -> pd.DataFrame:
+def run_seeds(
+    job: JobShape,
+    oracle: StepOracle,
+    failures: Sequence[Any],
+    policy: Any,
+    duration_s: float,
+    seeds: Iterable[int],
+    executor: Executor = "serial",
+    max_workers: int | None = None,
+    **kwargs: Any,
+) -> pd.DataFrame:
     """Monte Carlo of one configuration: one summary row per seed (oracle must pickle for pools)."""
     tasks = [(job, oracle, list(failures), policy, duration_s, s, kwargs) for s in seeds]
     return pd.DataFrame(map_tasks(_seed_task, tasks, executor, max_workers))

@@ -188,13 +188,15 @@ def locate_sources(profile: CalibrationProfile, dirs: Sequence[Path]) -> dict[st
             out[src.file] = SourceStatus(src.file, found)
         elif mismatched:
             out[src.file] = SourceStatus(
-                src.file, None,
+                src.file,
+                None,
                 f"{src.file}: a file of this name was found, but its sha256 differs from the "
                 "profile's (another run); not used, fitted curve only.",
             )
         else:
             out[src.file] = SourceStatus(
-                src.file, None,
+                src.file,
+                None,
                 f"{src.file}: not found beside the profile, in --samples folders or in "
                 "../shared/calibration/nccl-tests; fitted curve only.",
             )
@@ -334,39 +336,55 @@ def profile_file_figure(frame: pd.DataFrame, title: str | None = None) -> go.Fig
         if measured:
             fig.add_trace(
                 go.Scatter(
-                    x=g["size_bytes"], y=g["measured_busbw_bytes_per_s"] / 1e9, mode="markers",
-                    name=f"{label} measured", legendgroup=str(name),
-                    marker={"color": color, "size": 7}, customdata=err_pct,
+                    x=g["size_bytes"],
+                    y=g["measured_busbw_bytes_per_s"] / 1e9,
+                    mode="markers",
+                    name=f"{label} measured",
+                    legendgroup=str(name),
+                    marker={"color": color, "size": 7},
+                    customdata=err_pct,
                     hovertemplate="%{x:.3s}B: %{y:.2f} GB/s measured<br>model error %{customdata:+.2f}%"
                     "<extra></extra>",
                 ),
-                row=1, col=1,
+                row=1,
+                col=1,
             )
         fig.add_trace(
             go.Scatter(
-                x=g["size_bytes"], y=g["model_busbw_bytes_per_s"] / 1e9, mode="lines",
-                name=f"{label} fitted", legendgroup=str(name), line={"color": color},
+                x=g["size_bytes"],
+                y=g["model_busbw_bytes_per_s"] / 1e9,
+                mode="lines",
+                name=f"{label} fitted",
+                legendgroup=str(name),
+                line={"color": color},
                 hovertemplate="%{x:.3s}B: %{y:.2f} GB/s fitted<extra></extra>",
             ),
-            row=1, col=1,
+            row=1,
+            col=1,
         )
         fig.add_trace(
             go.Scatter(
-                x=g["size_bytes"], y=err_pct, mode="lines+markers",
+                x=g["size_bytes"],
+                y=err_pct,
+                mode="lines+markers",
                 name=f"{label} error" + ("" if measured else " (recorded in profile)"),
-                legendgroup=str(name), showlegend=False,
+                legendgroup=str(name),
+                showlegend=False,
                 line={"color": color, "width": 1, "dash": "solid" if measured else "dot"},
                 marker={"color": color, "size": 5},
                 hovertemplate="%{x:.3s}B: model/measured - 1 = %{y:+.2f}%<extra></extra>",
             ),
-            row=2, col=1,
+            row=2,
+            col=1,
         )
     fig.add_hline(y=0, line={"color": "#999", "width": 1}, row=2, col=1)
     if title is None:
         files = list(dict.fromkeys(frame["file"]))
         title = ", ".join(files) if files else "calibration"
         if len(frame) and not frame["measured"].all():
-            title += "<br><sup>source file not available: fitted curve, error as recorded in the profile</sup>"
+            title += (
+                "<br><sup>source file not available: fitted curve, error as recorded in the profile</sup>"
+            )
     fig.update_layout(
         title=title,
         legend={"font": {"size": 10}},
@@ -388,15 +406,30 @@ def profile_entries_figure(profile: CalibrationProfile, frame: pd.DataFrame) -> 
     for e in profile.collectives:
         g = frame[frame["table"] == e.source]
         big = g[g["size_bytes"] >= 2**20]["rel_error"].abs()
-        rows.append((
-            e.source, e.collective, f"{e.n_gpus}/{e.n_nodes}", f"{e.alpha_s * 1e6:.2f}",
-            f"{e.busbw_bytes_per_s / 1e9:.1f}", f"{len(g)}",
-            f"{big.median() * 100:.2f}%" if len(big) else "-",
-            f"{g['rel_error'].abs().max() * 100:.2f}%" if len(g) else "-",
-            "measured" if len(g) and g["measured"].all() else "recorded",
-        ))
-    header = ["table", "collective", "GPUs/nodes", "alpha (us)", "busbw (GB/s)", "sizes",
-              "median |error| >= 1 MiB", "max |error|", "errors from"]
+        rows.append(
+            (
+                e.source,
+                e.collective,
+                f"{e.n_gpus}/{e.n_nodes}",
+                f"{e.alpha_s * 1e6:.2f}",
+                f"{e.busbw_bytes_per_s / 1e9:.1f}",
+                f"{len(g)}",
+                f"{big.median() * 100:.2f}%" if len(big) else "-",
+                f"{g['rel_error'].abs().max() * 100:.2f}%" if len(g) else "-",
+                "measured" if len(g) and g["measured"].all() else "recorded",
+            )
+        )
+    header = [
+        "table",
+        "collective",
+        "GPUs/nodes",
+        "alpha (us)",
+        "busbw (GB/s)",
+        "sizes",
+        "median |error| >= 1 MiB",
+        "max |error|",
+        "errors from",
+    ]
     cols = [list(c) for c in zip(*rows, strict=True)] if rows else [[] for _ in header]
     fig = go.Figure(
         go.Table(
@@ -405,8 +438,11 @@ def profile_entries_figure(profile: CalibrationProfile, frame: pd.DataFrame) -> 
             cells={"values": cols, "align": "left"},
         )
     )
-    fig.update_layout(title="Profile entries (the fitted line t(S) = (alpha + S factor(n) / busbw) / e(S))",
-                      height=120 + 28 * max(len(rows), 1), margin={"t": 60, "b": 10})
+    fig.update_layout(
+        title="Profile entries (the fitted line t(S) = (alpha + S factor(n) / busbw) / e(S))",
+        height=120 + 28 * max(len(rows), 1),
+        margin={"t": 60, "b": 10},
+    )
     return fig
 
 
@@ -425,8 +461,12 @@ def profile_cards(frame: pd.DataFrame) -> list[tuple[str, str]]:
     if len(frame):
         worst = frame.loc[frame["rel_error"].abs().idxmax()]
         where = f"{worst['table']} at {int(worst['size_bytes']):,} B"
-        cards.append(("max |error|", (f"{abs(worst['rel_error']) * 100:.2f}% "
-                                      f"<span class='s'>({html.escape(where)})</span>")))
+        cards.append(
+            (
+                "max |error|",
+                (f"{abs(worst['rel_error']) * 100:.2f}% <span class='s'>({html.escape(where)})</span>"),
+            )
+        )
     else:
         cards.append(("max |error|", "-"))
     return cards
@@ -456,7 +496,9 @@ def profile_dashboard(
         parts = [f"GEMM {', '.join(sorted(c.gemm))}"] if c.gemm else []
         if c.memory is not None:
             parts.append("memory-bound kernels")
-        head.append("The profile also calibrates compute (" + "; ".join(parts or ["empty"]) + "); not drawn here.")
+        head.append(
+            "The profile also calibrates compute (" + "; ".join(parts or ["empty"]) + "); not drawn here."
+        )
     return page(f"clustersim calibration: {profile.name}", profile_cards(frame), figures, [*head, *notes])
 
 

@@ -61,19 +61,44 @@ def chrome_trace(
     pid_of = {g: i + 1 for i, g in enumerate(dict.fromkeys(groups.to_numpy()))}
     for g, pid in pid_of.items():
         events.append({"ph": "M", "name": "process_name", "pid": pid, "tid": 0, "args": {"name": str(g)}})
-        events.append({"ph": "M", "name": "process_sort_index", "pid": pid, "tid": 0, "args": {"sort_index": pid}})
+        events.append(
+            {"ph": "M", "name": "process_sort_index", "pid": pid, "tid": 0, "args": {"sort_index": pid}}
+        )
     lanes = ops[["rank", "stream", "gpu"]].drop_duplicates(["rank", "stream"]) if not ops.empty else ops
     order = lanes.assign(o=(lanes["stream"] != "compute").astype(int)).sort_values(["rank", "o", "stream"])
     tid_of: dict[tuple[int, str], int] = {}
-    for i, (rank, stream, gpu) in enumerate(zip(order["rank"], order["stream"], order["gpu"])):
+    for i, (rank, stream, gpu) in enumerate(zip(order["rank"], order["stream"], order["gpu"], strict=False)):
         tid = i + 1
         tid_of[(int(rank), str(stream))] = tid
         pid = pid_of[groups[rank]]
-        events.append({"ph": "M", "name": "thread_name", "pid": pid, "tid": tid,
-                       "args": {"name": f"r{int(rank)} {stream} ({gpu})"}})
-        events.append({"ph": "M", "name": "thread_sort_index", "pid": pid, "tid": tid, "args": {"sort_index": tid}})
-    cols = ["step", "op_id", "kind", "tag", "rank", "stream", "ready_at_s", "started_at_s", "finished_at_s",
-            "size_bytes", "flops", "collective", "algorithm", "n_ranks"]
+        events.append(
+            {
+                "ph": "M",
+                "name": "thread_name",
+                "pid": pid,
+                "tid": tid,
+                "args": {"name": f"r{int(rank)} {stream} ({gpu})"},
+            }
+        )
+        events.append(
+            {"ph": "M", "name": "thread_sort_index", "pid": pid, "tid": tid, "args": {"sort_index": tid}}
+        )
+    cols = [
+        "step",
+        "op_id",
+        "kind",
+        "tag",
+        "rank",
+        "stream",
+        "ready_at_s",
+        "started_at_s",
+        "finished_at_s",
+        "size_bytes",
+        "flops",
+        "collective",
+        "algorithm",
+        "n_ranks",
+    ]
     for row in ops[cols].itertuples(index=False):
         rank, stream = int(row.rank), str(row.stream)
         pid, tid = pid_of[groups[rank]], tid_of[(rank, stream)]
@@ -81,14 +106,38 @@ def chrome_trace(
         if row.kind == "compute":
             args["flops"] = _num(row.flops)
         else:
-            args.update(size_bytes=_num(row.size_bytes), collective=row.collective, algorithm=row.algorithm,
-                        n_ranks=_num(row.n_ranks), wait_us=(row.started_at_s - row.ready_at_s) * US)
-        events.append({"ph": "X", "name": str(row.op_id), "cat": str(row.tag or row.kind), "pid": pid, "tid": tid,
-                       "ts": row.started_at_s * US, "dur": (row.finished_at_s - row.started_at_s) * US, "args": args})
+            args.update(
+                size_bytes=_num(row.size_bytes),
+                collective=row.collective,
+                algorithm=row.algorithm,
+                n_ranks=_num(row.n_ranks),
+                wait_us=(row.started_at_s - row.ready_at_s) * US,
+            )
+        events.append(
+            {
+                "ph": "X",
+                "name": str(row.op_id),
+                "cat": str(row.tag or row.kind),
+                "pid": pid,
+                "tid": tid,
+                "ts": row.started_at_s * US,
+                "dur": (row.finished_at_s - row.started_at_s) * US,
+                "args": args,
+            }
+        )
         if row.kind != "compute" and row.started_at_s > row.ready_at_s:
-            events.append({"ph": "X", "name": f"wait {row.op_id}", "cat": "wait", "pid": pid, "tid": tid,
-                           "ts": row.ready_at_s * US, "dur": (row.started_at_s - row.ready_at_s) * US,
-                           "args": {"step": int(row.step), "rank": rank}})
+            events.append(
+                {
+                    "ph": "X",
+                    "name": f"wait {row.op_id}",
+                    "cat": "wait",
+                    "pid": pid,
+                    "tid": tid,
+                    "ts": row.ready_at_s * US,
+                    "dur": (row.started_at_s - row.ready_at_s) * US,
+                    "args": {"step": int(row.step), "rank": rank},
+                }
+            )
     links = frames.get("links")
     n_counters = 0
     if links is not None and not links.empty and top_links > 0:
@@ -96,20 +145,40 @@ def chrome_trace(
             lo, hi = ops["ready_at_s"].min(), ops["finished_at_s"].max()
             links = links[(links["finished_at_s"] > lo) & (links["started_at_s"] < hi)]
         lpid = len(pid_of) + 1
-        events.append({"ph": "M", "name": "process_name", "pid": lpid, "tid": 0,
-                       "args": {"name": f"links (busiest {top_links}, utilization %)"}})
-        events.append({"ph": "M", "name": "process_sort_index", "pid": lpid, "tid": 0, "args": {"sort_index": lpid}})
+        events.append(
+            {
+                "ph": "M",
+                "name": "process_name",
+                "pid": lpid,
+                "tid": 0,
+                "args": {"name": f"links (busiest {top_links}, utilization %)"},
+            }
+        )
+        events.append(
+            {"ph": "M", "name": "process_sort_index", "pid": lpid, "tid": 0, "args": {"sort_index": lpid}}
+        )
         for name in F.busiest(links, top_links) if not links.empty else []:
             xs, ys, _ = F.link_series(links, name, max_counter_points)
             n_counters += 1
-            for x, y in zip(xs, ys):
-                events.append({"ph": "C", "name": name, "pid": lpid, "tid": 0, "ts": float(x) * US,
-                               "args": {"utilization_pct": round(float(y) * 100, 4)}})
+            for x, y in zip(xs, ys, strict=False):
+                events.append(
+                    {
+                        "ph": "C",
+                        "name": name,
+                        "pid": lpid,
+                        "tid": 0,
+                        "ts": float(x) * US,
+                        "args": {"utilization_pct": round(float(y) * 100, 4)},
+                    }
+                )
     return {
         "traceEvents": events,
         "displayTimeUnit": "ms",
-        "otherData": {"generator": "clustersim", "time_unit": "us of simulated time",
-                      "link_counters": n_counters},
+        "otherData": {
+            "generator": "clustersim",
+            "time_unit": "us of simulated time",
+            "link_counters": n_counters,
+        },
     }
 
 

@@ -60,21 +60,41 @@ def _bars(table: pd.DataFrame, column: str, title: str, axis: str, scale: float 
         mean = row["mean"] * scale
         err = None
         if several and row["n"] > 1:
-            err = {"type": "data", "symmetric": False, "array": [(row["hi"] - row["mean"]) * scale],
-                   "arrayminus": [(row["mean"] - row["lo"]) * scale]}
-        fig.add_trace(go.Bar(
-            x=[row["variant"]], y=[mean], name=row["variant"], marker_color=palette[i % len(palette)],
-            error_y=err, texttemplate="%{y:.3s}", textposition="auto",
-            hovertemplate=f"%{{x}}: %{{y:.4g}} {axis}"
-            + (f"<br>95% interval [{row['lo'] * scale:.4g}, {row['hi'] * scale:.4g}], {row['n']} seeds"
-               if err else "") + "<extra></extra>",
-        ))
+            err = {
+                "type": "data",
+                "symmetric": False,
+                "array": [(row["hi"] - row["mean"]) * scale],
+                "arrayminus": [(row["mean"] - row["lo"]) * scale],
+            }
+        fig.add_trace(
+            go.Bar(
+                x=[row["variant"]],
+                y=[mean],
+                name=row["variant"],
+                marker_color=palette[i % len(palette)],
+                error_y=err,
+                texttemplate="%{y:.3s}",
+                textposition="auto",
+                hovertemplate=f"%{{x}}: %{{y:.4g}} {axis}"
+                + (
+                    f"<br>95% interval [{row['lo'] * scale:.4g}, {row['hi'] * scale:.4g}], {row['n']} seeds"
+                    if err
+                    else ""
+                )
+                + "<extra></extra>",
+            )
+        )
     if several:
         title += f" (mean, 95% t-interval over up to {int(st['n'].max())} seeds)"
     else:
         title += " (one seed per variant: no interval)"
-    fig.update_layout(title=title, yaxis_title=axis, xaxis_title="variant", showlegend=False,
-                      xaxis={"categoryorder": "array", "categoryarray": list(st["variant"])})
+    fig.update_layout(
+        title=title,
+        yaxis_title=axis,
+        xaxis_title="variant",
+        showlegend=False,
+        xaxis={"categoryorder": "array", "categoryarray": list(st["variant"])},
+    )
     return fig
 
 
@@ -85,9 +105,7 @@ def step_time_figure(table: pd.DataFrame) -> go.Figure:
 
 def exposed_comm_figure(table: pd.DataFrame) -> go.Figure:
     """Bars: communication not hidden under compute, per variant (ms)."""
-    return _bars(
-        table, "exposed_comm_s", "Exposed communication per variant", "exposed communication (ms)"
-    )
+    return _bars(table, "exposed_comm_s", "Exposed communication per variant", "exposed communication (ms)")
 
 
 def cost_figure(table: pd.DataFrame) -> go.Figure:
@@ -112,11 +130,7 @@ def variant_breakdown_frame(steps: pd.DataFrame) -> pd.DataFrame:
         sub = steps[steps["variant"] == variant].drop(columns="variant")
         tidy = breakdown_frame(sub)
         weights = sub.groupby("rank")["weight"].first() if "weight" in sub.columns else None
-        w = (
-            tidy["rank"].map(weights).fillna(1.0)
-            if weights is not None
-            else pd.Series(1.0, index=tidy.index)
-        )
+        w = tidy["rank"].map(weights).fillna(1.0) if weights is not None else pd.Series(1.0, index=tidy.index)
         tidy = tidy.assign(w=w.to_numpy(dtype=float), ws=tidy["seconds"] * w.to_numpy(dtype=float))
         agg = tidy.groupby("part", sort=False)[["ws", "w"]].sum()
         for part, row in agg.iterrows():
@@ -160,9 +174,7 @@ def busiest_links_frame(links: pd.DataFrame, steps: pd.DataFrame, top: int = 5) 
     out = []
     for variant in _order(links):
         st = steps[steps["variant"] == variant]
-        run_time = (
-            float(st["finished_at_s"].max() - st["started_at_s"].min()) if not st.empty else 0.0
-        )
+        run_time = float(st["finished_at_s"].max() - st["started_at_s"].min()) if not st.empty else 0.0
         bl = busiest_links(links[links["variant"] == variant], run_time, top)
         out.append(bl.assign(variant=variant))
     return pd.concat(out, ignore_index=True)[cols] if out else pd.DataFrame(columns=cols)
@@ -198,9 +210,7 @@ def busiest_links_figure(links: pd.DataFrame, steps: pd.DataFrame, top: int = 5)
 
 
 def _ms(v: Any) -> str:
-    return (
-        "n/a" if v is None or (isinstance(v, float) and np.isnan(v)) else f"{float(v) * 1e3:.2f} ms"
-    )
+    return "n/a" if v is None or (isinstance(v, float) and np.isnan(v)) else f"{float(v) * 1e3:.2f} ms"
 
 
 def comparison_cards(table: pd.DataFrame) -> list[tuple[str, str]]:
@@ -215,7 +225,9 @@ def comparison_cards(table: pd.DataFrame) -> list[tuple[str, str]]:
         row = st.iloc[i]
         value = _ms(row["mean"])
         if row["n"] > 1:
-            value += f" <span class='s'>± {(row['hi'] - row['mean']) * 1e3:.2f} ms, {int(row['n'])} seeds</span>"
+            value += (
+                f" <span class='s'>± {(row['hi'] - row['mean']) * 1e3:.2f} ms, {int(row['n'])} seeds</span>"
+            )
         if i > 0 and st.iloc[0]["mean"] > 0:
             value += f" ({row['mean'] / st.iloc[0]['mean']:.2f}x)"
         cards.append((f"{variant}: step time", value))
@@ -248,15 +260,20 @@ def comparison_html(
     bars then show the mean and its 95% t-interval; with one seed, plain bars, as the
     notes say."""
     seeds = n_seeds(table)
-    notes = list(notes) + [
-        f"Bars show the mean over up to {seeds} seeds per variant with its 95% Student-t interval."
-        if seeds > 1 else "Each variant ran with one seed: bars are single runs, without intervals.",
-    ] + [
-        "Relative step time is each variant's over the first variant's. Network capex is an "
-        "estimate from an illustrative price table (see topologies/prices.yaml)."
-        if "network_capex_usd" in table.columns
-        else "Relative step time is each variant's over the first variant's."
-    ]
+    notes = (
+        list(notes)
+        + [
+            f"Bars show the mean over up to {seeds} seeds per variant with its 95% Student-t interval."
+            if seeds > 1
+            else "Each variant ran with one seed: bars are single runs, without intervals.",
+        ]
+        + [
+            "Relative step time is each variant's over the first variant's. Network capex is an "
+            "estimate from an illustrative price table (see topologies/prices.yaml)."
+            if "network_capex_usd" in table.columns
+            else "Relative step time is each variant's over the first variant's."
+        ]
+    )
     return page(
         f"clustersim compare: {name}",
         comparison_cards(table),

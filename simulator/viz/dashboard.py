@@ -64,7 +64,10 @@ def _fmt(v: Any, unit: str = "") -> str:
 
 def _figure_div(fig: go.Figure, i: int) -> str:
     return pio.to_html(
-        fig, include_plotlyjs=False, full_html=False, div_id=f"fig{i}",
+        fig,
+        include_plotlyjs=False,
+        full_html=False,
+        div_id=f"fig{i}",
         config={"responsive": True, "displaylogo": False},
     )
 
@@ -102,7 +105,9 @@ def page(
     agg = [(i, F.aggregation_note(f)) for i, f in enumerate(figures)]
     agg = [(i, a) for i, a in agg if a]
     if agg:
-        parts.append("<p class='note'>Shown aggregated to keep this page small and fast:</p><ul class='notes'>")
+        parts.append(
+            "<p class='note'>Shown aggregated to keep this page small and fast:</p><ul class='notes'>"
+        )
         for i, a in agg:
             name = _plain_title(figures[i]) or f"figure {i + 1}"
             parts.append(f"<li>{html.escape(name)}: {html.escape(a)}</li>")
@@ -149,8 +154,12 @@ def run_cards(summary: dict[str, Any]) -> list[tuple[str, str]]:
     bl = summary.get("busiest_links") or []
     if bl:
         top = bl[0]
-        cards.append((f"busiest link ({top.get('link', '?')})",
-                      _fmt(top.get("mean_utilization", float("nan")), "%") + " mean"))
+        cards.append(
+            (
+                f"busiest link ({top.get('link', '?')})",
+                _fmt(top.get("mean_utilization", float("nan")), "%") + " mean",
+            )
+        )
     cards.append(("GPUs in job", _fmt(summary.get("gpus_in_job", "?"), "int")))
     return cards
 
@@ -215,16 +224,22 @@ def run_dashboard_html(frames: dict[str, pd.DataFrame], summary: dict[str, Any],
     """
     title = f"clustersim: {summary.get('scenario', 'run')}"
     notes = [
-        (f"topology {summary.get('topology', '?')}, {summary.get('gpus_in_job', '?')} GPUs in the job, "
-         f"{summary.get('simulated_ranks', '?')} simulated ranks, {summary.get('fidelity', '?')} fidelity, "
-         f"{summary.get('steps', '?')} steps, seed {summary.get('seed', '?')}, "
-         f"clustersim {summary.get('version', '?')}.")
+        (
+            f"topology {summary.get('topology', '?')}, {summary.get('gpus_in_job', '?')} GPUs in the job, "
+            f"{summary.get('simulated_ranks', '?')} simulated ranks, {summary.get('fidelity', '?')} fidelity, "
+            f"{summary.get('steps', '?')} steps, seed {summary.get('seed', '?')}, "
+            f"clustersim {summary.get('version', '?')}."
+        )
     ]
     if summary.get("calibration_applied"):
-        notes.append("calibrated collectives: " + ", ".join(
-            f"{k} ({v})" for k, v in dict(summary["calibration_applied"]).items()))
+        notes.append(
+            "calibrated collectives: "
+            + ", ".join(f"{k} ({v})" for k, v in dict(summary["calibration_applied"]).items())
+        )
     if "links" in frames and frames["links"].empty:
-        notes.append("no link intervals were recorded (network.record_links: false), so link views are left out")
+        notes.append(
+            "no link intervals were recorded (network.record_links: false), so link views are left out"
+        )
     return page(title, run_cards(summary), run_figures(frames, graph), notes)
 
 

@@ -18,8 +18,13 @@ def _rgba(hex_color: str, alpha: float) -> str:
 _FRACTIONS = ("goodput", "ettr")
 
 
-def sweep_figure(runs: pd.DataFrame, x: str | None = None, color: str | None = None,
-                 metric: str = "goodput", points: bool = True) -> go.Figure:
+def sweep_figure(
+    runs: pd.DataFrame,
+    x: str | None = None,
+    color: str | None = None,
+    metric: str = "goodput",
+    points: bool = True,
+) -> go.Figure:
     """Metric (default goodput) vs a swept parameter: mean line and 95% t-interval band.
 
     A numeric swept parameter gives lines with a band, a categorical one grouped bars with
@@ -55,33 +60,73 @@ def sweep_figure(runs: pd.DataFrame, x: str | None = None, color: str | None = N
         has_ci = bool((g["n"] > 1).all() and lo.notna().all() and hi.notna().all())
         if numeric:
             if has_ci:
-                fig.add_trace(go.Scatter(x=list(g[x]) + list(g[x])[::-1], y=list(hi) + list(lo)[::-1],
-                                         mode="lines", fill="toself", fillcolor=_rgba(c, 0.2),
-                                         line={"width": 0}, hoverinfo="skip", showlegend=False,
-                                         legendgroup=name, name=f"{name} 95% CI"))
-            fig.add_trace(go.Scatter(x=g[x], y=mean, mode="lines+markers", name=name, legendgroup=name,
-                                     line={"color": c}, customdata=list(zip(lo, hi, g["n"], strict=True)),
-                                     hovertemplate=f"{x}=%{{x}}: mean %{{y:.4f}}<br>95% interval "
-                                                   "[%{customdata[0]:.4f}, %{customdata[1]:.4f}], "
-                                                   "%{customdata[2]} seeds<extra>" + name + "</extra>"))
+                fig.add_trace(
+                    go.Scatter(
+                        x=list(g[x]) + list(g[x])[::-1],
+                        y=list(hi) + list(lo)[::-1],
+                        mode="lines",
+                        fill="toself",
+                        fillcolor=_rgba(c, 0.2),
+                        line={"width": 0},
+                        hoverinfo="skip",
+                        showlegend=False,
+                        legendgroup=name,
+                        name=f"{name} 95% CI",
+                    )
+                )
+            fig.add_trace(
+                go.Scatter(
+                    x=g[x],
+                    y=mean,
+                    mode="lines+markers",
+                    name=name,
+                    legendgroup=name,
+                    line={"color": c},
+                    customdata=list(zip(lo, hi, g["n"], strict=True)),
+                    hovertemplate=f"{x}=%{{x}}: mean %{{y:.4f}}<br>95% interval "
+                    "[%{customdata[0]:.4f}, %{customdata[1]:.4f}], "
+                    "%{customdata[2]} seeds<extra>" + name + "</extra>",
+                )
+            )
         else:
-            err = ({"type": "data", "symmetric": False, "array": list(hi - mean),
-                    "arrayminus": list(mean - lo)} if has_ci else None)
-            fig.add_trace(go.Bar(x=[str(v) for v in g[x]], y=mean, name=name, marker_color=c,
-                                 legendgroup=name, error_y=err))
+            err = (
+                {"type": "data", "symmetric": False, "array": list(hi - mean), "arrayminus": list(mean - lo)}
+                if has_ci
+                else None
+            )
+            fig.add_trace(
+                go.Bar(
+                    x=[str(v) for v in g[x]], y=mean, name=name, marker_color=c, legendgroup=name, error_y=err
+                )
+            )
         if points:
             sub = runs if not color else runs[runs[color] == key]
             xs = sub[x] if numeric else sub[x].astype(str)
-            fig.add_trace(go.Scatter(x=xs, y=sub[metric], mode="markers", showlegend=False,
-                                     legendgroup=name, name=f"{name} seeds",
-                                     marker={"color": _rgba(c, 0.45), "size": 5},
-                                     hovertemplate=f"{x}=%{{x}}: %{{y:.4f}} (one seed)<extra>{name}</extra>"))
+            fig.add_trace(
+                go.Scatter(
+                    x=xs,
+                    y=sub[metric],
+                    mode="markers",
+                    showlegend=False,
+                    legendgroup=name,
+                    name=f"{name} seeds",
+                    marker={"color": _rgba(c, 0.45), "size": 5},
+                    hovertemplate=f"{x}=%{{x}}: %{{y:.4f}} (one seed)<extra>{name}</extra>",
+                )
+            )
     single = bool(len(agg)) and bool((agg["n"] < 2).any())
-    what = ("one seed per point: no interval" if single
-            else "mean, 95% t-interval over seeds" + (" clipped to [0, 1]" if metric in _FRACTIONS else ""))
-    fig.update_layout(title=f"{metric} vs {x} ({what}; dots: single seeds)" if points else f"{metric} vs {x} ({what})",
-                      xaxis_title=x, yaxis_title=metric, template="plotly_white",
-                      barmode="group")
+    what = (
+        "one seed per point: no interval"
+        if single
+        else "mean, 95% t-interval over seeds" + (" clipped to [0, 1]" if metric in _FRACTIONS else "")
+    )
+    fig.update_layout(
+        title=f"{metric} vs {x} ({what}; dots: single seeds)" if points else f"{metric} vs {x} ({what})",
+        xaxis_title=x,
+        yaxis_title=metric,
+        template="plotly_white",
+        barmode="group",
+    )
     if numeric and len(agg):
         fig.update_xaxes(tickvals=sorted(agg[x].unique()))
     return fig

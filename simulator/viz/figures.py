@@ -33,9 +33,21 @@ import pandas as pd
 import plotly.graph_objects as go
 
 PALETTE = {
-    "compute": "#4C78A8", "fwd": "#4C78A8", "bwd": "#72B7B2", "recompute": "#9ECAE9", "optimizer": "#54A24B",
-    "tp": "#F58518", "dp": "#E45756", "pp": "#B279A2", "ep": "#FF9DA6", "cp": "#9D755D",
-    "checkpoint": "#8C6D31", "p2p": "#B279A2", "idle": "#DDDDDD", "wait": "#C7C7C7", "bubble": "#EEEEEE",
+    "compute": "#4C78A8",
+    "fwd": "#4C78A8",
+    "bwd": "#72B7B2",
+    "recompute": "#9ECAE9",
+    "optimizer": "#54A24B",
+    "tp": "#F58518",
+    "dp": "#E45756",
+    "pp": "#B279A2",
+    "ep": "#FF9DA6",
+    "cp": "#9D755D",
+    "checkpoint": "#8C6D31",
+    "p2p": "#B279A2",
+    "idle": "#DDDDDD",
+    "wait": "#C7C7C7",
+    "bubble": "#EEEEEE",
 }
 _NS_MS = 6  # decimals kept for times in ms (1 ns): keeps the page small, far below any op's length
 
@@ -123,7 +135,7 @@ def _gaps(starts: np.ndarray, ends: np.ndarray, t0: float, t1: float) -> list[tu
     """Intervals of [t0, t1] covered by none of the given intervals."""
     out = []
     cur = t0
-    for s, e in sorted(zip(starts, ends)):
+    for s, e in sorted(zip(starts, ends, strict=False)):
         if s > cur:
             out.append((cur, min(s, t1)))
         cur = max(cur, e)
@@ -149,18 +161,27 @@ def timeline_segments(ops: pd.DataFrame, step: int | None = None) -> pd.DataFram
     cat = np.where(df["kind"] == "checkpoint", "checkpoint", np.where(tag != "", tag, df["kind"].astype(str)))
     bars = pd.DataFrame(
         {
-            "rank": df["rank"].to_numpy(), "stream": df["stream"].astype(str).to_numpy(), "category": cat,
-            "start_s": df["started_at_s"].to_numpy(), "end_s": df["finished_at_s"].to_numpy(),
-            "op_id": df["op_id"].astype(str).to_numpy(), "kind": df["kind"].astype(str).to_numpy(),
+            "rank": df["rank"].to_numpy(),
+            "stream": df["stream"].astype(str).to_numpy(),
+            "category": cat,
+            "start_s": df["started_at_s"].to_numpy(),
+            "end_s": df["finished_at_s"].to_numpy(),
+            "op_id": df["op_id"].astype(str).to_numpy(),
+            "kind": df["kind"].astype(str).to_numpy(),
             "size_bytes": df["size_bytes"].to_numpy(dtype=float),
         }
     )
     comm = df[(df["kind"] != "compute") & (df["started_at_s"] > df["ready_at_s"])]
     waits = pd.DataFrame(
         {
-            "rank": comm["rank"].to_numpy(), "stream": comm["stream"].astype(str).to_numpy(), "category": "wait",
-            "start_s": comm["ready_at_s"].to_numpy(), "end_s": comm["started_at_s"].to_numpy(),
-            "op_id": comm["op_id"].astype(str).to_numpy(), "kind": "wait", "size_bytes": 0.0,
+            "rank": comm["rank"].to_numpy(),
+            "stream": comm["stream"].astype(str).to_numpy(),
+            "category": "wait",
+            "start_s": comm["ready_at_s"].to_numpy(),
+            "end_s": comm["started_at_s"].to_numpy(),
+            "op_id": comm["op_id"].astype(str).to_numpy(),
+            "kind": "wait",
+            "size_bytes": 0.0,
         }
     )
     rows = []
@@ -223,10 +244,17 @@ def timeline_figure(
             label = {"wait": "wait (ready→start)", "bubble": "bubble (compute idle)"}.get(cat, cat)
             fig.add_trace(
                 go.Bar(
-                    name=label, legendgroup=cat, showlegend=False,
-                    y=c["y"].to_numpy(), x=dur_ms, base=start_ms, orientation="h",
+                    name=label,
+                    legendgroup=cat,
+                    showlegend=False,
+                    y=c["y"].to_numpy(),
+                    x=dur_ms,
+                    base=start_ms,
+                    orientation="h",
                     marker={"color": _color(cat), "line": {"width": 0}},
-                    customdata=np.stack([c["op_id"].to_numpy(), (c["size_bytes"] / 2**20).round(3).to_numpy()], axis=1),
+                    customdata=np.stack(
+                        [c["op_id"].to_numpy(), (c["size_bytes"] / 2**20).round(3).to_numpy()], axis=1
+                    ),
                     hovertemplate="%{customdata[0]}<br>start %{base:.3f} ms<br>duration %{x:.3f} ms"
                     "<br>%{customdata[1]} MiB<extra>%{fullData.name}</extra>",
                 )
@@ -236,8 +264,18 @@ def timeline_figure(
     # group the dropdown shows, and clicking it toggles the category in every group
     for cat in cats:
         label = {"wait": "wait (ready→start)", "bubble": "bubble (compute idle)"}.get(cat, cat)
-        fig.add_trace(go.Bar(name=label, legendgroup=cat, x=[None], y=[None], orientation="h",
-                             marker={"color": _color(cat)}, showlegend=True, hoverinfo="skip"))
+        fig.add_trace(
+            go.Bar(
+                name=label,
+                legendgroup=cat,
+                x=[None],
+                y=[None],
+                orientation="h",
+                marker={"color": _color(cat)},
+                showlegend=True,
+                hoverinfo="skip",
+            )
+        )
         trace_group.append("")
     names = list(shown_by_group)
     n_all = int(ops["rank"].nunique())
@@ -259,22 +297,41 @@ def timeline_figure(
         buttons = []
         if total_lanes <= 600:
             buttons.append(
-                {"label": "all groups", "method": "update",
-                 "args": [{"visible": [True] * len(trace_group)}, {"height": height(total_lanes)}]}
+                {
+                    "label": "all groups",
+                    "method": "update",
+                    "args": [{"visible": [True] * len(trace_group)}, {"height": height(total_lanes)}],
+                }
             )
         for g in names:
             buttons.append(
-                {"label": f"{g} ({len(shown_by_group[g])} ranks)", "method": "update",
-                 "args": [{"visible": [tg in (g, "") for tg in trace_group]}, {"height": height(lane_count[g])}]}
+                {
+                    "label": f"{g} ({len(shown_by_group[g])} ranks)",
+                    "method": "update",
+                    "args": [
+                        {"visible": [tg in (g, "") for tg in trace_group]},
+                        {"height": height(lane_count[g])},
+                    ],
+                }
             )
         active_all = start_all and buttons[0]["label"] == "all groups"
         if not active_all:
-            for tr, tg in zip(fig.data, trace_group):
+            for tr, tg in zip(fig.data, trace_group, strict=False):
                 tr.visible = tg in (names[0], "")
         active = 0 if active_all else (1 if buttons[0]["label"] == "all groups" else 0)
         fig.update_layout(
-            updatemenus=[{"buttons": buttons, "direction": "down", "x": 1.0, "xanchor": "right", "y": 1.02,
-                          "yanchor": "bottom", "active": active, "showactive": True}]
+            updatemenus=[
+                {
+                    "buttons": buttons,
+                    "direction": "down",
+                    "x": 1.0,
+                    "xanchor": "right",
+                    "y": 1.02,
+                    "yanchor": "bottom",
+                    "active": active,
+                    "showactive": True,
+                }
+            ]
         )
         init_lanes = total_lanes if active_all else lane_count[names[0]]
     else:
@@ -287,8 +344,13 @@ def timeline_figure(
         barmode="overlay",
         bargap=0.25,
         xaxis_title="time since step start (ms)",
-        yaxis={"autorange": "reversed", "type": "category", "automargin": True,
-               "categoryorder": "array", "categoryarray": [y for v in lanes_by_group.values() for y in v]},
+        yaxis={
+            "autorange": "reversed",
+            "type": "category",
+            "automargin": True,
+            "categoryorder": "array",
+            "categoryarray": [y for v in lanes_by_group.values() for y in v],
+        },
         height=height(init_lanes),
         legend_title="op tag",
         hovermode="closest",
@@ -328,9 +390,14 @@ def breakdown_group_frame(steps: pd.DataFrame, groups: Mapping[int, str] | pd.Se
     for name, grp in df.groupby("group", sort=False):
         ww = w.loc[grp.index].to_numpy()
         for col in cols:
-            rows.append({"group": name, "part": _part_label(col),
-                         "seconds": float(np.average(grp[col].to_numpy(), weights=ww)),
-                         "ranks": int(grp["rank"].nunique())})
+            rows.append(
+                {
+                    "group": name,
+                    "part": _part_label(col),
+                    "seconds": float(np.average(grp[col].to_numpy(), weights=ww)),
+                    "ranks": int(grp["rank"].nunique()),
+                }
+            )
     return pd.DataFrame(rows, columns=["group", "part", "seconds", "ranks"])
 
 
@@ -360,19 +427,25 @@ def breakdown_figure(
         tidy = tidy[tidy["rank"].isin(shown)]
         if groups is not None:
             gs = pd.Series(groups)
-            tidy = tidy.assign(x=tidy["rank"].map(gs).fillna("").astype(str) + " r" + tidy["rank"].astype(str))
+            tidy = tidy.assign(
+                x=tidy["rank"].map(gs).fillna("").astype(str) + " r" + tidy["rank"].astype(str)
+            )
         else:
             tidy = tidy.assign(x="r" + tidy["rank"].astype(str))
         xlab = "rank"
     for part, grp in tidy.groupby("part", sort=False):
         tag = "compute" if part == "compute" else part.replace("exposed ", "")
-        fig.add_trace(go.Bar(name=part, x=grp["x"].tolist(), y=(grp["seconds"] * 1e3).tolist(),
-                             marker_color=_color(tag)))
+        fig.add_trace(
+            go.Bar(
+                name=part, x=grp["x"].tolist(), y=(grp["seconds"] * 1e3).tolist(), marker_color=_color(tag)
+            )
+        )
     title = "Time breakdown per " + ("rank group" if xlab != "rank" else "rank") + " (mean over steps)"
     if note:
         title += f"<br><sub>{note}</sub>"
-    fig.update_layout(barmode="stack", title=title, xaxis_title=xlab, yaxis_title="ms",
-                      xaxis={"type": "category"})
+    fig.update_layout(
+        barmode="stack", title=title, xaxis_title=xlab, yaxis_title="ms", xaxis={"type": "category"}
+    )
     return _note(fig, note)
 
 
@@ -393,7 +466,9 @@ def _integral_at(s: np.ndarray, e: np.ndarray, u: np.ndarray, x: np.ndarray) -> 
     return ramp(s) - ramp(e)
 
 
-def link_series(links: pd.DataFrame, link: str, max_points: int = 2000) -> tuple[np.ndarray, np.ndarray, bool]:
+def link_series(
+    links: pd.DataFrame, link: str, max_points: int = 2000
+) -> tuple[np.ndarray, np.ndarray, bool]:
     """Piecewise-constant utilization of one link (x: breakpoints in s, y: utilization
     from each breakpoint on); binned into `max_points` time-weighted means when longer."""
     df = links[links["link"] == link].sort_values("started_at_s", kind="stable")
@@ -405,7 +480,7 @@ def link_series(links: pd.DataFrame, link: str, max_points: int = 2000) -> tuple
         return edges, np.append(np.diff(f) / np.diff(edges), 0.0), True
     xs, ys = [], []
     cur = None
-    for a, b, v in zip(s, e, u):
+    for a, b, v in zip(s, e, u, strict=False):
         if cur is not None and a > cur:
             xs.append(cur)
             ys.append(0.0)
@@ -438,13 +513,22 @@ def link_utilization_figure(links: pd.DataFrame, top: int = 8, max_points: int =
     for name in names:
         xs, ys, b = link_series(links, name, max_points)
         binned |= b
-        fig.add_trace(go.Scatter(x=((xs - t0) * 1e3).round(_NS_MS), y=(ys * 100).round(4), mode="lines",
-                                 line_shape="hv", name=name))
+        fig.add_trace(
+            go.Scatter(
+                x=((xs - t0) * 1e3).round(_NS_MS),
+                y=(ys * 100).round(4),
+                mode="lines",
+                line_shape="hv",
+                name=name,
+            )
+        )
     note = f"binned into {max_points} time bins per link (time-weighted mean)" if binned else ""
     title = f"Busiest {len(names)} of {links['link'].nunique()} loaded links"
     if note:
         title += f"<br><sub>{note}</sub>"
-    fig.update_layout(title=title, xaxis_title="time (ms)", yaxis_title="utilization (%)", yaxis_range=[0, 105])
+    fig.update_layout(
+        title=title, xaxis_title="time (ms)", yaxis_title="utilization (%)", yaxis_range=[0, 105]
+    )
     return _note(fig, note)
 
 
@@ -466,8 +550,17 @@ def link_heatmap_frame(links: pd.DataFrame, bins: int = 60) -> pd.DataFrame:
         f = _integral_at(s, e, u, edges)
         width = np.diff(edges)
         util = np.where(width > 0, np.diff(f) / np.where(width > 0, width, 1) / n_links, 0.0)
-        out.append(pd.DataFrame({"group": group, "bin_start_s": edges[:-1], "bin_end_s": edges[1:],
-                                 "utilization": util, "links": n_links}))
+        out.append(
+            pd.DataFrame(
+                {
+                    "group": group,
+                    "bin_start_s": edges[:-1],
+                    "bin_end_s": edges[1:],
+                    "utilization": util,
+                    "links": n_links,
+                }
+            )
+        )
     return pd.concat(out, ignore_index=True)[cols]
 
 
@@ -485,13 +578,19 @@ def link_heatmap_figure(links: pd.DataFrame, bins: int = 60) -> go.Figure:
             z=(piv.to_numpy() * 100).round(4),
             x=[round((c - t0) * 1e3, _NS_MS) for c in piv.columns],
             y=[f"{g} ({n_links[g]} links)" for g in piv.index],
-            colorscale="Viridis", zmin=0, zmax=100, colorbar_title="%",
+            colorscale="Viridis",
+            zmin=0,
+            zmax=100,
+            colorbar_title="%",
             hovertemplate="%{y}<br>from %{x:.3f} ms<br>%{z:.1f}%<extra></extra>",
         )
     )
     note = f"{bins} time bins; mean over the links of each tier that carry traffic"
-    fig.update_layout(title=f"Link utilization by medium and tier<br><sub>{note}</sub>", xaxis_title="time (ms)",
-                      height=max(260, 40 * len(piv.index) + 160))
+    fig.update_layout(
+        title=f"Link utilization by medium and tier<br><sub>{note}</sub>",
+        xaxis_title="time (ms)",
+        height=max(260, 40 * len(piv.index) + 160),
+    )
     return _note(fig, note)
 
 
@@ -503,7 +602,11 @@ def link_mean_utilization(links: pd.DataFrame, run_time_s: float | None = None) 
     (steps frame) to match `summary.json`'s busiest links."""
     if links.empty:
         return pd.Series(dtype=float)
-    run = float(links["finished_at_s"].max() - links["started_at_s"].min()) if run_time_s is None else run_time_s
+    run = (
+        float(links["finished_at_s"].max() - links["started_at_s"].min())
+        if run_time_s is None
+        else run_time_s
+    )
     agg = links.groupby(["src", "dst"]).agg(bytes=("bytes", "sum"), cap=("capacity_bytes_per_s", "first"))
     util = agg["bytes"] / (agg["cap"] * run) if run > 0 else agg["bytes"] * 0.0
     out: dict[tuple[str, str], float] = {}
@@ -515,12 +618,19 @@ def link_mean_utilization(links: pd.DataFrame, run_time_s: float | None = None) 
 
 # -- failures ------------------------------------------------------------------------------
 
-_INCIDENT_COLORS = {"failure": "#d62728", "checkpoint": "#8C6D31", "restart": "#ff7f0e", "repair": "#2ca02c",
-                    "degradation": "#9467bd", "rejoin": "#17becf"}
+_INCIDENT_COLORS = {
+    "failure": "#d62728",
+    "checkpoint": "#8C6D31",
+    "restart": "#ff7f0e",
+    "repair": "#2ca02c",
+    "degradation": "#9467bd",
+    "rejoin": "#17becf",
+}
 
 
-def incidents_figure(incidents: pd.DataFrame, segments: pd.DataFrame | None = None,
-                     max_markers: int = 5000) -> go.Figure:
+def incidents_figure(
+    incidents: pd.DataFrame, segments: pd.DataFrame | None = None, max_markers: int = 5000
+) -> go.Figure:
     """Failures, checkpoints and restarts on the run's time axis (hours), with cumulative
     useful work against the ideal (every second useful) when segments are given.
 
@@ -529,11 +639,16 @@ def incidents_figure(incidents: pd.DataFrame, segments: pd.DataFrame | None = No
     from plotly.subplots import make_subplots
 
     has_seg = segments is not None and not segments.empty
-    fig = make_subplots(rows=2 if has_seg else 1, cols=1, shared_xaxes=True, vertical_spacing=0.08,
-                        row_heights=[0.35, 0.65] if has_seg else None)
+    fig = make_subplots(
+        rows=2 if has_seg else 1,
+        cols=1,
+        shared_xaxes=True,
+        vertical_spacing=0.08,
+        row_heights=[0.35, 0.65] if has_seg else None,
+    )
     notes = []
     kinds = list(dict.fromkeys(incidents["kind"].astype(str))) if not incidents.empty else []
-    for i, kind in enumerate(kinds):
+    for _i, kind in enumerate(kinds):
         df = incidents[incidents["kind"].astype(str) == kind]
         if len(df) > max_markers:
             df = df.iloc[np.unique(np.linspace(0, len(df) - 1, max_markers).round().astype(int))]
@@ -542,12 +657,19 @@ def incidents_figure(incidents: pd.DataFrame, segments: pd.DataFrame | None = No
         dur = df["duration_s"].fillna(0).to_numpy(dtype=float)
         lost = df["lost_work_s"].fillna(0).to_numpy(dtype=float) if "lost_work_s" in df else np.zeros(len(df))
         fig.add_trace(
-            go.Bar(name=kind, y=[kind] * len(df), x=np.maximum(dur / 3600, 1e-4).round(6), base=t_h.round(6),
-                   orientation="h", marker_color=_INCIDENT_COLORS.get(kind, _color(kind)),
-                   customdata=np.stack([dur, lost], axis=1).round(3),
-                   hovertemplate="%{base:.3f} h<br>duration %{customdata[0]:.0f} s<br>lost work "
-                   "%{customdata[1]:.0f} s<extra>%{fullData.name}</extra>"),
-            row=1, col=1,
+            go.Bar(
+                name=kind,
+                y=[kind] * len(df),
+                x=np.maximum(dur / 3600, 1e-4).round(6),
+                base=t_h.round(6),
+                orientation="h",
+                marker_color=_INCIDENT_COLORS.get(kind, _color(kind)),
+                customdata=np.stack([dur, lost], axis=1).round(3),
+                hovertemplate="%{base:.3f} h<br>duration %{customdata[0]:.0f} s<br>lost work "
+                "%{customdata[1]:.0f} s<extra>%{fullData.name}</extra>",
+            ),
+            row=1,
+            col=1,
         )
     if segments is not None and has_seg:
         seg = segments.sort_values("start_s", kind="stable")
@@ -556,10 +678,28 @@ def incidents_figure(incidents: pd.DataFrame, segments: pd.DataFrame | None = No
         t_h = np.concatenate([[float(seg["start_s"].min())], end]) / 3600
         useful = seg[useful_col].fillna(0).to_numpy(dtype=float) if useful_col else np.zeros(len(seg))
         cum_h = np.concatenate([[0.0], np.cumsum(useful)]) / 3600
-        fig.add_trace(go.Scatter(x=t_h.round(6), y=cum_h.round(6), mode="lines", name="useful work (kept)",
-                                 line={"color": "#1f77b4"}), row=2, col=1)
-        fig.add_trace(go.Scatter(x=[t_h[0], t_h[-1]], y=[0.0, t_h[-1] - t_h[0]], mode="lines", name="ideal",
-                                 line={"color": "#999", "dash": "dash"}), row=2, col=1)
+        fig.add_trace(
+            go.Scatter(
+                x=t_h.round(6),
+                y=cum_h.round(6),
+                mode="lines",
+                name="useful work (kept)",
+                line={"color": "#1f77b4"},
+            ),
+            row=2,
+            col=1,
+        )
+        fig.add_trace(
+            go.Scatter(
+                x=[t_h[0], t_h[-1]],
+                y=[0.0, t_h[-1] - t_h[0]],
+                mode="lines",
+                name="ideal",
+                line={"color": "#999", "dash": "dash"},
+            ),
+            row=2,
+            col=1,
+        )
         fig.update_yaxes(title_text="useful work (h)", row=2, col=1)
     fig.update_xaxes(title_text="run time (h)", row=2 if has_seg else 1, col=1)
     title = "Incidents, checkpoints and restarts" + (" with useful work against the ideal" if has_seg else "")

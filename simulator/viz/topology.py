@@ -54,9 +54,7 @@ def _aggregate_servers(g: nx.Graph) -> nx.Graph:
         if o == n:
             h.add_node(n, **d)
         elif o not in h:
-            kind = (
-                "storage" if d.get("kind") == "storage" or str(o).startswith("stor") else "server"
-            )
+            kind = "storage" if d.get("kind") == "storage" or str(o).startswith("stor") else "server"
             h.add_node(o, kind=kind)
         if owner[n] != n and d.get("kind") == "gpu":
             h.nodes[o]["gpus"] = h.nodes[o].get("gpus", 0) + 1
@@ -125,9 +123,7 @@ def _layer(d: dict[str, Any]) -> float:
 
 
 def _positions(h: nx.Graph) -> dict[Any, tuple[float, float]]:
-    has_fabric = any(
-        d.get("kind") == "switch" and d.get("tier", 1) >= 1 for _, d in h.nodes(data=True)
-    )
+    has_fabric = any(d.get("kind") == "switch" and d.get("tier", 1) >= 1 for _, d in h.nodes(data=True))
     if not has_fabric:
         return {n: (float(x), float(y)) for n, (x, y) in nx.spring_layout(h, seed=0).items()}
     rows: dict[float, list[Any]] = {}
@@ -161,9 +157,7 @@ def _util_color(u: float) -> str:
     return f"rgb({r},{gr},40)"
 
 
-def topology_figure(
-    g: nx.Graph, link_util: pd.Series | None = None, max_elements: int = 4000
-) -> go.Figure:
+def topology_figure(g: nx.Graph, link_util: pd.Series | None = None, max_elements: int = 4000) -> go.Figure:
     """Draw a topology graph.
 
     Args:
@@ -224,9 +218,7 @@ def topology_figure(
         texts = []
         for n in names:
             d = h.nodes[n]
-            extra = ", ".join(
-                f"{k}={d[k]}" for k in ("role", "ports", "rail", "gpus", "node") if k in d
-            )
+            extra = ", ".join(f"{k}={d[k]}" for k in ("role", "ports", "rail", "gpus", "node") if k in d)
             texts.append(f"{n}<br>{d.get('kind')}" + (f" ({extra})" if extra else ""))
         fig.add_trace(
             go.Scatter(

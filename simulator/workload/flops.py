@@ -222,9 +222,7 @@ def _attention(c: _Ctx) -> list[_Pair]:
             pairs.append(_gemm(c, "q_b", T, a_t * dq, mla.q_lora_rank))
         pairs.append(_gemm(c, "kv_a", T, mla.kv_lora_rank + mla.qk_rope_head_dim, h))
         pairs.append(_norm(c, "kv_a_norm", mla.kv_lora_rank, T))
-        pairs.append(
-            _gemm(c, "kv_b", T, a_t * (mla.qk_nope_head_dim + mla.v_head_dim), mla.kv_lora_rank)
-        )
+        pairs.append(_gemm(c, "kv_b", T, a_t * (mla.qk_nope_head_dim + mla.v_head_dim), mla.kv_lora_rank))
     # context parallelism: each rank's K/V chunk travels the ring (cp - 1 steps)
     kv_chunk = p * T * kv_r * (dq + dv)
     if L.cp > 1:
@@ -331,9 +329,7 @@ def _moe(c: _Ctx) -> list[_Pair]:
     return pairs
 
 
-def _layer_pairs(
-    model: ModelSpec, layout: LayoutSpec, layer_index: int, causal_skip: bool
-) -> list[_Pair]:
+def _layer_pairs(model: ModelSpec, layout: LayoutSpec, layer_index: int, causal_skip: bool) -> list[_Pair]:
     c = _Ctx(model, layout, causal_skip)
     h, p, T, Tn = c.h, c.p, c.T, c.Tn
     act = p * T * h  # a full (tokens × h) activation of the tp group
@@ -493,11 +489,7 @@ def dp_comms(model: ModelSpec, layout: LayoutSpec, stage: int) -> list[CommCost]
     """
     L = layout
     p = model.element_bytes
-    params = (
-        end_rank_params(model, L, stage)
-        if L.zero_stage == 3
-        else stage_rank_params(model, L, stage)
-    )
+    params = end_rank_params(model, L, stage) if L.zero_stage == 3 else stage_rank_params(model, L, stage)
     sizes = {"dp_cp": L.dp * L.cp, "edp": L.edp * L.cp}
     out: list[CommCost] = []
     for group, n in (("dp_cp", params.dense), ("edp", params.expert)):
@@ -506,8 +498,7 @@ def dp_comms(model: ModelSpec, layout: LayoutSpec, stage: int) -> list[CommCost]
         buckets = _buckets(n * p, L.grad_bucket_bytes)
         if L.zero_stage == 0:
             out += [
-                CommCost(f"dp_grad_ar_{group}[{i}]", "all_reduce", group, b)
-                for i, b in enumerate(buckets)
+                CommCost(f"dp_grad_ar_{group}[{i}]", "all_reduce", group, b) for i, b in enumerate(buckets)
             ]
         else:
             out += [
@@ -515,8 +506,7 @@ def dp_comms(model: ModelSpec, layout: LayoutSpec, stage: int) -> list[CommCost]
                 for i, b in enumerate(buckets)
             ]
             out += [
-                CommCost(f"dp_param_ag_{group}[{i}]", "all_gather", group, b)
-                for i, b in enumerate(buckets)
+                CommCost(f"dp_param_ag_{group}[{i}]", "all_gather", group, b) for i, b in enumerate(buckets)
             ]
     return out
 
@@ -528,9 +518,7 @@ def _sum_flops(items: Iterable[Item], kinds: tuple[str, ...] = ("gemm", "attenti
     return sum(x.flops for x in items if isinstance(x, OpCost) and x.kind in kinds)
 
 
-def stage_flops(
-    model: ModelSpec, layout: LayoutSpec, stage: int, *, causal_skip: bool = True
-) -> float:
+def stage_flops(model: ModelSpec, layout: LayoutSpec, stage: int, *, causal_skip: bool = True) -> float:
     """Matmul FLOPs (GEMM + attention) one rank of pipeline stage `stage` executes per
     micro-batch, recompute included: its own layers (`stage_layers`, so uneven first/last
     stages count fewer) plus the output layer on the last stage."""
@@ -585,8 +573,7 @@ def mfu_flops_per_step(model: ModelSpec, tokens: int, *, causal_halving: bool = 
     not counted (that is what makes it *model* FLOPs).
     """
     return (
-        6.0 * model.matmul_params()
-        + attention_flops_per_token(model, causal_halving=causal_halving)
+        6.0 * model.matmul_params() + attention_flops_per_token(model, causal_halving=causal_halving)
     ) * tokens
 
 

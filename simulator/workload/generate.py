@@ -73,8 +73,8 @@ from pydantic import Field
 
 from simulator.config.base import Spec
 from simulator.config.loader import Document, validate
-from simulator.network.topology import FileRef, Topology, resolve
 from simulator.errors import InputError
+from simulator.network.topology import FileRef, Topology, resolve
 from simulator.workload.flops import (
     CommCost,
     OpCost,
@@ -140,13 +140,9 @@ class FidelitySpec(Spec):
 class WorkloadSpec(Spec):
     """A model workload file: a model, its parallel layout, and the simulation fidelity."""
 
-    name: str | None = Field(
-        None, description="Name shown in results (default: model name and layout)."
-    )
+    name: str | None = Field(None, description="Name shown in results (default: model name and layout).")
     description: str = Field("", description="Free text: what this workload follows.")
-    model: FileRef = Field(
-        description="Model file (workloads/models/*.yaml), relative to this file."
-    )
+    model: FileRef = Field(description="Model file (workloads/models/*.yaml), relative to this file.")
     layout: LayoutSpec = Field(description="Parallel layout and batch (Megatron-LM vocabulary).")
     fidelity: FidelitySpec = Field(default_factory=FidelitySpec, description="Simulation fidelity.")
     causal_skip: bool = Field(
@@ -302,13 +298,9 @@ class _StageState:
     last_bwd: dict[tuple[int, int], tuple[int, str]] = field(
         default_factory=dict
     )  # (rank, layer) -> (pos, op)
-    end_bwd: dict[tuple[int, str], tuple[int, str]] = field(
-        default_factory=dict
-    )  # (rank, "emb"/"out")
+    end_bwd: dict[tuple[int, str], tuple[int, str]] = field(default_factory=dict)  # (rank, "emb"/"out")
     last_compute: dict[int, str] = field(default_factory=dict)
-    prev_first: dict[int, str] = field(
-        default_factory=dict
-    )  # first compute op of the last items run
+    prev_first: dict[int, str] = field(default_factory=dict)  # first compute op of the last items run
     pos: int = 0
 
 
@@ -355,9 +347,7 @@ class _Generator:
         self._n = 0
         self.last_on: dict[tuple[int, str], str] = {}
         self._p2p: dict[tuple[int, int], _Group] = {}
-        self.stage_ranks = {
-            s: [r for r in self.simulated if self.coords[r].pp == s] for s in range(L.pp)
-        }
+        self.stage_ranks = {s: [r for r in self.simulated if self.coords[r].pp == s] for s in range(L.pp)}
 
     # -- groups and mirrors -------------------------------------------------------------
     def leaves(self) -> _Leaves:
@@ -652,16 +642,10 @@ class _Generator:
                         ranks, embedding_program(m, L, "fwd"), "fwd", base + ".emb", deps, st
                     )
                 for i in layers:
-                    deps = self.run_items(
-                        ranks, self.layer_items(i, "fwd"), "fwd", f"{base}.L{i}", deps, st
-                    )
+                    deps = self.run_items(ranks, self.layer_items(i, "fwd"), "fwd", f"{base}.L{i}", deps, st)
                 if vs == last_vs:
-                    deps = self.run_items(
-                        ranks, output_program(m, L, "fwd"), "fwd", base + ".out", deps, st
-                    )
-                    deps = self.run_items(
-                        ranks, output_program(m, L, "bwd"), "bwd", base + ".outb", deps, st
-                    )
+                    deps = self.run_items(ranks, output_program(m, L, "fwd"), "fwd", base + ".out", deps, st)
+                    deps = self.run_items(ranks, output_program(m, L, "bwd"), "bwd", base + ".outb", deps, st)
                     for r in ranks:
                         st.end_bwd[(r, "out")] = (st.pos, st.last_compute[r])
                     st.pos += 1
@@ -678,9 +662,7 @@ class _Generator:
                             deps,
                             st,
                         )
-                    deps = self.run_items(
-                        ranks, self.layer_items(i, "bwd"), "bwd", f"{base}.L{i}", deps, st
-                    )
+                    deps = self.run_items(ranks, self.layer_items(i, "bwd"), "bwd", f"{base}.L{i}", deps, st)
                     for r in ranks:
                         st.last_bwd[(r, i)] = (st.pos, st.last_compute[r])
                     st.pos += 1
@@ -734,17 +716,13 @@ class _Generator:
         ranks = self.stage_ranks[s]
         p = m.element_bytes
         # what becomes ready when, in order of completion of the last micro-batch's backward
-        events: list[
-            tuple[int, str, float, float, dict[int, str]]
-        ] = []  # pos, name, dense, expert, ops
+        events: list[tuple[int, str, float, float, dict[int, str]]] = []  # pos, name, dense, expert, ops
         r0 = ranks[0]
         if L.zero_stage != 3:
             for i in stage_layers(m, L, s):
                 pos, _ = st.last_bwd[(r0, i)]
                 w = layer_rank_params(m, L, i)
-                events.append(
-                    (pos, f"L{i}", w.dense, w.expert, {r: st.last_bwd[(r, i)][1] for r in ranks})
-                )
+                events.append((pos, f"L{i}", w.dense, w.expert, {r: st.last_bwd[(r, i)][1] for r in ranks}))
         ends = end_rank_params(m, L, s)
         emb = m.embedding_params()
         first_part = (emb["input"] / L.tp + emb["position"]) if s == 0 else 0.0
@@ -771,15 +749,11 @@ class _Generator:
                 acc += nbytes
                 acc_ops = ev[4]
                 if acc >= L.grad_bucket_bytes:
-                    self._bucket(
-                        ranks, insts, group_kind, reduce_kind, acc, acc_ops, last_ops, s, b, issued
-                    )
+                    self._bucket(ranks, insts, group_kind, reduce_kind, acc, acc_ops, last_ops, s, b, issued)
                     gathers.append((group_kind, acc))
                     acc, b = 0.0, b + 1
             if acc > 0:
-                self._bucket(
-                    ranks, insts, group_kind, reduce_kind, acc, acc_ops, last_ops, s, b, issued
-                )
+                self._bucket(ranks, insts, group_kind, reduce_kind, acc, acc_ops, last_ops, s, b, issued)
                 gathers.append((group_kind, acc))
         # optimizer: memory-bound Adam over the local (ZeRO-sharded) parameters
         params = stage_rank_params(m, L, s)
@@ -824,9 +798,7 @@ class _Generator:
                         f"s{s}.param_ag_{group_kind}[{b}]",
                     )
 
-    def _bucket(
-        self, ranks, insts, group_kind, kind, nbytes, ready_ops, last_ops, s, b, issued
-    ) -> None:
+    def _bucket(self, ranks, insts, group_kind, kind, nbytes, ready_ops, last_ops, s, b, issued) -> None:
         seen: set[int] = set()
         for r in ranks:
             inst = insts[r]
@@ -837,9 +809,7 @@ class _Generator:
                 deps = tuple(ready_ops[q] for q in inst.ranks)
             else:
                 deps = tuple(last_ops[q] for q in inst.ranks)
-            oid = self.collective(
-                inst, kind, nbytes, deps, "dp", "dp", f"s{s}.grad_{group_kind}[{b}]"
-            )
+            oid = self.collective(inst, kind, nbytes, deps, "dp", "dp", f"s{s}.grad_{group_kind}[{b}]")
             for q in inst.ranks:
                 issued[q].append(oid)
 
@@ -867,9 +837,7 @@ def build_program(
     fidelity = fidelity or FidelitySpec()
     gen = _Generator(model, layout, rank_gpus, graph, fidelity, causal_skip)
     for s in range(layout.pp):
-        sched = stage_schedule(
-            layout.pp_schedule, layout.pp, layout.micro_batches, layout.virtual_stages, s
-        )
+        sched = stage_schedule(layout.pp_schedule, layout.pp, layout.micro_batches, layout.virtual_stages, s)
         st = gen.emit_stage(s, sched)
         gen.emit_dp(s, st)
     tokens = layout.global_batch_size * model.seq_len

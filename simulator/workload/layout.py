@@ -90,9 +90,7 @@ class LayoutSpec(Spec):
         "(sharded over dp·cp). 'fsdp' is accepted as 3.",
     )
     micro_batch_size: int = Field(1, ge=1, description="Sequences per micro-batch per rank.")
-    global_batch_size: int = Field(
-        ge=1, description="Sequences per optimizer step over the whole job."
-    )
+    global_batch_size: int = Field(ge=1, description="Sequences per optimizer step over the whole job.")
     recompute: Literal["none", "selective", "full"] = Field(
         "none",
         description="Activation recomputation (Korthikanti et al. 2022): none, selective "
@@ -176,9 +174,7 @@ def _fail(message: str, field: str) -> InputError:
     return InputError(message, field=f"layout.{field}")
 
 
-def check_layout(
-    model: ModelSpec, layout: LayoutSpec, n_gpus: int, gpus_per_node: int
-) -> list[str]:
+def check_layout(model: ModelSpec, layout: LayoutSpec, n_gpus: int, gpus_per_node: int) -> list[str]:
     """Check that `layout` can run `model` on `n_gpus` GPUs, `gpus_per_node` per server.
 
     Rules (each failure names its constraint):
@@ -214,8 +210,7 @@ def check_layout(
         raise _fail(f"dp ({L.dp}) must be divisible by ep ({L.ep}); ep is folded into dp", "ep")
     if model.attention_heads % L.tp:
         raise _fail(
-            f"attention_heads ({model.attention_heads}) of {model.name} must be divisible by "
-            f"tp ({L.tp})",
+            f"attention_heads ({model.attention_heads}) of {model.name} must be divisible by tp ({L.tp})",
             "tp",
         )
     kv = model.n_kv_heads
@@ -240,8 +235,7 @@ def check_layout(
         )
     if L.sequence_parallel and (model.seq_len // L.cp) % L.tp:
         raise _fail(
-            f"with sequence_parallel, seq_len/cp = {model.seq_len // L.cp} must be divisible "
-            f"by tp ({L.tp})",
+            f"with sequence_parallel, seq_len/cp = {model.seq_len // L.cp} must be divisible by tp ({L.tp})",
             "sequence_parallel",
         )
     if L.global_batch_size % (L.micro_batch_size * L.dp):
@@ -271,8 +265,7 @@ def check_layout(
         )
     if L.pp > 1 and L.micro_batches < L.pp:
         warnings.append(
-            f"{L.micro_batches} micro-batches for {L.pp} pipeline stages: most of the step "
-            "is pipeline bubble"
+            f"{L.micro_batches} micro-batches for {L.pp} pipeline stages: most of the step is pipeline bubble"
         )
     for w in warnings:
         log.warning(w)
@@ -326,9 +319,7 @@ class RankGrid:
             raise IndexError(f"rank {rank} outside 0..{self.world_size - 1}")
         idx = {d: (rank // self.strides[d]) % self.sizes[d] for d in DIMS}
         dp = idx["ep"] + self.layout.ep * idx["dp"]
-        return RankCoord(
-            dp=dp, pp=idx["pp"], tp=idx["tp"], cp=idx["cp"], ep=idx["ep"], edp=idx["dp"]
-        )
+        return RankCoord(dp=dp, pp=idx["pp"], tp=idx["tp"], cp=idx["cp"], ep=idx["ep"], edp=idx["dp"])
 
     def rank(self, *, dp: int, pp: int, tp: int, cp: int) -> int:
         """Global rank at the given coordinates (ep follows from dp)."""
@@ -419,9 +410,7 @@ def stage_layer_counts(model: ModelSpec, layout: LayoutSpec) -> list[int]:
     others = L.pp - len(given)
     left = model.layers - sum(given.values())
     shown = " + ".join(
-        f"{k} ({n})"
-        for k, n in (("first_stage_layers", first), ("last_stage_layers", last))
-        if n is not None
+        f"{k} ({n})" for k, n in (("first_stage_layers", first), ("last_stage_layers", last)) if n is not None
     )
     if others == 0:
         if left != 0:

@@ -19,8 +19,8 @@ from typing import Any, Literal
 from pydantic import Field, model_validator
 
 from simulator.config.base import Spec
-from simulator.network.hardware import DTYPES
 from simulator.config.loader import load
+from simulator.network.hardware import DTYPES
 
 #: Parameter kinds reported by `ModelSpec.params_by_kind` (each a count of parameters).
 PARAM_KINDS = (
@@ -52,9 +52,7 @@ class MoESpec(Spec):
 
     experts: int = Field(ge=1, description="Number of routed experts per MoE layer.")
     top_k: int = Field(ge=1, description="Routed experts each token is sent to.")
-    expert_ffn_hidden_size: int = Field(
-        ge=1, description="Intermediate size of one routed expert's MLP."
-    )
+    expert_ffn_hidden_size: int = Field(ge=1, description="Intermediate size of one routed expert's MLP.")
     shared_experts: int = Field(
         0, ge=0, description="Always-active shared experts per MoE layer (DeepSeek style)."
     )
@@ -127,9 +125,7 @@ class ModelSpec(Spec):
     gated_ffn: bool = Field(
         True, description="Gated MLP (SwiGLU: 3 matrices) if true, else GELU MLP (2 matrices)."
     )
-    tied_embeddings: bool = Field(
-        False, description="Output projection shares the input embedding matrix."
-    )
+    tied_embeddings: bool = Field(False, description="Output projection shares the input embedding matrix.")
     bias: bool = Field(False, description="Linear layers have biases (GPT-2/3 style).")
     norm: Literal["layernorm", "rmsnorm"] = Field(
         "rmsnorm", description="Normalization: layernorm (weight+bias) or rmsnorm (weight)."

@@ -98,7 +98,9 @@ class StepProgram:
         order = self.dependency_graph()
         if not nx.is_directed_acyclic_graph(order):
             cycle = nx.find_cycle(order)
-            raise ValueError("dependency cycle: " + " -> ".join(str(u) for u, _ in cycle) + f" -> {cycle[0][0]}")
+            raise ValueError(
+                "dependency cycle: " + " -> ".join(str(u) for u, _ in cycle) + f" -> {cycle[0][0]}"
+            )
 
     def dependency_graph(self) -> nx.DiGraph:
         """Explicit deps plus the implicit order of ops on each (rank, stream)."""

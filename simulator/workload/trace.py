@@ -62,7 +62,9 @@ class TraceOpSpec(Spec):
 
     id: str = Field(min_length=1, description="Unique op id (no '@').")
     kind: Literal["compute", "collective", "send", "recv", "checkpoint"] = Field(description="Op kind.")
-    ranks: RankSet | None = Field(None, description="Ranks running the op: 'all', a list, a range or a group name.")
+    ranks: RankSet | None = Field(
+        None, description="Ranks running the op: 'all', a list, a range or a group name."
+    )
     group: str | list[int] | None = Field(None, description="Collective: group name or rank list.")
     mirrors: list[str | list[int]] = Field(
         default_factory=list, description="Collective: further groups doing the same collective at once."
@@ -89,7 +91,9 @@ class TraceOpSpec(Spec):
         if "@" in self.id:
             raise ValueError("op ids may not contain '@'")
         if self.tag == "comm":
-            raise ValueError("tag 'comm' is reserved (the total of exposed communication); name the kind, e.g. dp or tp")
+            raise ValueError(
+                "tag 'comm' is reserved (the total of exposed communication); name the kind, e.g. dp or tp"
+            )
         durs = [d for d in (self.duration_s, self.duration_ms, self.duration_us) if d is not None]
         if len(durs) > 1:
             raise ValueError("give one of duration_s, duration_ms, duration_us")
@@ -227,30 +231,75 @@ def program_from_trace(spec: TraceSpec, doc: Document, gpus: list[str]) -> StepP
         loc = ("ops", i)
         if o.kind == "collective":
             grp = _expand(doc, o.group, n, groups, (*loc, "group"))  # type: ignore[arg-type]
-            mirrors = tuple(tuple(_expand(doc, m, n, groups, (*loc, "mirrors", j))) for j, m in enumerate(o.mirrors))
+            mirrors = tuple(
+                tuple(_expand(doc, m, n, groups, (*loc, "mirrors", j))) for j, m in enumerate(o.mirrors)
+            )
             for j, m in enumerate(mirrors):
                 if len(m) != len(grp):
-                    raise doc.error(f"mirror group has {len(m)} ranks, the group {len(grp)}", (*loc, "mirrors", j))
+                    raise doc.error(
+                        f"mirror group has {len(m)} ranks, the group {len(grp)}", (*loc, "mirrors", j)
+                    )
             deps = tuple(d for dep in o.deps for d in resolve(dep, grp, (*loc, "deps")))
             ops.append(
-                Op(o.id, "collective", tuple(grp), o.stream or COMM_STREAM, deps, o.tag or o.collective or "",
-                   collective=o.collective, group=tuple(grp), mirrors=mirrors, size_bytes=o.size,
-                   algorithm=o.algorithm)
+                Op(
+                    o.id,
+                    "collective",
+                    tuple(grp),
+                    o.stream or COMM_STREAM,
+                    deps,
+                    o.tag or o.collective or "",
+                    collective=o.collective,
+                    group=tuple(grp),
+                    mirrors=mirrors,
+                    size_bytes=o.size,
+                    algorithm=o.algorithm,
+                )
             )
             continue
         for r, iid in instances[o.id].items():
             deps = tuple(d for dep in o.deps for d in resolve(dep, [r], (*loc, "deps")))
             if o.kind == "compute":
-                ops.append(Op(iid, "compute", (r,), o.stream or COMPUTE_STREAM, deps, o.tag or "compute",
-                              duration_s=o.duration, flops=o.flops, bytes_accessed=o.bytes, dtype=o.dtype))
+                ops.append(
+                    Op(
+                        iid,
+                        "compute",
+                        (r,),
+                        o.stream or COMPUTE_STREAM,
+                        deps,
+                        o.tag or "compute",
+                        duration_s=o.duration,
+                        flops=o.flops,
+                        bytes_accessed=o.bytes,
+                        dtype=o.dtype,
+                    )
+                )
             elif o.kind == "checkpoint":
-                ops.append(Op(iid, "checkpoint", (r,), o.stream or COMM_STREAM, deps, o.tag or "checkpoint",
-                              size_bytes=o.size, target=o.target))
+                ops.append(
+                    Op(
+                        iid,
+                        "checkpoint",
+                        (r,),
+                        o.stream or COMM_STREAM,
+                        deps,
+                        o.tag or "checkpoint",
+                        size_bytes=o.size,
+                        target=o.target,
+                    )
+                )
             elif o.kind == "send":
                 if o.peer == r or not 0 <= o.peer < n:  # type: ignore[operator]
                     raise doc.error(f"send peer {o.peer} is not another rank", (*loc, "peer"))
-                op = Op(iid, "p2p", (r, o.peer), o.stream or COMM_STREAM, deps, o.tag or "p2p",  # type: ignore[arg-type]
-                        collective="send_recv", group=(r, o.peer), size_bytes=o.size)  # type: ignore[arg-type]
+                op = Op(
+                    iid,
+                    "p2p",
+                    (r, o.peer),
+                    o.stream or COMM_STREAM,
+                    deps,
+                    o.tag or "p2p",  # type: ignore[arg-type]
+                    collective="send_recv",
+                    group=(r, o.peer),
+                    size_bytes=o.size,
+                )  # type: ignore[arg-type]
                 pending_sends.setdefault((r, o.peer), []).append(op)  # type: ignore[arg-type]
                 ops.append(op)
                 p2p_ops.append(op)
@@ -261,9 +310,10 @@ def program_from_trace(spec: TraceSpec, doc: Document, gpus: list[str]) -> StepP
         if len(recvs) != len(sends):
             raise InputError(
                 f"{len(sends)} send(s) from rank {key[0]} to {key[1]} but {len(recvs)} matching recv(s)",
-                file=doc.path, field="ops",
+                file=doc.path,
+                field="ops",
             )
-        for op, (rid, rdeps) in zip(sends, recvs):
+        for op, (rid, rdeps) in zip(sends, recvs, strict=False):
             alias[rid] = op.id
             op.deps = tuple(dict.fromkeys((*op.deps, *rdeps)))
     if pending_recvs:

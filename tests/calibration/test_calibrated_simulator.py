@@ -14,9 +14,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from simulator.calibration.profile import build_profile
 from simulator.calibration.fit import fit_table
 from simulator.calibration.parser import read_benchmark
+from simulator.calibration.profile import build_profile
 from simulator.calibration.replay import replay
 
 SAMPLES = Path(__file__).resolve().parents[2].parent / "shared" / "calibration" / "nccl-tests"
@@ -31,7 +31,9 @@ def test_calibrated_simulator_reproduces_each_sample(path):
         err = res["rel_error"].abs()
         big = err[res["size_bytes"] >= 2**20]
         med = float(np.median(big)) if len(big) else 0.0
-        assert med <= 0.10, f"{table.collective} {table.n_nodes} nodes: median error {med:.1%} for sizes >= 1 MiB"
+        assert med <= 0.10, (
+            f"{table.collective} {table.n_nodes} nodes: median error {med:.1%} for sizes >= 1 MiB"
+        )
         assert err.max() <= 0.25, f"{table.collective} {table.n_nodes} nodes: max error {err.max():.1%}"
 
 

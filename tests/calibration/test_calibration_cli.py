@@ -10,10 +10,10 @@ import yaml
 from conftest import DATA, synthetic_log
 from typer.testing import CliRunner
 
-from simulator.viz.calibration import calibration_figure, fit_frame
 from simulator.calibration.fit import fit_table
 from simulator.calibration.parser import parse_text
 from simulator.calibration.profile import load_profile
+from simulator.viz.calibration import calibration_figure, fit_frame
 
 SIZES = [2**k for k in range(3, 31)]
 
@@ -69,7 +69,10 @@ def test_cli_errors_and_exit_codes(app: typer.Typer, tmp_path: Path) -> None:
     assert r.exit_code == 2 and "--collective" in r.output
     r = runner.invoke(app, ["calibrate", str(log), "-o", str(out), "--collective", "sendrecv", "--gpus", "2"])
     assert r.exit_code == 2 and "--nodes" in r.output
-    r = runner.invoke(app, ["calibrate", str(log), "-o", str(out), "--collective", "sendrecv", "--gpus", "2", "--nodes", "1"])
+    r = runner.invoke(
+        app,
+        ["calibrate", str(log), "-o", str(out), "--collective", "sendrecv", "--gpus", "2", "--nodes", "1"],
+    )
     assert r.exit_code == 0, r.output
     r = runner.invoke(app, ["calibrate", str(log), "-o", str(out), "--collective", "gossip"])
     assert r.exit_code == 2 and "unknown collective" in r.output

@@ -30,7 +30,9 @@ SIZES = [2**k for k in range(3, 35)]  # 8 B .. 16 GiB, as all_reduce_perf -b 8 -
         ("send_recv", 2, 1, 10e-6, 25e9),
     ],
 )
-def test_round_trip_known_alpha_beta(kind: str, n_gpus: int, per_node: int, alpha_s: float, busbw: float) -> None:
+def test_round_trip_known_alpha_beta(
+    kind: str, n_gpus: int, per_node: int, alpha_s: float, busbw: float
+) -> None:
     """Calibration round trip (STYLE.md golden case): rows built from
     t = alpha + S * factor(n) / busbw, with factor from nccl-tests doc/PERFORMANCE.md,
     written in nccl-tests' text format (its rounding included), fit back within 1 %."""

@@ -38,7 +38,12 @@ def _first_lines(samples: Path, n: int, tmp_path: Path) -> Path:
 
 
 def test_format_bytes() -> None:
-    assert [format_bytes(x) for x in (512, 4096, 1.5 * 2**20, 2**34)] == ["512 B", "4 KiB", "1.5 MiB", "16 GiB"]
+    assert [format_bytes(x) for x in (512, 4096, 1.5 * 2**20, 2**34)] == [
+        "512 B",
+        "4 KiB",
+        "1.5 MiB",
+        "16 GiB",
+    ]
 
 
 def test_first_25_lines_of_a_sample_warn_and_record_max_size(samples: Path, tmp_path: Path) -> None:
@@ -110,9 +115,10 @@ def test_profile_says_when_it_extrapolates() -> None:
     # predictions across scales say it too
     assert "extrapolated beyond 4 KiB" in profile.collective("all_reduce", 4, 1, 2**20).source
     full = parse_text(synthetic_log("all_reduce", 8, 8, 15e-6, 480e9, SIZES), "full.log")
-    assert "extrapolated" not in build_profile("full", [fit_table(full[0])]).collective(
-        "all_reduce", 8, 1, 4 * 2**30
-    ).source
+    assert (
+        "extrapolated"
+        not in build_profile("full", [fit_table(full[0])]).collective("all_reduce", 8, 1, 4 * 2**30).source
+    )
 
 
 @pytest.fixture

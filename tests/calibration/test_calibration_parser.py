@@ -59,7 +59,9 @@ def test_metadata_of_samples(samples: Path) -> None:
 
 
 def test_multi_table_files(samples: Path) -> None:
-    oci = read_benchmark(samples / "mi355x-pollara400-1-2-4node-allreduce-alltoall-oci-largesizes-excerpt.txt")
+    oci = read_benchmark(
+        samples / "mi355x-pollara400-1-2-4node-allreduce-alltoall-oci-largesizes-excerpt.txt"
+    )
     got = [(t.collective, t.n_gpus, t.n_nodes) for t in oci]
     assert got == [
         ("all_reduce", 8, 1), ("all_to_all", 8, 1), ("all_reduce", 16, 2),

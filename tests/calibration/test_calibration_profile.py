@@ -139,7 +139,7 @@ def test_committed_profiles_load_and_match_the_samples(samples: Path, name: str)
     fresh = build(name, samples)
     assert (fresh.name, fresh.sources) == (committed.name, committed.sources)
     assert len(fresh.collectives) == len(committed.collectives)
-    for a, b in zip(fresh.collectives, committed.collectives):
+    for a, b in zip(fresh.collectives, committed.collectives, strict=False):
         assert (a.collective, a.scope, a.n_gpus, a.n_nodes, a.source) == (
             b.collective, b.scope, b.n_gpus, b.n_nodes, b.source,
         )  # fmt: skip

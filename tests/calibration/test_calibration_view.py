@@ -12,6 +12,8 @@ import yaml
 from conftest import SAMPLES, synthetic_log
 from typer.testing import CliRunner
 
+from simulator.calibration.profile import CollectiveFit, load_profile
+from simulator.commands.app import app
 from simulator.viz.calibration import (
     PROFILE_COLUMNS,
     locate_sources,
@@ -22,8 +24,6 @@ from simulator.viz.calibration import (
     read_sources,
     search_dirs,
 )
-from simulator.calibration.profile import CollectiveFit, load_profile
-from simulator.commands.app import app
 
 ROOT = Path(__file__).resolve().parents[2]
 H100 = ROOT / "topologies" / "calibration" / "h100-nvswitch-efa.yaml"
@@ -54,13 +54,17 @@ def test_fitted_busbw_is_the_profile_entry_and_errors_match_the_recorded_ones() 
         recorded = np.asarray([r for _, r in e.errors])
         assert np.allclose(g["rel_error"].to_numpy(), recorded, atol=2e-4)
         # measured busbw = model busbw / (1 + error), by definition of the error
-        assert np.allclose(g["measured_busbw_bytes_per_s"],
-                           g["model_busbw_bytes_per_s"] * (1 + g["rel_error"]), rtol=1e-12)
+        assert np.allclose(
+            g["measured_busbw_bytes_per_s"], g["model_busbw_bytes_per_s"] * (1 + g["rel_error"]), rtol=1e-12
+        )
     fig = profile_file_figure(frame[frame["file"] == profile.sources[0].file])
     fitted = next(t for t in fig.data if t.name.endswith("fitted"))
     e0 = profile.collectives[0]
-    assert np.allclose(np.asarray(fitted.y) * 1e9,
-                       [CollectiveFit.from_entry(e0).busbw_bytes_per_s(s) for s in fitted.x], rtol=1e-9)
+    assert np.allclose(
+        np.asarray(fitted.y) * 1e9,
+        [CollectiveFit.from_entry(e0).busbw_bytes_per_s(s) for s in fitted.x],
+        rtol=1e-9,
+    )
     assert fig.layout.xaxis.type == "log" and fig.layout.xaxis2.type == "log"
     cards = {k: v for k, v in profile_cards(frame)}
     assert cards["entries"] == "4" and cards["source files (data found)"].startswith("4 ")
@@ -146,6 +150,10 @@ def test_headline_cards_without_rows() -> None:
     import pandas as pd
 
     cards = profile_cards(pd.DataFrame(columns=list(PROFILE_COLUMNS)))
-    assert [k for k, _ in cards] == ["entries", "source files (data found)",
-                                     "median |error|, sizes >= 1 MiB", "max |error|"]
+    assert [k for k, _ in cards] == [
+        "entries",
+        "source files (data found)",
+        "median |error|, sizes >= 1 MiB",
+        "max |error|",
+    ]
     assert [v for _, v in cards][2:] == ["-", "-"]

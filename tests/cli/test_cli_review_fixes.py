@@ -10,10 +10,10 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
-from simulator.scenario.execute import execute
-from simulator.scenario.prepare import prepare
 from simulator.commands.app import app
 from simulator.metrics import store
+from simulator.scenario.execute import execute
+from simulator.scenario.prepare import prepare
 
 ROOT = Path(__file__).resolve().parents[2]
 cli = CliRunner()
@@ -23,7 +23,10 @@ def test_corrupt_frame_is_a_one_line_error(tmp_path):
     out = tmp_path / "res"
     assert cli.invoke(app, ["run", str(ROOT / "scenarios/quickstart.yaml"), "-o", str(out)]).exit_code == 0
     (out / "ops.parquet").write_bytes(b"not parquet at all")
-    for args in (["dashboard", str(out), "-o", str(tmp_path / "d.html")], ["trace", str(out), "-o", str(tmp_path / "t.json")]):
+    for args in (
+        ["dashboard", str(out), "-o", str(tmp_path / "d.html")],
+        ["trace", str(out), "-o", str(tmp_path / "t.json")],
+    ):
         r = cli.invoke(app, args)
         assert r.exit_code == 2, r.output
         assert "ops.parquet" in r.output and "cannot read saved frame" in r.output
@@ -39,7 +42,10 @@ def test_csv_results_rebuild_like_parquet(tmp_path, monkeypatch):
     back = store.read_frames(out)
     assert (back["ops"]["role"] == "").all()
     pd.testing.assert_series_equal(back["steps"]["step_time_s"], result.frames["steps"]["step_time_s"])
-    for args in (["dashboard", str(out), "-o", str(tmp_path / "d.html")], ["trace", str(out), "-o", str(tmp_path / "t.json")]):
+    for args in (
+        ["dashboard", str(out), "-o", str(tmp_path / "d.html")],
+        ["trace", str(out), "-o", str(tmp_path / "t.json")],
+    ):
         r = cli.invoke(app, args)
         assert r.exit_code == 0, r.output
 
@@ -58,7 +64,9 @@ def test_reserved_tag_is_refused(tmp_path):
         "format: clustersim-step/1\nranks: 2\nops:\n"
         "  - {id: c, kind: collective, collective: all_reduce, group: [0, 1], size_mib: 1, tag: comm}\n"
     )
-    (tmp_path / "s.yaml").write_text("name: s\ntopology: {file: topologies/switch-8.yaml}\nworkload: {file: w.yaml}\n")
+    (tmp_path / "s.yaml").write_text(
+        "name: s\ntopology: {file: topologies/switch-8.yaml}\nworkload: {file: w.yaml}\n"
+    )
     r = cli.invoke(app, ["validate", str(tmp_path / "s.yaml")])
     assert r.exit_code == 2 and "w.yaml:4: ops.0: " in r.output and "reserved" in r.output
 
@@ -67,14 +75,19 @@ def test_validate_reports_every_bad_file_and_knows_compare_and_study_files(tmp_p
     bad1, bad2 = tmp_path / "a.yaml", tmp_path / "b.yaml"
     bad1.write_text("name: a\nsede: 1\n")
     bad2.write_text("name: b\nseed: -1\n")
-    good = [ROOT / "scenarios/compare-oversubscription.yaml", ROOT / "scenarios/study-llama3-405b-policies.yaml"]
+    good = [
+        ROOT / "scenarios/compare-oversubscription.yaml",
+        ROOT / "scenarios/study-llama3-405b-policies.yaml",
+    ]
     r = cli.invoke(app, ["validate", *map(str, good), str(bad1), str(bad2)])
     assert r.exit_code == 2
     assert "compare file, 3 variants" in r.output and "study, 5 variants" in r.output
     assert "a.yaml:2: sede: unknown key" in r.output and "b.yaml:2: seed:" in r.output
 
 
-@pytest.mark.parametrize("kind", ["scenario", "trace", "workload", "model", "compare", "study", "profile", "gpu"])
+@pytest.mark.parametrize(
+    "kind", ["scenario", "trace", "workload", "model", "compare", "study", "profile", "gpu"]
+)
 def test_schema_of_every_input_kind(kind):
     r = cli.invoke(app, ["schema", kind])
     assert r.exit_code == 0 and '"properties"' in r.output

@@ -28,7 +28,9 @@ def test_run_quickstart_writes_results(tmp_path):
     assert r.exit_code == 0, r.output
     summary = json.loads((out / "summary.json").read_text())
     assert summary["steps"] == 3 and summary["gpus_in_job"] == 16
-    assert summary["compute_s"] + summary["exposed_comm_s"] + summary["idle_s"] == pytest.approx(summary["step_time_s"])
+    assert summary["compute_s"] + summary["exposed_comm_s"] + summary["idle_s"] == pytest.approx(
+        summary["step_time_s"]
+    )
     for name in ("ops", "flows", "links", "steps"):
         assert (out / f"{name}.parquet").is_file()
     html = (out / "dashboard.html").read_text()
@@ -64,7 +66,12 @@ def _bad(tmp_path: Path, rel: str, old: str, new: str) -> Path:
         # missing referenced file
         ("scenarios/quickstart.yaml", "h100-rail-clos-2n.yaml", "nowhere.yaml", "topology.file: file"),
         # bad topology parameter (negative bandwidth)
-        ("topologies/h100-rail-clos-2n.yaml", "nic_gbps: 400", "nic_gbps: -400", "h100-rail-clos-2n.yaml:11: nic_gbps:"),
+        (
+            "topologies/h100-rail-clos-2n.yaml",
+            "nic_gbps: 400",
+            "nic_gbps: -400",
+            "h100-rail-clos-2n.yaml:11: nic_gbps:",
+        ),
         # unknown algorithm
         ("scenarios/quickstart.yaml", "all_reduce: ring", "all_reduce: telepathy", "network.algorithms"),
         # more ranks than GPUs
@@ -86,12 +93,20 @@ def test_bad_input_is_one_line_exit_2(tmp_path, rel, old, new, needle):
 
 
 def test_disconnected_topology_is_a_clear_error(tmp_path):
-    g = {"directed": False, "multigraph": False, "graph": {},
-         "nodes": [{"id": "a", "kind": "gpu"}, {"id": "b", "kind": "gpu"}, {"id": "s", "kind": "switch"}],
-         "links": [{"source": "a", "target": "s", "bandwidth_gbps": 400, "medium": "ib"}]}
+    g = {
+        "directed": False,
+        "multigraph": False,
+        "graph": {},
+        "nodes": [{"id": "a", "kind": "gpu"}, {"id": "b", "kind": "gpu"}, {"id": "s", "kind": "switch"}],
+        "links": [{"source": "a", "target": "s", "bandwidth_gbps": 400, "medium": "ib"}],
+    }
     (tmp_path / "g.json").write_text(json.dumps(g))
-    (tmp_path / "t.yaml").write_text(f"name: t\ngpu: {{file: {ROOT}/topologies/gpus/h100-sxm.yaml}}\ngraph: {{file: g.json}}\n")
-    (tmp_path / "w.yaml").write_text("format: clustersim-step/1\nranks: 2\nops:\n  - {id: a, kind: compute, ranks: all, duration_ms: 1}\n")
+    (tmp_path / "t.yaml").write_text(
+        f"name: t\ngpu: {{file: {ROOT}/topologies/gpus/h100-sxm.yaml}}\ngraph: {{file: g.json}}\n"
+    )
+    (tmp_path / "w.yaml").write_text(
+        "format: clustersim-step/1\nranks: 2\nops:\n  - {id: a, kind: compute, ranks: all, duration_ms: 1}\n"
+    )
     (tmp_path / "s.yaml").write_text("name: s\ntopology: {file: t.yaml}\nworkload: {file: w.yaml}\n")
     r = runner.invoke(app, ["run", str(tmp_path / "s.yaml"), "-o", str(tmp_path / "o")])
     assert r.exit_code == 2

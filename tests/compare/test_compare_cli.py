@@ -87,13 +87,9 @@ def _one_error_line(res) -> str:
     return lines[0]
 
 
-def test_unknown_key_in_a_variant_exits_2_with_file_line_field(
-    small_compare: Path, tmp_path: Path
-) -> None:
+def test_unknown_key_in_a_variant_exits_2_with_file_line_field(small_compare: Path, tmp_path: Path) -> None:
     bad = tmp_path / "bad.yaml"
-    bad.write_text(
-        small_compare.read_text().replace("  - name: tree\n", "  - name: tree\n    netwrk: {}\n")
-    )
+    bad.write_text(small_compare.read_text().replace("  - name: tree\n", "  - name: tree\n    netwrk: {}\n"))
     line = _one_error_line(_run([str(bad), "-o", str(tmp_path / "o")]))
     assert f"{bad}:7: variants.1.netwrk: unknown key" in line
     assert not (tmp_path / "o").exists()
@@ -116,14 +112,11 @@ def test_bad_override_value_deep_in_scenario_schema(small_compare: Path, tmp_pat
 
 def test_missing_variant_file_and_bad_topology_param(small_compare: Path, tmp_path: Path) -> None:
     bad = tmp_path / "bad.yaml"
-    bad.write_text(
-        small_compare.read_text() + "  - name: other\n    workload: {file: nowhere.yaml}\n"
-    )
+    bad.write_text(small_compare.read_text() + "  - name: other\n    workload: {file: nowhere.yaml}\n")
     line = _one_error_line(_run([str(bad)]))
     assert f"{bad}:12: variants.3.workload.file: file" in line and "nowhere.yaml" in line
     bad.write_text(
-        small_compare.read_text()
-        + "  - name: other\n    topology: {params: {oversubscription: 0.5}}\n"
+        small_compare.read_text() + "  - name: other\n    topology: {params: {oversubscription: 0.5}}\n"
     )
     line = _one_error_line(_run([str(bad)]))
     assert f"{bad}:12: variants.3.topology.params.oversubscription:" in line

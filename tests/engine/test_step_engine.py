@@ -8,21 +8,29 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from simulator.network.hardware import GPUSpec
 from simulator.engine.context import SimContext
 from simulator.engine.cost import ComputeCost
 from simulator.engine.step import StepSimulator
-from simulator.network.cluster import Cluster
 from simulator.metrics import frames as fr
+from simulator.network.cluster import Cluster
 from simulator.network.generator import SwitchSpec, build_switch
+from simulator.network.hardware import GPUSpec
 from simulator.workload.program import Op, StepProgram
 
-GPU = GPUSpec(name="t", peak_flops_per_s={"bf16": 1e15}, hbm_bandwidth_bytes_per_s=1e12, hbm_capacity_bytes=8e10,
-              compute_efficiency=1.0, memory_efficiency=1.0)
+GPU = GPUSpec(
+    name="t",
+    peak_flops_per_s={"bf16": 1e15},
+    hbm_bandwidth_bytes_per_s=1e12,
+    hbm_capacity_bytes=8e10,
+    compute_efficiency=1.0,
+    memory_efficiency=1.0,
+)
 
 
 def _cluster(n=4):
-    return Cluster(build_switch(SwitchSpec(generator="switch", gpus=n, link_gbyte_per_s=10, latency_us=0), GPU), GPU)
+    return Cluster(
+        build_switch(SwitchSpec(generator="switch", gpus=n, link_gbyte_per_s=10, latency_us=0), GPU), GPU
+    )
 
 
 def _run(program, cluster=None, steps=1, jitter=0.0, seed=0):
@@ -37,25 +45,49 @@ def test_event_log_compute_then_allreduce_then_optimizer():
     """Two ranks: compute 1 s, all-reduce of 10 GB (ring n=2 moves S per edge at 10 GB/s: 1 s),
     optimizer 0.5 s. Log of (op, rank, start, end)."""
     ops = [
-        Op("fwd@0", "compute", (0,), duration_s=1.0), Op("fwd@1", "compute", (1,), duration_s=1.0),
-        Op("ar", "collective", (0, 1), "comm", ("fwd@0", "fwd@1"), "dp", collective="all_reduce", group=(0, 1),
-           size_bytes=10e9),
-        Op("opt@0", "compute", (0,), deps=("ar",), duration_s=0.5), Op("opt@1", "compute", (1,), deps=("ar",), duration_s=0.5),
+        Op("fwd@0", "compute", (0,), duration_s=1.0),
+        Op("fwd@1", "compute", (1,), duration_s=1.0),
+        Op(
+            "ar",
+            "collective",
+            (0, 1),
+            "comm",
+            ("fwd@0", "fwd@1"),
+            "dp",
+            collective="all_reduce",
+            group=(0, 1),
+            size_bytes=10e9,
+        ),
+        Op("opt@0", "compute", (0,), deps=("ar",), duration_s=0.5),
+        Op("opt@1", "compute", (1,), deps=("ar",), duration_s=0.5),
     ]
     sim = _run(StepProgram("t", _cluster(2).gpus, ops), _cluster(2))
     log = sorted((r[1], r[4], r[7], r[8]) for r in sim.op_rows)
     assert log == [
-        ("ar", 0, 1.0, 2.0), ("ar", 1, 1.0, 2.0),
-        ("fwd@0", 0, 0.0, 1.0), ("fwd@1", 1, 0.0, 1.0),
-        ("opt@0", 0, 2.0, 2.5), ("opt@1", 1, 2.0, 2.5),
+        ("ar", 0, 1.0, 2.0),
+        ("ar", 1, 1.0, 2.0),
+        ("fwd@0", 0, 0.0, 1.0),
+        ("fwd@1", 1, 0.0, 1.0),
+        ("opt@0", 0, 2.0, 2.5),
+        ("opt@1", 1, 2.0, 2.5),
     ]
     assert sim.step_rows == [(0, 0.0, 2.5)]
 
 
 def test_collective_waits_for_the_slowest_member():
     ops = [
-        Op("c@0", "compute", (0,), duration_s=1.0), Op("c@1", "compute", (1,), duration_s=3.0),
-        Op("ar", "collective", (0, 1), "comm", ("c@0", "c@1"), collective="all_reduce", group=(0, 1), size_bytes=0.0),
+        Op("c@0", "compute", (0,), duration_s=1.0),
+        Op("c@1", "compute", (1,), duration_s=3.0),
+        Op(
+            "ar",
+            "collective",
+            (0, 1),
+            "comm",
+            ("c@0", "c@1"),
+            collective="all_reduce",
+            group=(0, 1),
+            size_bytes=0.0,
+        ),
     ]
     sim = _run(StepProgram("t", _cluster(2).gpus, ops), _cluster(2))
     rows = {(r[1], r[4]): r for r in sim.op_rows}
@@ -65,9 +97,21 @@ def test_collective_waits_for_the_slowest_member():
 def test_communication_overlaps_independent_compute():
     """An all-reduce (1 s) runs while the next compute (2 s) proceeds: step = 1 + 2."""
     ops = [
-        Op("a@0", "compute", (0,), duration_s=1.0), Op("a@1", "compute", (1,), duration_s=1.0),
-        Op("ar", "collective", (0, 1), "comm", ("a@0", "a@1"), "dp", collective="all_reduce", group=(0, 1), size_bytes=10e9),
-        Op("b@0", "compute", (0,), duration_s=2.0), Op("b@1", "compute", (1,), duration_s=2.0),
+        Op("a@0", "compute", (0,), duration_s=1.0),
+        Op("a@1", "compute", (1,), duration_s=1.0),
+        Op(
+            "ar",
+            "collective",
+            (0, 1),
+            "comm",
+            ("a@0", "a@1"),
+            "dp",
+            collective="all_reduce",
+            group=(0, 1),
+            size_bytes=10e9,
+        ),
+        Op("b@0", "compute", (0,), duration_s=2.0),
+        Op("b@1", "compute", (1,), duration_s=2.0),
     ]
     sim = _run(StepProgram("t", _cluster(2).gpus, ops), _cluster(2))
     assert sim.step_rows[0][2] == pytest.approx(3.0)
@@ -88,13 +132,26 @@ def _random_program(n_ranks, spec, seed):
     rng = np.random.default_rng(seed)
     ops, ids = [], []
     for i, (kind, dur) in enumerate(spec):
-        deps = tuple(sorted({ids[j] for j in rng.integers(0, len(ids), size=min(2, len(ids)))})) if ids else ()
+        deps = (
+            tuple(sorted({ids[j] for j in rng.integers(0, len(ids), size=min(2, len(ids)))})) if ids else ()
+        )
         if kind == 0:
             r = int(rng.integers(0, n_ranks))
             ops.append(Op(f"c{i}", "compute", (r,), deps=deps, duration_s=dur, tag="fwd"))
         else:
-            ops.append(Op(f"k{i}", "collective", tuple(range(n_ranks)), "comm", deps, "dp", collective="all_reduce",
-                          group=tuple(range(n_ranks)), size_bytes=dur * 1e9))
+            ops.append(
+                Op(
+                    f"k{i}",
+                    "collective",
+                    tuple(range(n_ranks)),
+                    "comm",
+                    deps,
+                    "dp",
+                    collective="all_reduce",
+                    group=tuple(range(n_ranks)),
+                    size_bytes=dur * 1e9,
+                )
+            )
         ids.append(ops[-1].id)
     return StepProgram("r", _cluster(n_ranks).gpus, ops)
 
@@ -127,13 +184,28 @@ def test_same_program_and_seed_give_equal_frames(spec, seed):
     prog = _random_program(3, spec, seed)
     a = _run(prog, _cluster(3), steps=2, jitter=0.1, seed=seed)
     b = _run(prog, _cluster(3), steps=2, jitter=0.1, seed=seed)
-    pd.testing.assert_frame_equal(fr.ops_frame(a.op_rows, prog.rank_gpus, {}), fr.ops_frame(b.op_rows, prog.rank_gpus, {}))
-    pd.testing.assert_frame_equal(fr.flows_frame(a.fabric.flow_records), fr.flows_frame(b.fabric.flow_records))
+    pd.testing.assert_frame_equal(
+        fr.ops_frame(a.op_rows, prog.rank_gpus, {}), fr.ops_frame(b.op_rows, prog.rank_gpus, {})
+    )
+    pd.testing.assert_frame_equal(
+        fr.flows_frame(a.fabric.flow_records), fr.flows_frame(b.fabric.flow_records)
+    )
 
 
 def test_straggler_slows_the_synchronous_step():
     ops = [Op(f"c@{r}", "compute", (r,), duration_s=1.0) for r in range(2)]
-    ops.append(Op("ar", "collective", (0, 1), "comm", ("c@0", "c@1"), collective="all_reduce", group=(0, 1), size_bytes=0))
+    ops.append(
+        Op(
+            "ar",
+            "collective",
+            (0, 1),
+            "comm",
+            ("c@0", "c@1"),
+            collective="all_reduce",
+            group=(0, 1),
+            size_bytes=0,
+        )
+    )
     g = _cluster(2)
     slow = Cluster(g.graph, GPU, stragglers={g.gpus[1]: 1.5})
     assert _run(StepProgram("t", g.gpus, ops), slow).step_rows[0][2] == pytest.approx(1.5)

@@ -8,8 +8,8 @@ from pydantic import TypeAdapter
 
 from simulator.faults.degradation import DegradationSpec
 from simulator.faults.failure import FailureSpec
-from simulator.faults.state import JobShape
 from simulator.faults.policy import PolicySpec
+from simulator.faults.state import JobShape
 
 FAILURES = TypeAdapter(list[FailureSpec])
 POLICY = TypeAdapter(PolicySpec)

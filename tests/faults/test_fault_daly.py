@@ -3,9 +3,9 @@
 import numpy as np
 import pytest
 
-from simulator.faults.state import ConstantOracle
-from simulator.faults.formulas import daly_efficiency, daly_interval_s
 from simulator.faults.engine import simulate_run
+from simulator.faults.formulas import daly_efficiency, daly_interval_s
+from simulator.faults.state import ConstantOracle
 
 from .helpers import failures, job, policy
 

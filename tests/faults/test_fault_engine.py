@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from simulator.faults.state import ClusterState, ConstantOracle, ScalingOracle, TableOracle
 from simulator.faults.engine import simulate_run
 from simulator.faults.failure import sample_failures
+from simulator.faults.state import ClusterState, ConstantOracle, ScalingOracle, TableOracle
 
 from .helpers import degradations, failures, job, policy
 
@@ -30,9 +30,14 @@ def test_interruptions_match_poisson_count():
 def test_weibull_and_scheduled_failures_sample():
     """Weibull with shape 1 has the exponential's mean count; scheduled failures land at at_h."""
     shape = job()
-    fl = failures({"kind": "weibull", "target": "host", "mtbf_h": 80.0, "shape": 1.0},
-                  {"kind": "scheduled", "target": "switch", "node": "leaf-0", "at_h": [1.5, 7]})
-    n = [sum(e.component_class == "host" for e in sample_failures(fl, shape, 1000 * 3600, s)) for s in range(20)]
+    fl = failures(
+        {"kind": "weibull", "target": "host", "mtbf_h": 80.0, "shape": 1.0},
+        {"kind": "scheduled", "target": "switch", "node": "leaf-0", "at_h": [1.5, 7]},
+    )
+    n = [
+        sum(e.component_class == "host" for e in sample_failures(fl, shape, 1000 * 3600, s))
+        for s in range(20)
+    ]
     assert np.mean(n) == pytest.approx(8 * 1000 / 80, rel=0.1)
     sched = [e for e in sample_failures(fl, shape, 1000 * 3600, 0) if e.component_class == "switch"]
     assert [e.time_s for e in sched] == [5400.0, 25200.0]
@@ -79,16 +84,31 @@ ALL_POLICIES = [
 ]
 
 MIXED = [
-    {"kind": "exponential", "target": "gpu", "mtbf_h": 64 * 20.0, "repair": {"kind": "exponential", "mean_h": 6}},
+    {
+        "kind": "exponential",
+        "target": "gpu",
+        "mtbf_h": 64 * 20.0,
+        "repair": {"kind": "exponential", "mean_h": 6},
+    },
     {"kind": "weibull", "target": "host", "shape": 0.8, "mtbf_h": 8 * 60.0, "repair_h": 4},
     {"kind": "exponential", "target": "software", "mtbf_h": 64 * 100.0},
-    {"kind": "exponential", "target": "switch", "mtbf_h": 200.0, "blast_gpus": 16,
-     "repair": {"kind": "lognormal", "median_h": 2, "sigma": 0.5}},
+    {
+        "kind": "exponential",
+        "target": "switch",
+        "mtbf_h": 200.0,
+        "blast_gpus": 16,
+        "repair": {"kind": "lognormal", "median_h": 2, "sigma": 0.5},
+    },
 ]
 DEGR = [
     {"kind": "straggler", "mtbe_h": 64 * 50.0, "duration_h": 2, "slowdown": 1.5},
-    {"kind": "degraded_link", "mtbe_h": 64 * 80.0, "duration_h": 3, "bandwidth_factor": 0.5,
-     "duration_dist": "exponential"},
+    {
+        "kind": "degraded_link",
+        "mtbe_h": 64 * 80.0,
+        "duration_h": 3,
+        "bandwidth_factor": 0.5,
+        "duration_dist": "exponential",
+    },
     {"kind": "flapping_link", "at_h": [30], "component": 5, "duration_h": 1, "down_min": 5, "up_min": 10},
 ]
 
@@ -96,8 +116,9 @@ DEGR = [
 def _run(pol, seed=3, hours=400.0):
     shape = job()
     oracle = ScalingOracle(full_dp_replicas=shape.dp_replicas, compute_s=8.0, comm_s=2.0)
-    return simulate_run(shape, oracle, failures(*MIXED), policy(**pol), hours * 3600, seed,
-                        degradations=degradations(*DEGR))
+    return simulate_run(
+        shape, oracle, failures(*MIXED), policy(**pol), hours * 3600, seed, degradations=degradations(*DEGR)
+    )
 
 
 @pytest.fixture(scope="module")
@@ -112,8 +133,10 @@ def test_same_seed_same_failures_whatever_the_policy(runs):
     assert len(tables[0]) > 10
     for t in tables[1:]:
         assert t.equals(tables[0])
-    degr = [r.incidents[r.incidents.kind == "degradation"][["time_s", "component"]].reset_index(drop=True)
-            for _, r in runs]
+    degr = [
+        r.incidents[r.incidents.kind == "degradation"][["time_s", "component"]].reset_index(drop=True)
+        for _, r in runs
+    ]
     for t in degr[1:]:
         assert t.equals(degr[0])
 
@@ -185,7 +208,9 @@ def test_async_drain_slows_steps():
     r = simulate_run(shape, oracle, [], policy(kind="async_checkpoint", interval_s=1000), 20000, 0)
     seg = r.segments[r.segments.phase == "compute"]
     assert set(seg.draining) == {True, False}
-    assert seg[seg.draining].step_time_s.iloc[0] == pytest.approx(1.1 * seg[~seg.draining].step_time_s.iloc[0])
+    assert seg[seg.draining].step_time_s.iloc[0] == pytest.approx(
+        1.1 * seg[~seg.draining].step_time_s.iloc[0]
+    )
     ck = r.incidents[r.incidents.kind == "checkpoint"]
     assert (ck[ck.cause == "async"].duration_s == 10).all() and (ck.cause == "drain").any()
 
@@ -193,9 +218,13 @@ def test_async_drain_slows_steps():
 def test_in_memory_falls_back_to_storage_when_peer_dies():
     """A switch taking host 0 and its peer host 1 forces a storage load; a single host uses the peer."""
     shape = job()
-    fl = failures({"kind": "scheduled", "target": "host", "component": 3, "at_h": 1.0},
-                  {"kind": "scheduled", "target": "switch", "component": 0, "at_h": 3.0, "blast_gpus": 16})
-    r = simulate_run(shape, ORACLE, fl, policy(kind="in_memory", interval_s=600, storage_every=100), 5 * 3600, 0)
+    fl = failures(
+        {"kind": "scheduled", "target": "host", "component": 3, "at_h": 1.0},
+        {"kind": "scheduled", "target": "switch", "component": 0, "at_h": 3.0, "blast_gpus": 16},
+    )
+    r = simulate_run(
+        shape, ORACLE, fl, policy(kind="in_memory", interval_s=600, storage_every=100), 5 * 3600, 0
+    )
     rs = r.incidents[r.incidents.kind == "restart"]
     assert list(rs.load_source) == ["peer", "storage"]
     assert list(rs.cause) == ["memory", "storage"]
@@ -210,8 +239,15 @@ def test_oracle_is_asked_once_per_state():
             return 1.0 + 0.1 * len(state.stragglers)
 
     shape = job()
-    r = simulate_run(shape, Counting(), failures(*MIXED), policy(kind="checkpoint_restart", interval_s=900),
-                     300 * 3600, 1, degradations=degradations(*DEGR[:1]))
+    r = simulate_run(
+        shape,
+        Counting(),
+        failures(*MIXED),
+        policy(kind="checkpoint_restart", interval_s=900),
+        300 * 3600,
+        1,
+        degradations=degradations(*DEGR[:1]),
+    )
     assert len(calls) == len(set(calls)) >= 2  # each distinct state asked once
     assert r.summary["oracle_states"] == len(set(calls))
     assert all(c.failed_gpus == 0 and c.spare_gpus == 0 for c in calls)

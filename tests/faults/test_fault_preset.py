@@ -3,10 +3,10 @@
 import numpy as np
 import pytest
 
-from simulator.faults.state import ConstantOracle, JobShape
 from simulator.faults.engine import simulate_run
 from simulator.faults.failure import interruption_rate_per_s, sample_failures
 from simulator.faults.preset import LLAMA3_TABLE5, llama3_405b, reference_job
+from simulator.faults.state import ConstantOracle, JobShape
 
 from .helpers import policy
 
@@ -42,13 +42,21 @@ def test_preset_scales_with_job_size():
 
 def test_preset_planned_interruptions():
     specs = llama3_405b(include_planned=True)
-    planned = [e for e in sample_failures(specs, reference_job(), 54 * 86400, 0) if e.cause == "planned maintenance"]
+    planned = [
+        e for e in sample_failures(specs, reference_job(), 54 * 86400, 0) if e.cause == "planned maintenance"
+    ]
     assert len(planned) == 47
 
 
 def test_preset_run_level_mtti():
     """A 54-day run on the reference job sees ~419 interruptions: job MTTI ≈ 3.1 h."""
-    r = simulate_run(reference_job(), ConstantOracle(step_s=10.0, write_s=60.0), llama3_405b(),
-                     policy(kind="checkpoint_restart", interval="daly"), 54 * 86400, 0)
+    r = simulate_run(
+        reference_job(),
+        ConstantOracle(step_s=10.0, write_s=60.0),
+        llama3_405b(),
+        policy(kind="checkpoint_restart", interval="daly"),
+        54 * 86400,
+        0,
+    )
     assert r.summary["interruptions"] == pytest.approx(419, abs=70)
     assert r.summary["job_mtti_s"] / 3600 == pytest.approx(54 * 24 / 419, rel=0.2)

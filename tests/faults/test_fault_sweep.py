@@ -8,9 +8,15 @@ import pytest
 import yaml
 
 from simulator.errors import InputError
-from simulator.study.sweep import load_study, run_study, study_from_data, summarize_study
+from simulator.study.sweep import (
+    build_oracle,
+    load_study,
+    run_one,
+    run_study,
+    study_from_data,
+    summarize_study,
+)
 from simulator.viz.faults import sweep_figure
-from simulator.study.sweep import build_oracle, run_one
 
 DATA = Path(__file__).parent / "data" / "interval_study.yaml"
 
@@ -78,8 +84,12 @@ def test_dask_local_cluster_identical():
     distributed = pytest.importorskip("dask.distributed")
     study = _small()
     a = run_study(study, executor="serial")
-    with distributed.LocalCluster(n_workers=1, processes=False, protocol="tcp://", host="127.0.0.1",
-                                  dashboard_address=None) as cluster, distributed.Client(cluster) as client:
+    with (
+        distributed.LocalCluster(
+            n_workers=1, processes=False, protocol="tcp://", host="127.0.0.1", dashboard_address=None
+        ) as cluster,
+        distributed.Client(cluster) as client,
+    ):
         b = run_study(study, executor=client)
     pd.testing.assert_frame_equal(a, b)
 

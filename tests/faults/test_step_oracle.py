@@ -9,28 +9,40 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from simulator.scenario.execute import execute
-from simulator.scenario.prepare import prepare
-from simulator.scenario.oracle import SimulatedOracle
 from simulator.faults.state import ClusterState
+from simulator.scenario.execute import execute
+from simulator.scenario.oracle import SimulatedOracle
+from simulator.scenario.prepare import prepare
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def _graph_file(tmp_path: Path, n: int, gpu_gbps: float, stor_nic_gbps: float, write_gbyte: float) -> Path:
     nodes = [{"id": f"g{i}", "kind": "gpu", "node": f"s{i}", "local_rank": 0} for i in range(n)]
-    nodes += [{"id": "sw", "kind": "switch", "tier": 1},
-              {"id": "stor0", "kind": "storage", "write_bandwidth_bytes_per_s": write_gbyte * 1e9,
-               "read_bandwidth_bytes_per_s": 2 * write_gbyte * 1e9}]
-    links = [{"source": f"g{i}", "target": "sw", "bandwidth_gbps": gpu_gbps, "medium": "ib"} for i in range(n)]
+    nodes += [
+        {"id": "sw", "kind": "switch", "tier": 1},
+        {
+            "id": "stor0",
+            "kind": "storage",
+            "write_bandwidth_bytes_per_s": write_gbyte * 1e9,
+            "read_bandwidth_bytes_per_s": 2 * write_gbyte * 1e9,
+        },
+    ]
+    links = [
+        {"source": f"g{i}", "target": "sw", "bandwidth_gbps": gpu_gbps, "medium": "ib"} for i in range(n)
+    ]
     links.append({"source": "stor0", "target": "sw", "bandwidth_gbps": stor_nic_gbps, "medium": "ib"})
     p = tmp_path / "g.json"
-    p.write_text(json.dumps({"directed": False, "multigraph": False, "graph": {}, "nodes": nodes, "links": links}))
+    p.write_text(
+        json.dumps({"directed": False, "multigraph": False, "graph": {}, "nodes": nodes, "links": links})
+    )
     return p
 
 
 def _scenario(tmp_path: Path, extra: str = "") -> Path:
-    (tmp_path / "t.yaml").write_text(f"name: t\ngpu: {{file: {ROOT}/topologies/gpus/h100-sxm.yaml}}\ngraph: {{file: g.json}}\n")
+    (tmp_path / "t.yaml").write_text(
+        f"name: t\ngpu: {{file: {ROOT}/topologies/gpus/h100-sxm.yaml}}\ngraph: {{file: g.json}}\n"
+    )
     (tmp_path / "w.yaml").write_text(
         "format: clustersim-step/1\nranks: 4\ngroups: {world: all}\nops:\n"
         "  - {id: c, kind: compute, ranks: all, duration_ms: 100}\n"

@@ -35,7 +35,9 @@ def test_sample_lines_are_where_the_tests_expect():
 
 def test_bad_number_points_at_its_axis_value_not_the_base_policy(tmp_path):
     p, lines = _errors(tmp_path, TEXT.replace(INTERVALS, "values: [10, -30, 90]"))
-    assert lines == [f"{p}:15: axes.0.values.1: policy.interval_min=-30: policy: input should be greater than 0"]
+    assert lines == [
+        f"{p}:15: axes.0.values.1: policy.interval_min=-30: policy: input should be greater than 0"
+    ]
 
 
 def test_value_that_is_not_a_number_points_at_its_axis_value(tmp_path):
@@ -54,12 +56,15 @@ def test_bad_key_in_a_mapping_value_points_at_that_value(tmp_path):
 def test_bad_key_in_a_block_mapping_value_points_at_the_key(tmp_path):
     old = "      - {kind: hot_spares, pool_hosts: 1, interval_min: 30, restart: {detection_min: 2, queue_min: 5}}\n"
     assert old in TEXT
-    text = TEXT.replace(old, (
-        "      - kind: hot_spares\n"
-        "        pool_hosts: 1\n"
-        "        colour: red\n"
-        "        restart: {detection_min: 2, queue_min: 5}\n"
-    ))
+    text = TEXT.replace(
+        old,
+        (
+            "      - kind: hot_spares\n"
+            "        pool_hosts: 1\n"
+            "        colour: red\n"
+            "        restart: {detection_min: 2, queue_min: 5}\n"
+        ),
+    )
     assert _line(text, "colour: red") == 22
     p, lines = _errors(tmp_path, text)
     expected = (
@@ -71,7 +76,9 @@ def test_bad_key_in_a_block_mapping_value_points_at_the_key(tmp_path):
 
 def test_misspelt_param_points_at_each_value(tmp_path):
     p, lines = _errors(tmp_path, TEXT.replace("param: policy.interval_min", "param: policy.intervl_min"))
-    assert lines[0].startswith(f"{p}:15: axes.0.values.0: policy.intervl_min=10: policy.intervl_min: unknown key")
+    assert lines[0].startswith(
+        f"{p}:15: axes.0.values.0: policy.intervl_min=10: policy.intervl_min: unknown key"
+    )
     assert {ln.split(": ")[1] for ln in lines} == {"axes.0.values.0", "axes.0.values.1", "axes.0.values.2"}
 
 

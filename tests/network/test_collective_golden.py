@@ -4,23 +4,40 @@ from __future__ import annotations
 
 import pytest
 
-from simulator.network.hardware import GPUSpec
 from simulator.engine.context import SimContext
 from simulator.engine.cost import ComputeCost
 from simulator.engine.step import StepSettings, StepSimulator
 from simulator.network.cluster import Cluster
 from simulator.network.generator import RailClosSpec, SwitchSpec, build_rail_clos, build_switch
+from simulator.network.hardware import GPUSpec
 from simulator.workload.program import Op, StepProgram
 
-GPU = GPUSpec(name="t", peak_flops_per_s={"bf16": 1e15}, hbm_bandwidth_bytes_per_s=3e12, hbm_capacity_bytes=8e10)
+GPU = GPUSpec(
+    name="t", peak_flops_per_s={"bf16": 1e15}, hbm_bandwidth_bytes_per_s=3e12, hbm_capacity_bytes=8e10
+)
 
 
-def _time(cluster: Cluster, kind: str, algo: str, size: float, n: int | None = None, fidelity="flow") -> float:
+def _time(
+    cluster: Cluster, kind: str, algo: str, size: float, n: int | None = None, fidelity="flow"
+) -> float:
     n = n or len(cluster.gpus)
-    op = Op("c", "collective", tuple(range(n)), "comm", collective=kind, group=tuple(range(n)), size_bytes=size,
-            algorithm=algo)
-    sim = StepSimulator(SimContext(0), cluster, StepProgram("t", cluster.gpus[:n], [op]), ComputeCost(GPU),
-                        StepSettings(fidelity=fidelity))
+    op = Op(
+        "c",
+        "collective",
+        tuple(range(n)),
+        "comm",
+        collective=kind,
+        group=tuple(range(n)),
+        size_bytes=size,
+        algorithm=algo,
+    )
+    sim = StepSimulator(
+        SimContext(0),
+        cluster,
+        StepProgram("t", cluster.gpus[:n], [op]),
+        ComputeCost(GPU),
+        StepSettings(fidelity=fidelity),
+    )
     sim.run(1)
     return sim.step_rows[0][2]
 
@@ -34,7 +51,12 @@ def test_ring_all_reduce_on_switch(n, fidelity, size):
     Latency convention: one ring step costs the path latency between neighbours; on `switch`
     that is GPU->switch->GPU, a_path = 2·a."""
     bw, a = 50e9, 1e-6
-    c = Cluster(build_switch(SwitchSpec(generator="switch", gpus=n, link_gbyte_per_s=50, latency_us=1, medium="ib"), GPU), GPU)
+    c = Cluster(
+        build_switch(
+            SwitchSpec(generator="switch", gpus=n, link_gbyte_per_s=50, latency_us=1, medium="ib"), GPU
+        ),
+        GPU,
+    )
     expected = 2 * (n - 1) * (2 * a) + 2 * (n - 1) / n * size / bw
     # the fluid model is exact: only floating-point error remains
     assert _time(c, "all_reduce", "ring", size, fidelity=fidelity) == pytest.approx(expected, rel=1e-9)
@@ -44,14 +66,24 @@ def test_ring_all_reduce_on_switch(n, fidelity, size):
 def test_ring_gather_scatter_on_switch(kind):
     """Ring all-gather / reduce-scatter: T = (n-1)·a_path + (n-1)/n · S/B."""
     n, bw, a, size = 8, 50e9, 1e-6, 2**28
-    c = Cluster(build_switch(SwitchSpec(generator="switch", gpus=n, link_gbyte_per_s=50, latency_us=1, medium="ib"), GPU), GPU)
+    c = Cluster(
+        build_switch(
+            SwitchSpec(generator="switch", gpus=n, link_gbyte_per_s=50, latency_us=1, medium="ib"), GPU
+        ),
+        GPU,
+    )
     assert _time(c, kind, "ring", size) == pytest.approx((n - 1) * 2 * a + (n - 1) / n * size / bw, rel=1e-9)
 
 
 def test_halving_doubling_on_switch():
     """Rabenseifner all-reduce: 2·log2(n) steps; each rank sends 2(n-1)/n·S in total."""
     n, bw, a, size = 8, 50e9, 1e-6, 2**28
-    c = Cluster(build_switch(SwitchSpec(generator="switch", gpus=n, link_gbyte_per_s=50, latency_us=1, medium="ib"), GPU), GPU)
+    c = Cluster(
+        build_switch(
+            SwitchSpec(generator="switch", gpus=n, link_gbyte_per_s=50, latency_us=1, medium="ib"), GPU
+        ),
+        GPU,
+    )
     expected = 2 * 3 * 2 * a + 2 * (n - 1) / n * size / bw
     assert _time(c, "all_reduce", "halving_doubling", size) == pytest.approx(expected, rel=1e-9)
 
@@ -59,13 +91,25 @@ def test_halving_doubling_on_switch():
 def test_direct_all_to_all_on_switch():
     """All-to-all, every pair at once: each rank sends (n-1)/n·S through its one link."""
     n, bw, a, size = 8, 50e9, 1e-6, 2**28
-    c = Cluster(build_switch(SwitchSpec(generator="switch", gpus=n, link_gbyte_per_s=50, latency_us=1, medium="ib"), GPU), GPU)
+    c = Cluster(
+        build_switch(
+            SwitchSpec(generator="switch", gpus=n, link_gbyte_per_s=50, latency_us=1, medium="ib"), GPU
+        ),
+        GPU,
+    )
     assert _time(c, "all_to_all", "direct", size) == pytest.approx(2 * a + (n - 1) / n * size / bw, rel=1e-9)
 
 
 def _clos(nodes=4, per_leaf=2, oversub=1.0):
-    spec = RailClosSpec(generator="rail_clos", nodes=nodes, gpus_per_node=8, servers_per_leaf=per_leaf,
-                        oversubscription=oversub, nic_gbps=400, link_latency_us=1.0)
+    spec = RailClosSpec(
+        generator="rail_clos",
+        nodes=nodes,
+        gpus_per_node=8,
+        servers_per_leaf=per_leaf,
+        oversubscription=oversub,
+        nic_gbps=400,
+        link_latency_us=1.0,
+    )
     return build_rail_clos(spec, GPU)
 
 
@@ -117,5 +161,5 @@ def test_down_link_reroutes():
     g = _clos(nodes=4, per_leaf=2)
     c = Cluster(g, GPU, down=[("leaf0.0", "spine0")])
     path = c.router.node_path("n0.gpu0", "n2.gpu0")
-    assert ("leaf0.0", "spine0") not in list(zip(path, path[1:]))
+    assert ("leaf0.0", "spine0") not in list(zip(path, path[1:], strict=False))
     assert _time(c, "all_reduce", "ring", 2**26) > 0

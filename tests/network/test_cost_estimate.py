@@ -54,9 +54,7 @@ def test_cost_scales_with_size(prices: PriceSpec) -> None:
 
 def test_oversubscription_is_cheaper(prices: PriceSpec) -> None:
     full = cost_summary(estimate_cost(build_design(SuperPodSpec(nodes=128)), prices))
-    half = cost_summary(
-        estimate_cost(build_design(SuperPodSpec(nodes=128, oversubscription=2)), prices)
-    )
+    half = cost_summary(estimate_cost(build_design(SuperPodSpec(nodes=128, oversubscription=2)), prices))
     assert half["capex_usd"] < full["capex_usd"]
 
 

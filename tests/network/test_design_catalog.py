@@ -64,8 +64,6 @@ def test_missing_gpu_file_is_an_input_error(tmp_path: Path) -> None:
 def test_unbuildable_parameters_name_the_file(tmp_path: Path) -> None:
     bad = tmp_path / "bad.yaml"
     gpu = TOPOLOGIES / "gpus/h100-sxm.yaml"
-    bad.write_text(
-        f"generator: superpod\ngpu: {{file: {gpu}}}\nnodes: 64\nsu_size: 64\nswitch_radix: 64\n"
-    )
+    bad.write_text(f"generator: superpod\ngpu: {{file: {gpu}}}\nnodes: 64\nsu_size: 64\nswitch_radix: 64\n")
     with pytest.raises(InputError, match=r"bad.yaml: switch_radix: a leaf needs"):
         build_design_file(bad)

@@ -129,9 +129,7 @@ def test_rail_only_has_no_spine_and_rails_meet_only_in_servers() -> None:
     g = build_design(RailOnlySpec(nodes=16))
     assert switches_by_tier(g) == {0: 16, 1: 8}
     fabric = g.subgraph(
-        n
-        for n, d in g.nodes(data=True)
-        if d["kind"] == "nic" or (d["kind"] == "switch" and d["tier"] >= 1)
+        n for n, d in g.nodes(data=True) if d["kind"] == "nic" or (d["kind"] == "switch" and d["tier"] >= 1)
     )
     for comp in nx.connected_components(fabric):
         rails = {g.nodes[n]["rail"] for n in comp if g.nodes[n]["kind"] == "nic"}
@@ -143,9 +141,7 @@ def test_rail_only_has_no_spine_and_rails_meet_only_in_servers() -> None:
 def test_superpod_connects_rails_through_spines() -> None:
     g = build_design(SuperPodSpec(nodes=64))
     fabric = g.subgraph(
-        n
-        for n, d in g.nodes(data=True)
-        if d["kind"] == "nic" or (d["kind"] == "switch" and d["tier"] >= 1)
+        n for n, d in g.nodes(data=True) if d["kind"] == "nic" or (d["kind"] == "switch" and d["tier"] >= 1)
     )
     assert nx.is_connected(fabric)
 
@@ -158,9 +154,7 @@ def test_multiplane_counts_and_plane_isolation() -> None:
     leaves = math.ceil(N / (R // 2))
     assert switches_by_tier(g) == {0: N, 1: G * leaves, 2: G * math.ceil(leaves * (R // 2) / R)}
     fabric = g.subgraph(
-        n
-        for n, d in g.nodes(data=True)
-        if d["kind"] == "nic" or (d["kind"] == "switch" and d["tier"] >= 1)
+        n for n, d in g.nodes(data=True) if d["kind"] == "nic" or (d["kind"] == "switch" and d["tier"] >= 1)
     )
     comps = list(nx.connected_components(fabric))
     assert len(comps) == G
@@ -218,9 +212,7 @@ def test_pcie_node_counts() -> None:
     """N servers x S PCIe switches x P GPUs: GPUs N*S*P, NICs and PCIe switches N*S,
     leaves ceil(N*S/(R/2)), spines ceil(leaves*(R/2)/R); NVLink bridges N*S*P/2."""
     N, S, P, R = 40, 2, 4, 40
-    g = build_design(
-        PCIeNodeSpec(nodes=N, pcie_switches=S, gpus_per_switch=P, nvlink_bridge_gbyte_per_s=300)
-    )
+    g = build_design(PCIeNodeSpec(nodes=N, pcie_switches=S, gpus_per_switch=P, nvlink_bridge_gbyte_per_s=300))
     assert kinds(g)["gpu"] == N * S * P
     assert kinds(g)["nic"] == N * S
     assert kinds(g)["host"] == N

@@ -18,7 +18,7 @@ def _chain(bws: list[float], lats: list[float]) -> nx.Graph:
     names = ["gpu0", *[f"sw{i}" for i in range(len(bws) - 1)], "gpu1"]
     for n in names:
         g.add_node(n, kind="gpu" if n.startswith("gpu") else "switch", tier=1)
-    for i, (b, l) in enumerate(zip(bws, lats)):
+    for i, (b, l) in enumerate(zip(bws, lats, strict=False)):
         g.add_edge(names[i], names[i + 1], bandwidth_bytes_per_s=b, latency_s=l, medium="ib")
     return g
 
@@ -115,7 +115,10 @@ flows_strategy = st.lists(
 
 
 @settings(max_examples=60, deadline=None)
-@given(flows=flows_strategy, caps=st.lists(st.floats(1.0, 1e12), min_size=N_SHARED_LINKS, max_size=N_SHARED_LINKS))
+@given(
+    flows=flows_strategy,
+    caps=st.lists(st.floats(1.0, 1e12), min_size=N_SHARED_LINKS, max_size=N_SHARED_LINKS),
+)
 def test_fabric_laws(flows, caps):
     """Property: bytes delivered = bytes sent (to 1e-9 relative, per flow and per link), no link
     above capacity, each flow ends after it starts.

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from simulator.network.topology import load_topology
 from simulator.engine.context import SimContext
 from simulator.engine.cost import ComputeCost
 from simulator.engine.step import StepSimulator
-from simulator.network.cluster import Cluster
 from simulator.metrics import frames as fr
+from simulator.network.cluster import Cluster
+from simulator.network.topology import load_topology
 from simulator.workload.program import Op, StepProgram
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -32,8 +32,15 @@ def test_cross_rail_traffic_goes_through_the_scale_up_domain():
             if forwarded:  # the hop after the sender is inside its own server
                 assert g.nodes[path[2]]["kind"] == "gpu" and g.nodes[path[2]]["node"] == g.nodes[a]["node"]
     n = len(gpus)
-    op = Op("a2a", "collective", tuple(range(n)), "comm", collective="all_to_all", group=tuple(range(n)),
-            size_bytes=2**28)
+    op = Op(
+        "a2a",
+        "collective",
+        tuple(range(n)),
+        "comm",
+        collective="all_to_all",
+        group=tuple(range(n)),
+        size_bytes=2**28,
+    )
     sim = StepSimulator(SimContext(0), c, StepProgram("a2a", gpus, [op]), ComputeCost(topo.gpu))
     sim.run(1)
     # every cross-rail, cross-server pair: 8 x 7 pairs each way, S/n bytes each

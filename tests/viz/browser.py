@@ -119,15 +119,30 @@ def instrumented_copy(page: Path, out_dir: Path) -> Path:
 
 def _flags(user_dir: Path) -> list[str]:
     return [
-        "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-        "--disable-background-networking", "--disable-component-update", "--disable-sync",
-        "--disable-extensions", "--disable-dev-shm-usage", "--hide-scrollbars", "--mute-audio",
-        f"--user-data-dir={user_dir}", "--enable-logging=stderr", "--v=0",
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--disable-extensions",
+        "--disable-dev-shm-usage",
+        "--hide-scrollbars",
+        "--mute-audio",
+        f"--user-data-dir={user_dir}",
+        "--enable-logging=stderr",
+        "--v=0",
     ]
 
 
 def render_page(
-    page: Path, out_dir: Path, budget_ms: int = 20000, screenshot: bool = True, timeout_s: float = 180,
+    page: Path,
+    out_dir: Path,
+    budget_ms: int = 20000,
+    screenshot: bool = True,
+    timeout_s: float = 180,
     measure: bool = True,
 ) -> Rendered:
     """Open `page` (an HTML file) in headless Chromium; count rendered figures, collect errors.
@@ -144,14 +159,21 @@ def render_page(
     out_dir = Path(out_dir)
     copy = instrumented_copy(page, out_dir)
     expected = -1
-    m = re.search(r"<meta name='clustersim-figures' content='(\d+)'>", page.read_text(encoding="utf-8")[:200000])
+    m = re.search(
+        r"<meta name='clustersim-figures' content='(\d+)'>", page.read_text(encoding="utf-8")[:200000]
+    )
     if m:
         expected = int(m.group(1))
 
     def run(ud: Path, *extra: str) -> tuple[subprocess.CompletedProcess, float]:
         t = time.perf_counter()
-        proc = subprocess.run([binary, *_flags(ud), *extra, copy.as_uri()],
-                              capture_output=True, text=True, timeout=timeout_s, check=False)
+        proc = subprocess.run(
+            [binary, *_flags(ud), *extra, copy.as_uri()],
+            capture_output=True,
+            text=True,
+            timeout=timeout_s,
+            check=False,
+        )
         return proc, time.perf_counter() - t
 
     with tempfile.TemporaryDirectory(prefix="chromium-") as ud:
@@ -167,20 +189,39 @@ def render_page(
         shot = None
         if screenshot:
             shot = out_dir / f"{page.stem}.png"
-            run(Path(ud) / "shot", f"--virtual-time-budget={budget_ms}", "--window-size=1400,4000",
-                f"--screenshot={shot}")
+            run(
+                Path(ud) / "shot",
+                f"--virtual-time-budget={budget_ms}",
+                "--window-size=1400,4000",
+                f"--screenshot={shot}",
+            )
             shot = shot if shot.is_file() else None
     dom = proc.stdout
     rep = _REPORT.search(dom)
-    js_console = [ln for ln in proc.stderr.splitlines() if "CONSOLE" in ln and ("Uncaught" in ln or "Error" in ln)]
+    js_console = [
+        ln for ln in proc.stderr.splitlines() if "CONSOLE" in ln and ("Uncaught" in ln or "Error" in ln)
+    ]
     if rep is None:
-        return Rendered(expected, 0, 0, [f"no render report in the DOM (chromium exit {proc.returncode})",
-                                         *proc.stderr.splitlines()[-5:]], render_ms, wall, shot, dom, js_console)
+        return Rendered(
+            expected,
+            0,
+            0,
+            [
+                f"no render report in the DOM (chromium exit {proc.returncode})",
+                *proc.stderr.splitlines()[-5:],
+            ],
+            render_ms,
+            wall,
+            shot,
+            dom,
+            js_console,
+        )
     import html as _html
 
     data = json.loads(_html.unescape(rep.group(1)))
     errors = list(data["errors"])
     if not data.get("final") and int(data["rendered"]) < int(data["plots"]):
         errors.append("figures did not finish drawing within the virtual time budget")
-    return Rendered(expected, int(data["plots"]), int(data["rendered"]), errors,
-                    render_ms, wall, shot, dom, js_console)
+    return Rendered(
+        expected, int(data["plots"]), int(data["rendered"]), errors, render_ms, wall, shot, dom, js_console
+    )

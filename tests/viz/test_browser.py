@@ -14,8 +14,8 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from simulator.scenario.prepare import prepare
 from simulator.commands.app import app
+from simulator.scenario.prepare import prepare
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from browser import find_chromium, render_page
@@ -26,8 +26,10 @@ SAMPLES = ROOT.parent / "shared" / "calibration" / "nccl-tests"
 
 pytestmark = [
     pytest.mark.browser,
-    pytest.mark.skipif(find_chromium() is None,
-                       reason="no chromium binary (install: tests/viz/install_chromium.sh, or set $CHROMIUM)"),
+    pytest.mark.skipif(
+        find_chromium() is None,
+        reason="no chromium binary (install: tests/viz/install_chromium.sh, or set $CHROMIUM)",
+    ),
 ]
 
 
@@ -77,12 +79,23 @@ def test_rebuilt_run_dashboard_with_failures_and_topology(quickstart: Path, tmp_
     except TypeError:
         data = nx.node_link_data(g)
     (folder / "topology.json").write_text(json.dumps(data, default=str))
-    pd.DataFrame({"time_s": [3600.0, 7200.0, 7300.0], "kind": ["checkpoint", "failure", "restart"],
-                  "duration_s": [30.0, 0.0, 600.0], "lost_work_s": [0.0, 1800.0, 0.0]}).to_csv(
-        folder / "incidents.csv", index=False)
-    pd.DataFrame({"start_s": [0.0, 7200.0, 7900.0], "end_s": [7200.0, 7900.0, 14400.0],
-                  "phase": ["compute", "restart", "compute"], "steps": [100.0, 0.0, 90.0],
-                  "useful_s": [5400.0, 0.0, 6500.0]}).to_csv(folder / "segments.csv", index=False)
+    pd.DataFrame(
+        {
+            "time_s": [3600.0, 7200.0, 7300.0],
+            "kind": ["checkpoint", "failure", "restart"],
+            "duration_s": [30.0, 0.0, 600.0],
+            "lost_work_s": [0.0, 1800.0, 0.0],
+        }
+    ).to_csv(folder / "incidents.csv", index=False)
+    pd.DataFrame(
+        {
+            "start_s": [0.0, 7200.0, 7900.0],
+            "end_s": [7200.0, 7900.0, 14400.0],
+            "phase": ["compute", "restart", "compute"],
+            "steps": [100.0, 0.0, 90.0],
+            "useful_s": [5400.0, 0.0, 6500.0],
+        }
+    ).to_csv(folder / "segments.csv", index=False)
     res = CliRunner().invoke(app, ["dashboard", str(folder)])
     assert res.exit_code == 0, res.output
     _check(folder / "dashboard.html", tmp_path / "shots", expected=6)
@@ -95,10 +108,17 @@ def test_comparison_dashboard(quickstart: Path, tmp_path: Path) -> None:
 
     frames = read_frames(quickstart)
     s = read_summary(quickstart)
-    table = pd.DataFrame({"variant": ["a", "b"], "step_time_s": [s["step_time_s"], s["step_time_s"] * 1.1],
-                          "exposed_comm_s": [s["exposed_comm_s"]] * 2})
-    stacked = {k: pd.concat([frames[k].assign(variant=v) for v in ("a", "b")], ignore_index=True)
-               for k in ("steps", "links")}
+    table = pd.DataFrame(
+        {
+            "variant": ["a", "b"],
+            "step_time_s": [s["step_time_s"], s["step_time_s"] * 1.1],
+            "exposed_comm_s": [s["exposed_comm_s"]] * 2,
+        }
+    )
+    stacked = {
+        k: pd.concat([frames[k].assign(variant=v) for v in ("a", "b")], ignore_index=True)
+        for k in ("steps", "links")
+    }
     try:
         html = comparison_html("two", table, stacked)
     except (KeyError, ValueError) as exc:  # the compare room's table needs more columns
@@ -112,10 +132,18 @@ def test_study_dashboard_from_a_saved_sweep(tmp_path: Path) -> None:
     pytest.importorskip("simulator.viz.faults")
     folder = tmp_path / "study"
     folder.mkdir()
-    runs = pd.DataFrame({"interval_h": [1.0, 1.0, 2.0, 2.0], "seed": [0, 1, 0, 1],
-                         "goodput": [0.9, 0.92, 0.88, 0.87], "ettr": [0.9, 0.92, 0.88, 0.87]})
+    runs = pd.DataFrame(
+        {
+            "interval_h": [1.0, 1.0, 2.0, 2.0],
+            "seed": [0, 1, 0, 1],
+            "goodput": [0.9, 0.92, 0.88, 0.87],
+            "ettr": [0.9, 0.92, 0.88, 0.87],
+        }
+    )
     runs.to_csv(folder / "runs.csv", index=False)
-    (folder / "study.resolved.yaml").write_text(yaml.safe_dump({"study": {"name": "s", "axes": {"interval_h": [1, 2]}}}))
+    (folder / "study.resolved.yaml").write_text(
+        yaml.safe_dump({"study": {"name": "s", "axes": {"interval_h": [1, 2]}}})
+    )
     res = CliRunner().invoke(app, ["dashboard", str(folder)])
     assert res.exit_code == 0, res.output
     _check_quick(folder / "sweep.html", tmp_path / "shots", expected=2)  # goodput and ETTR

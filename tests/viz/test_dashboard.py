@@ -11,10 +11,10 @@ import plotly.io as pio
 import pytest
 from typer.testing import CliRunner
 
-from simulator.scenario.execute import RunResult, execute
-from simulator.scenario.prepare import prepare
 from simulator.commands.app import app
 from simulator.metrics.store import read_frames, read_summary
+from simulator.scenario.execute import RunResult, execute
+from simulator.scenario.prepare import prepare
 from simulator.viz import dashboard as D
 from simulator.viz import figures as F
 
@@ -63,8 +63,16 @@ def test_page_is_self_contained_and_counts_its_figures(run_dir) -> None:
 
 
 def test_cards_show_headline_figures() -> None:
-    s = {"step_time_s": 0.1, "mfu": 0.42, "tflops_per_gpu": 415.0, "exposed_comm_s": 0.01, "goodput": 0.9,
-         "ettr": 0.88, "gpus_in_job": 16, "busiest_links": [{"link": "a->b", "mean_utilization": 0.5}]}
+    s = {
+        "step_time_s": 0.1,
+        "mfu": 0.42,
+        "tflops_per_gpu": 415.0,
+        "exposed_comm_s": 0.01,
+        "goodput": 0.9,
+        "ettr": 0.88,
+        "gpus_in_job": 16,
+        "busiest_links": [{"link": "a->b", "mean_utilization": 0.5}],
+    }
     cards = dict(D.run_cards(s))
     assert cards["step time"] == "100.000 ms"
     assert cards["MFU"] == "42.0%"
@@ -82,14 +90,24 @@ def test_breakdown_sums_to_step_time_per_rank(run_dir) -> None:
     np.testing.assert_allclose(total.to_numpy(), expect.loc[total.index].to_numpy(), rtol=1e-9)
     fig = F.breakdown_figure(steps)
     bar_sum = pd.concat([pd.Series(t.y, index=t.x) for t in fig.data]).groupby(level=0).sum()
-    np.testing.assert_allclose(bar_sum.loc[[f"r{r}" for r in expect.index]].to_numpy(), expect.to_numpy() * 1e3,
-                               rtol=1e-9)
+    np.testing.assert_allclose(
+        bar_sum.loc[[f"r{r}" for r in expect.index]].to_numpy(), expect.to_numpy() * 1e3, rtol=1e-9
+    )
 
 
 def test_group_breakdown_is_the_weighted_mean_of_its_ranks() -> None:
-    steps = pd.DataFrame({"step": [0, 0, 0], "rank": [0, 1, 2], "step_time_s": [1.0] * 3,
-                          "compute_s": [0.5, 0.7, 0.9], "exposed_tp_s": [0.3, 0.1, 0.1], "idle_s": [0.2, 0.2, 0.0],
-                          "exposed_comm_s": [0.3, 0.1, 0.1], "weight": [1, 3, 1]})
+    steps = pd.DataFrame(
+        {
+            "step": [0, 0, 0],
+            "rank": [0, 1, 2],
+            "step_time_s": [1.0] * 3,
+            "compute_s": [0.5, 0.7, 0.9],
+            "exposed_tp_s": [0.3, 0.1, 0.1],
+            "idle_s": [0.2, 0.2, 0.0],
+            "exposed_comm_s": [0.3, 0.1, 0.1],
+            "weight": [1, 3, 1],
+        }
+    )
     g = F.breakdown_group_frame(steps, {0: "a", 1: "a", 2: "b"})
     a = g[g["group"] == "a"].set_index("part")["seconds"]
     assert a["compute"] == pytest.approx((0.5 + 3 * 0.7) / 4)
@@ -106,11 +124,17 @@ def test_timeline_bars_are_the_ops(run_dir) -> None:
     fig = F.timeline_figure(ops)
     t0 = ops.loc[ops["step"] == step, "ready_at_s"].min()
     bars = [t for t in fig.data if t.x is not None and len(t.x) and t.x[0] is not None]
-    got = sorted((round(b, 4), round(d, 4)) for t in bars if t.legendgroup not in ("wait", "bubble")
-                 for b, d in zip(t.base, t.x))
+    got = sorted(
+        (round(b, 4), round(d, 4))
+        for t in bars
+        if t.legendgroup not in ("wait", "bubble")
+        for b, d in zip(t.base, t.x, strict=False)
+    )
     mine = ops[ops["step"] == step]
-    want = sorted((round((s - t0) * 1e3, 4), round((e - s) * 1e3, 4))
-                  for s, e in zip(mine["started_at_s"], mine["finished_at_s"]))
+    want = sorted(
+        (round((s - t0) * 1e3, 4), round((e - s) * 1e3, 4))
+        for s, e in zip(mine["started_at_s"], mine["finished_at_s"], strict=False)
+    )
     assert got == want
 
 
@@ -118,12 +142,46 @@ def _synthetic_ops(n_ranks: int, roles: int) -> pd.DataFrame:
     rows = []
     for r in range(n_ranks):
         late = 0.001 * (r % 7)
-        rows.append((0, f"f@{r}", "compute", "fwd", r, "compute", 0.0, late, late + 0.01, 0.0, 1e12, "", "", 1))
-        rows.append((0, "ar", "collective", "dp", r, "comm", late + 0.01, 0.017, 0.02, 1e6, 0.0, "all_reduce",
-                     "ring", n_ranks))
-    df = pd.DataFrame.from_records(rows, columns=["step", "op_id", "kind", "tag", "rank", "stream", "ready_at_s",
-                                                  "started_at_s", "finished_at_s", "size_bytes", "flops",
-                                                  "collective", "algorithm", "n_ranks"])
+        rows.append(
+            (0, f"f@{r}", "compute", "fwd", r, "compute", 0.0, late, late + 0.01, 0.0, 1e12, "", "", 1)
+        )
+        rows.append(
+            (
+                0,
+                "ar",
+                "collective",
+                "dp",
+                r,
+                "comm",
+                late + 0.01,
+                0.017,
+                0.02,
+                1e6,
+                0.0,
+                "all_reduce",
+                "ring",
+                n_ranks,
+            )
+        )
+    df = pd.DataFrame.from_records(
+        rows,
+        columns=[
+            "step",
+            "op_id",
+            "kind",
+            "tag",
+            "rank",
+            "stream",
+            "ready_at_s",
+            "started_at_s",
+            "finished_at_s",
+            "size_bytes",
+            "flops",
+            "collective",
+            "algorithm",
+            "n_ranks",
+        ],
+    )
     df["duration_s"] = df["finished_at_s"] - df["started_at_s"]
     df["wait_s"] = df["started_at_s"] - df["ready_at_s"]
     df["gpu"] = [f"n{r // 8}.gpu{r % 8}" for r in df["rank"]]
@@ -182,11 +240,23 @@ def test_link_series_integrates_to_link_bytes(run_dir) -> None:
 
 
 def test_failures_figure_from_incidents_and_segments() -> None:
-    inc = pd.DataFrame({"time_s": [3600.0, 7200.0, 7300.0], "kind": ["checkpoint", "failure", "restart"],
-                        "duration_s": [30.0, 0.0, 600.0], "lost_work_s": [0.0, 1800.0, 0.0]})
-    seg = pd.DataFrame({"start_s": [0.0, 7200.0, 7900.0], "end_s": [7200.0, 7900.0, 14400.0],
-                        "phase": ["compute", "restart", "compute"], "steps": [100.0, 0.0, 90.0],
-                        "useful_s": [5400.0, 0.0, 6500.0]})
+    inc = pd.DataFrame(
+        {
+            "time_s": [3600.0, 7200.0, 7300.0],
+            "kind": ["checkpoint", "failure", "restart"],
+            "duration_s": [30.0, 0.0, 600.0],
+            "lost_work_s": [0.0, 1800.0, 0.0],
+        }
+    )
+    seg = pd.DataFrame(
+        {
+            "start_s": [0.0, 7200.0, 7900.0],
+            "end_s": [7200.0, 7900.0, 14400.0],
+            "phase": ["compute", "restart", "compute"],
+            "steps": [100.0, 0.0, 90.0],
+            "useful_s": [5400.0, 0.0, 6500.0],
+        }
+    )
     fig = F.incidents_figure(inc, seg)
     names = [t.name for t in fig.data]
     assert names[:3] == ["checkpoint", "failure", "restart"] and "ideal" in names
@@ -211,8 +281,9 @@ def test_topology_drawn_when_the_graph_is_saved(run_dir, tmp_path: Path) -> None
     html = D.run_dashboard_from_folder(tmp_path)
     assert "<meta name='clustersim-figures' content='5'>" in html
     steps = result.frames["steps"]
-    util = F.link_mean_utilization(result.frames["links"],
-                                   steps["finished_at_s"].max() - steps["started_at_s"].min())
+    util = F.link_mean_utilization(
+        result.frames["links"], steps["finished_at_s"].max() - steps["started_at_s"].min()
+    )
     assert util.max() == pytest.approx(read_summary(out)["busiest_links"][0]["mean_utilization"], rel=1e-9)
 
 

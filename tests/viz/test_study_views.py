@@ -11,9 +11,9 @@ import pytest
 from typer.testing import CliRunner
 
 from simulator.commands.app import app
-from simulator.viz.faults import sweep_figure
 from simulator.faults.metrics import aggregate
 from simulator.viz.compare import comparison_html, step_time_figure, variant_stats
+from simulator.viz.faults import sweep_figure
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from real_outputs import run_compare, run_sweep
@@ -43,8 +43,10 @@ def test_comparison_bars_get_intervals_with_several_seeds(compare_dir: Path) -> 
     table = pd.read_csv(compare_dir / "comparison.csv")
     one = step_time_figure(table)
     assert [t.error_y.array for t in one.data] == [None] * 3 and "no interval" in one.layout.title.text
-    two = pd.concat([table.assign(seed=0), table.assign(seed=1, step_time_s=table["step_time_s"] * 1.1)],
-                    ignore_index=True)
+    two = pd.concat(
+        [table.assign(seed=0), table.assign(seed=1, step_time_s=table["step_time_s"] * 1.1)],
+        ignore_index=True,
+    )
     st = variant_stats(two, "step_time_s")
     assert list(st["variant"]) == ["1to1", "2to1", "4to1"] and (st["n"] == 2).all()
     # t-interval of two values a, 1.1a: mean 1.05a, half-width t(0.975, 1) * sd / sqrt(2)
@@ -64,8 +66,11 @@ def test_sweep_rebuild_shows_goodput_against_the_swept_parameter(sweep_dir: Path
     assert res.exit_code == 0 and "study dashboard" in res.output, res.output
     text = (sweep_dir / "sweep.html").read_text(encoding="utf-8")
     assert "<meta name='clustersim-figures' content='2'>" in text and "6 variants x 2 seeds" in text
-    runs = pd.read_parquet(sweep_dir / "runs.parquet") if (sweep_dir / "runs.parquet").is_file() \
+    runs = (
+        pd.read_parquet(sweep_dir / "runs.parquet")
+        if (sweep_dir / "runs.parquet").is_file()
         else pd.read_csv(sweep_dir / "runs.csv")
+    )
     # the same page from CSV, where no attrs survive: axes come from study.resolved.yaml
     csv_dir = tmp_path / "csv"
     csv_dir.mkdir()

@@ -101,9 +101,7 @@ def test_dp_buckets_carry_every_gradient(tmp_path: Path) -> None:
     model = load_model(tmp_path / "model.yaml")
     layout = LayoutSpec(**SMALL)
     for stage, rank in ((0, 0), (1, 2)):
-        want = sum(
-            c.bytes for c in dp_comms(model, layout, stage) if c.collective == "reduce_scatter"
-        )
+        want = sum(c.bytes for c in dp_comms(model, layout, stage) if c.collective == "reduce_scatter")
         got = sum(
             op.size_bytes
             for op in prep.program.ops
@@ -140,9 +138,7 @@ def test_bad_layouts_name_file_and_field(
 
 def test_unknown_key_is_an_error_with_line(tmp_path: Path) -> None:
     with pytest.raises(InputError) as err:
-        prepare(
-            _scenario(tmp_path, {"tp": 2, "dp": 1, "global_batch_size": 4}, extra={"fidelty": {}})
-        )
+        prepare(_scenario(tmp_path, {"tp": 2, "dp": 1, "global_batch_size": 4}, extra={"fidelty": {}}))
     assert "workload.yaml:" in str(err.value) and "fidelty" in str(err.value)
 
 
@@ -184,9 +180,7 @@ def test_zero3_program_runs(tmp_path: Path) -> None:
 
 
 CATALOG = sorted(
-    p
-    for pat in ("llama3-*.yaml", "gpt3-*.yaml", "mixtral-*.yaml")
-    for p in (ROOT / "scenarios").glob(pat)
+    p for pat in ("llama3-*.yaml", "gpt3-*.yaml", "mixtral-*.yaml") for p in (ROOT / "scenarios").glob(pat)
 )
 
 

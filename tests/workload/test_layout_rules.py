@@ -34,9 +34,7 @@ def test_good_layout_passes() -> None:
 
 
 def test_yaml_human_units_and_fsdp_alias() -> None:
-    L = LayoutSpec.model_validate(
-        {"global_batch_size": 8, "grad_bucket_mb": 25, "zero_stage": "fsdp"}
-    )
+    L = LayoutSpec.model_validate({"global_batch_size": 8, "grad_bucket_mb": 25, "zero_stage": "fsdp"})
     assert L.grad_bucket_bytes == 25 * 1024 * 1024
     assert L.zero_stage == 3
 
@@ -75,9 +73,7 @@ def test_yaml_human_units_and_fsdp_alias() -> None:
         ({"tp": 8}, 128, 4, LLAMA70, r"tp \(8\) exceeds GPUs per node \(4\)"),
     ],
 )
-def test_bad_layouts_name_the_constraint(
-    kw: dict, n: int, gpn: int, model: ModelSpec, match: str
-) -> None:
+def test_bad_layouts_name_the_constraint(kw: dict, n: int, gpn: int, model: ModelSpec, match: str) -> None:
     with pytest.raises(InputError, match=match) as err:
         check_layout(model, _layout(**kw), n, gpn)
     assert str(err.value).startswith("layout.")

@@ -132,8 +132,7 @@ def test_bad_model_files_give_input_errors(tmp_path: Path) -> None:
         load_model(typo)
     topk = tmp_path / "topk.yaml"
     topk.write_text(
-        (MODELS / "llama3-8b.yaml").read_text()
-        + "moe: {experts: 2, top_k: 3, expert_ffn_hidden_size: 8}\n"
+        (MODELS / "llama3-8b.yaml").read_text() + "moe: {experts: 2, top_k: 3, expert_ffn_hidden_size: 8}\n"
     )
     with pytest.raises(InputError, match="top_k"):
         load_model(topk)

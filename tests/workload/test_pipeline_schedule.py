@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import pytest
 
-from simulator.network.hardware import GPUSpec
 from simulator.engine.context import SimContext
 from simulator.engine.cost import ComputeCost
 from simulator.engine.step import StepSimulator
 from simulator.network.cluster import Cluster
 from simulator.network.generator import SwitchSpec, build_switch
+from simulator.network.hardware import GPUSpec
 from simulator.workload.generate import bubble_fraction, build_program, stage_schedule
 from simulator.workload.layout import LayoutSpec
 from simulator.workload.model import ModelSpec
@@ -67,17 +67,13 @@ def test_interleaved_warm_up_follows_megatron() -> None:
         assert first_b == 2 * (p - s - 1) + (v - 1) * p + 1
 
 
-def free_comm_bubble(
-    p: int, m: int, schedule: str = "1f1b", v: int = 1
-) -> tuple[list[float], list[float]]:
+def free_comm_bubble(p: int, m: int, schedule: str = "1f1b", v: int = 1) -> tuple[list[float], list[float]]:
     """Simulate with every transfer of 0 bytes on a zero-latency switch and the embedding and
     output ops made free (so stages are identical). Returns per stage the bubble fraction
     (1 - busy / pipeline time) and the bubble time."""
     layout = LayoutSpec(pp=p, global_batch_size=m, pp_schedule=schedule, virtual_stages=v)
     cluster = Cluster(
-        build_switch(
-            SwitchSpec(generator="switch", gpus=p, link_gbyte_per_s=10, latency_us=0), GPU
-        ),
+        build_switch(SwitchSpec(generator="switch", gpus=p, link_gbyte_per_s=10, latency_us=0), GPU),
         GPU,
     )
     program = build_program(TINY, layout, cluster.gpus, cluster.graph)
@@ -105,9 +101,9 @@ def test_bubble_fraction_matches_formula(schedule: str, m: int) -> None:
     p = 4
     fractions, _ = free_comm_bubble(p, m, schedule)
     expected = (p - 1) / (m + p - 1)
-    assert bubble_fraction(
-        LayoutSpec(pp=p, global_batch_size=m, pp_schedule=schedule)
-    ) == pytest.approx(expected)
+    assert bubble_fraction(LayoutSpec(pp=p, global_batch_size=m, pp_schedule=schedule)) == pytest.approx(
+        expected
+    )
     for f in fractions:
         assert f == pytest.approx(expected, rel=0.01)
 
@@ -117,7 +113,7 @@ def test_interleaving_divides_bubble_time_by_v(v: int, m: int) -> None:
     p = 4
     _, plain = free_comm_bubble(p, m, "1f1b")
     fractions, inter = free_comm_bubble(p, m, "interleaved_1f1b", v)
-    for a, b in zip(plain, inter):
+    for a, b in zip(plain, inter, strict=False):
         assert a / b == pytest.approx(v, rel=0.03)
     expected = (p - 1) / (v * m + p - 1)
     lay = LayoutSpec(pp=p, global_batch_size=m, pp_schedule="interleaved_1f1b", virtual_stages=v)

@@ -18,14 +18,17 @@ def _write(tmp_path, body):
 
 
 def test_expands_per_rank_ops_and_resolves_deps(tmp_path):
-    p = _write(tmp_path, """\
+    p = _write(
+        tmp_path,
+        """\
   - {id: fwd, kind: compute, ranks: all, duration_ms: 1}
   - {id: ar, kind: collective, collective: all_reduce, group: world, size_mib: 1, deps: [fwd]}
   - {id: opt, kind: compute, ranks: all, duration_ms: 1, deps: [ar]}
   - {id: s, kind: send, ranks: [0], peer: 1, size_mib: 2}
   - {id: r, kind: recv, ranks: [1], peer: 0}
   - {id: after, kind: compute, ranks: [1], duration_ms: 1, deps: [r]}
-""")
+""",
+    )
     prog = load_trace(p, GPUS)
     ops = {o.id: o for o in prog.ops}
     assert ops["ar"].deps == ("fwd@0", "fwd@1", "fwd@2", "fwd@3")
@@ -37,11 +40,23 @@ def test_expands_per_rank_ops_and_resolves_deps(tmp_path):
 @pytest.mark.parametrize(
     "body, needle, line",
     [
-        ("  - {id: a, kind: compute, ranks: all, duration_ms: 1, deps: [b]}\n"
-         "  - {id: b, kind: compute, ranks: all, duration_ms: 1, deps: [a]}\n", "dependency cycle", None),
+        (
+            "  - {id: a, kind: compute, ranks: all, duration_ms: 1, deps: [b]}\n"
+            "  - {id: b, kind: compute, ranks: all, duration_ms: 1, deps: [a]}\n",
+            "dependency cycle",
+            None,
+        ),
         ("  - {id: a, kind: compute, ranks: all, duration_ms: 1, deps: [nope]}\n", "unknown op 'nope'", 5),
-        ("  - {id: a, kind: collective, collective: all_reduce, group: [0, 9], size_mib: 1}\n", "rank 9 does not exist", 5),
-        ("  - {id: a, kind: collective, collective: all_reduce, group: ghosts, size_mib: 1}\n", "unknown group 'ghosts'", 5),
+        (
+            "  - {id: a, kind: collective, collective: all_reduce, group: [0, 9], size_mib: 1}\n",
+            "rank 9 does not exist",
+            5,
+        ),
+        (
+            "  - {id: a, kind: collective, collective: all_reduce, group: ghosts, size_mib: 1}\n",
+            "unknown group 'ghosts'",
+            5,
+        ),
         ("  - {id: a, kind: compute, ranks: all, duration_ms: 1, colour: red}\n", "unknown key", 5),
         ("  - {id: s, kind: send, ranks: [0], peer: 1, size_mib: 1}\n", "matching recv", None),
         ("  - {id: a, kind: teleport, ranks: all}\n", "kind", 5),

@@ -174,9 +174,7 @@ def test_params_and_state_totals_equal_the_even_split() -> None:
     ends = sum(end_rank_params(L405, uneven, s).total for s in (0, 15))
     got = sum(stage_rank_params(L405, uneven, s).total for s in range(16))
     assert got == pytest.approx(per_layer + ends, rel=1e-12)
-    assert got == pytest.approx(
-        sum(stage_rank_params(L405, even, s).total for s in range(14)), rel=1e-12
-    )
+    assert got == pytest.approx(sum(stage_rank_params(L405, even, s).total for s in range(14)), rel=1e-12)
     for part in ("weights_bytes", "gradients_bytes", "optimizer_bytes"):
         a = sum(getattr(model_state_bytes(L405, uneven, s), part) for s in range(16))
         b = sum(getattr(model_state_bytes(L405, even, s), part) for s in range(14))
@@ -191,9 +189,7 @@ def test_flops_totals_equal_the_even_split() -> None:
     per_stage = [stage_flops(L405, uneven, s) for s in range(16)]
     # a middle stage has 8 layers, the first 7 (no output layer on either)
     assert per_stage[1] == pytest.approx(per_stage[0] * 8 / 7, rel=1e-12)
-    assert sum(per_stage) == pytest.approx(
-        sum(stage_flops(L405, even, s) for s in range(14)), rel=1e-12
-    )
+    assert sum(per_stage) == pytest.approx(sum(stage_flops(L405, even, s) for s in range(14)), rel=1e-12)
     assert step_flops(L405, uneven) == pytest.approx(step_flops(L405, even), rel=1e-12)
 
 
@@ -210,9 +206,7 @@ def test_memory_follows_layers_and_names_the_stage_that_does_not_fit() -> None:
     even = _meta_layout(first_stage_layers=None, last_stage_layers=None)
     assert memory_per_stage(m128, even)[0].total_bytes > 80e9
     cap = (rows[0].total_bytes + rows[1].total_bytes) / 2
-    with pytest.raises(
-        InputError, match=r"pipeline stage 1 \(ranks .*\) needs .* for its 8 layers"
-    ):
+    with pytest.raises(InputError, match=r"pipeline stage 1 \(ranks .*\) needs .* for its 8 layers"):
         check_memory(L405, L, cap)
 
 
@@ -277,9 +271,7 @@ def test_generator_emits_each_stage_its_own_layers(tmp_path: Path) -> None:
     layout = validate(WorkloadSpec, read_document(tmp_path / "workload.yaml")).layout
     for rank, role in program.role.items():
         stage = int(role.removeprefix("pp"))
-        want_bytes = sum(
-            c.bytes for c in dp_comms(model, layout, stage) if c.collective == "reduce_scatter"
-        )
+        want_bytes = sum(c.bytes for c in dp_comms(model, layout, stage) if c.collective == "reduce_scatter")
         got_bytes = sum(
             op.size_bytes
             for op in program.ops
@@ -304,9 +296,7 @@ def test_uneven_step_time_lies_between_the_even_bounds(tmp_path: Path) -> None:
         d = tmp_path / name
         d.mkdir()
         s = execute(prepare(_scenario(d, layers, first=first, last=last))).summary
-        assert s["compute_s"] + s["exposed_comm_s"] + s["idle_s"] == pytest.approx(
-            s["step_time_s"], rel=1e-9
-        )
+        assert s["compute_s"] + s["exposed_comm_s"] + s["idle_s"] == pytest.approx(s["step_time_s"], rel=1e-9)
         times[name] = s["step_time_s"]
     assert times["even8"] < times["uneven10"] < times["even12"], times
 
