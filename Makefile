@@ -4,12 +4,12 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup demo test test-all bench clean
+.PHONY: setup demo test test-all lint bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[test]'
+	$(BIN)/pip install --quiet -e '.[test,dev]'
 	touch $(STAMP)
 
 setup: $(STAMP)
@@ -20,6 +20,13 @@ demo: $(STAMP)
 test: $(STAMP)
 	$(BIN)/python -m pytest -m "not slow"
 
+# lint, format, types and the import contract (what CI checks before the tests)
+lint: $(STAMP)
+	$(BIN)/ruff check simulator tests benchmarks
+	$(BIN)/ruff format --check simulator tests benchmarks
+	$(BIN)/mypy simulator
+	$(BIN)/lint-imports --no-cache
+
 test-all: $(STAMP)
 	$(BIN)/python -m pytest
 
@@ -27,4 +34,4 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/run_all.py
 
 clean:
-	rm -rf $(VENV) results .pytest_cache .hypothesis
+	rm -rf $(VENV) results .pytest_cache .hypothesis .mypy_cache .ruff_cache .import_linter_cache
