@@ -33,5 +33,10 @@ test-all: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python benchmarks/run_all.py
 
+# refit the committed profiles topologies/calibration/*.yaml from topologies/calibration/samples/
+.PHONY: profiles
+profiles: $(STAMP)
+	$(BIN)/python -m simulator.calibration.build
+
 clean:
 	rm -rf $(VENV) results .pytest_cache .hypothesis .mypy_cache .ruff_cache .import_linter_cache

@@ -4,6 +4,8 @@ For each table of each nccl-tests / rccl-tests sample, fit a profile on that fil
 it through the engine; print the median absolute error for sizes >= 1 MiB and the maximum.
 
     .venv/bin/python benchmarks/calibration_report.py [SAMPLES_DIR]
+
+SAMPLES_DIR defaults to the samples shipped in `topologies/calibration/samples/`.
 """
 
 from __future__ import annotations
@@ -13,16 +15,15 @@ from pathlib import Path
 
 import numpy as np
 
+from simulator.calibration.build import DEFAULT_SAMPLES
 from simulator.calibration.fit import fit_table
 from simulator.calibration.parser import read_benchmark
 from simulator.calibration.profile import build_profile
 from simulator.calibration.replay import replay
 
-ROOT = Path(__file__).resolve().parents[1]
-
 
 def main() -> None:
-    folder = Path(sys.argv[1]) if len(sys.argv) > 1 else ROOT.parent / "shared" / "calibration" / "nccl-tests"
+    folder = Path(sys.argv[1]) if len(sys.argv) > 1 else DEFAULT_SAMPLES
     print(f"{'file':<72} {'collective':<15} {'nodes':>5} {'median>=1MiB':>12} {'max':>7}")
     for path in sorted(folder.glob("*.txt")):
         for table in read_benchmark(path):

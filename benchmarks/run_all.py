@@ -5,6 +5,7 @@ Each benchmark is its own script (run one alone for details):
     bench_model_step.py    Llama-3-70B on 1,024 GPUs and Llama-3-405B on 16,384 GPUs, one step
     bench_runlevel.py      54 days on 16,384 GPUs with the Llama 3 failure preset, 1 and 100 seeds
     bench_dashboard.py     dashboard size and build time for a 1,024-GPU step
+    bench_design_build.py  graph build time of the 16,384-GPU catalog designs
     calibration_report.py  error of the calibrated simulator on every nccl-tests / rccl-tests sample
 """
 
@@ -21,6 +22,7 @@ SUITE = [
     "bench_model_step.py",
     "bench_runlevel.py",
     "bench_dashboard.py",
+    "bench_design_build.py",
     "calibration_report.py",
 ]
 

@@ -17,7 +17,8 @@ makes busbw comparable with the link speed whatever the rank count n
 
 The kind names are the ones the engine uses; `normalize_kind` maps the spellings found in
 benchmark logs and file names (`allreduce`, `all_reduce_perf`, `alltoall`, `all2all`,
-`sendrecv`, `reducescatter`, ...) onto them.
+`sendrecv`, `reducescatter`, ...) onto them, and `kinds_in` finds the kinds named anywhere in
+free text (headings, command lines, file names).
 """
 
 from __future__ import annotations
@@ -58,6 +59,36 @@ def normalize_kind(name: str) -> str | None:
     key = re.sub(r"[\s_\-]", "", name.strip().lower())
     key = key.removesuffix("perf")
     return _ALIASES.get(key)
+
+
+# collective names as they appear inside free text, after removing spaces, '_', '-' and '.'
+_KIND_WORDS = re.compile(
+    r"allreduce|allgather|reducescatter|alltoall|all2all|sendrecv|broadcast|bcast|reduce"
+)
+_WORD_KIND = {
+    "allreduce": "all_reduce",
+    "allgather": "all_gather",
+    "reducescatter": "reduce_scatter",
+    "alltoall": "all_to_all",
+    "all2all": "all_to_all",
+    "sendrecv": "send_recv",
+    "broadcast": "broadcast",
+    "bcast": "broadcast",
+    "reduce": "reduce",
+}
+
+
+def kinds_in(text: str) -> set[str]:
+    """Engine kinds whose names appear in `text` (`### All Reduce - 2 Nodes`, `alltoall_perf`).
+
+    Args:
+        text: a heading, command line or file name.
+
+    Returns:
+        Every kind named; empty when none is, several when the text names several.
+    """
+    squashed = re.sub(r"[\s_\-.]", "", text.lower())
+    return {_WORD_KIND[w] for w in _KIND_WORDS.findall(squashed)}
 
 
 def busbw_factor(kind: str, n_ranks: int) -> float:

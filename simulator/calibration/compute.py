@@ -29,6 +29,7 @@ from pathlib import Path
 import numpy as np
 from pydantic import Field
 
+from simulator.calibration.fit import fit_line
 from simulator.config.base import Spec
 from simulator.errors import InputError
 
@@ -106,8 +107,6 @@ class ComputeCalibration(Spec):
             InputError: unreadable file, missing columns, or a value that is not a positive
                 number (names the file and line).
         """
-        from simulator.calibration.fit import fit_line
-
         gemm: dict[str, tuple[list[float], list[float]]] = {}
         mem: tuple[list[float], list[float]] = ([], [])
         names = []

@@ -35,6 +35,7 @@ Model of the time of one collective of S bytes (S as nccl-tests prints it):
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -42,7 +43,7 @@ import pandas as pd
 from scipy.optimize import least_squares, nnls
 
 from simulator.calibration.collective import busbw_factor
-from simulator.calibration.parser import BenchmarkTable
+from simulator.calibration.table import BenchmarkTable
 from simulator.errors import InputError
 
 KNOT_SPACING_OCTAVES = 2.0  # grid of efficiency-curve knots
@@ -225,13 +226,24 @@ class TableFit:
         }
 
 
-def error_frame(table: BenchmarkTable, time_fn: object, line_fn: object | None = None) -> pd.DataFrame:
-    """Measured vs modeled time and busbw at every size > 0 of `table`."""
+def error_frame(
+    table: BenchmarkTable,
+    time_fn: Callable[[np.ndarray], np.ndarray],
+    line_fn: Callable[[np.ndarray], np.ndarray] | None = None,
+) -> pd.DataFrame:
+    """Measured vs modeled time and busbw at every size > 0 of `table`.
+
+    Args:
+        table: the measured table.
+        time_fn: modeled time (seconds) of an array of sizes (bytes).
+        line_fn: the fitted line's time of an array of sizes, to add `line_time_s` and
+            `line_rel_error` columns; None to leave them out.
+    """
     m = table.sizes()
     m = m[m["size_bytes"] > 0].reset_index(drop=True)
     s = m["size_bytes"].to_numpy(dtype=float)
     t = m["time_s"].to_numpy(dtype=float)
-    model = np.asarray(time_fn(s), dtype=float)  # type: ignore[operator]
+    model = np.asarray(time_fn(s), dtype=float)
     factor = busbw_factor(table.collective, table.n_gpus)
     out = pd.DataFrame(
         {
@@ -244,7 +256,7 @@ def error_frame(table: BenchmarkTable, time_fn: object, line_fn: object | None =
         }
     )
     if line_fn is not None:
-        line = np.asarray(line_fn(s), dtype=float)  # type: ignore[operator]
+        line = np.asarray(line_fn(s), dtype=float)
         out.insert(2, "line_time_s", line)
         out.insert(4, "line_rel_error", line / t - 1.0)
     return out

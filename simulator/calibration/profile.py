@@ -49,6 +49,7 @@ from pydantic import Field, field_validator
 from simulator.calibration.collective import KINDS, busbw_factor
 from simulator.calibration.compute import ComputeCalibration
 from simulator.calibration.fit import EfficiencyCurve, TableFit, line_time_s
+from simulator.calibration.truncation import format_bytes
 from simulator.config.base import Spec
 from simulator.config.loader import load, parse_text, validate
 
@@ -179,8 +180,6 @@ class CalibrationProfile(Spec):
             return None
         entry, fit = self._choose(candidates, kind, n_ranks, n_nodes, size_bytes)
         if size_bytes > EXTRAPOLATION_FACTOR * entry.max_size_bytes:
-            from simulator.calibration.parser import format_bytes
-
             fit = replace(
                 fit,
                 source=f"{fit.source}; extrapolated beyond {format_bytes(entry.max_size_bytes)}, "
@@ -327,7 +326,9 @@ def entry_from_fit(fit: TableFit) -> CollectiveEntry:
         n_nodes=t.n_nodes,
         alpha_s=_sig(fit.alpha_s),
         busbw_bytes_per_s=_sig(fit.busbw_bytes_per_s),
-        efficiency=[(_sig(s), _sig(v)) for s, v in zip(fit.curve.sizes_bytes, fit.curve.efficiency, strict=False)],
+        efficiency=[
+            (_sig(s), _sig(v)) for s, v in zip(fit.curve.sizes_bytes, fit.curve.efficiency, strict=False)
+        ],
         min_size_bytes=float(e["size_bytes"].min()),
         max_size_bytes=float(e["size_bytes"].max()),
         source=t.label,

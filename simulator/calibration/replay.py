@@ -13,13 +13,14 @@ import numpy as np
 import pandas as pd
 
 from simulator.calibration.apply import ProfileTuning
-from simulator.calibration.parser import BenchmarkTable
 from simulator.calibration.profile import CalibrationProfile
+from simulator.calibration.table import BenchmarkTable
 from simulator.engine.context import SimContext
 from simulator.engine.cost import ComputeCost
 from simulator.engine.step import StepSettings, StepSimulator
 from simulator.network.cluster import Cluster
-from simulator.network.generator import NVSwitchNodeSpec, RailClosSpec, build_nvswitch_node, build_rail_clos
+from simulator.network.design.clos import RailClosSpec, build_rail_clos
+from simulator.network.design.scale_up import NVSwitchNodeSpec, build_nvswitch_node
 from simulator.network.hardware import GPUSpec
 from simulator.workload.program import Op, StepProgram
 
@@ -67,7 +68,7 @@ def replay(table: BenchmarkTable, profile: CalibrationProfile, fidelity: str = "
         ProfileTuning([(profile.name, profile)]),
     )
     sim.run(1)
-    dur = {r[1]: r[8] - r[7] for r in sim.op_rows}
+    dur = {r.op_id: r.finished_at_s - r.started_at_s for r in sim.op_rows}
     simulated = np.array([dur[f"c{i}"] for i in range(len(measured))])
     out = pd.DataFrame(
         {

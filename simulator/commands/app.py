@@ -1,11 +1,18 @@
-"""The `clustersim` command line: one typer app; each command group registers itself."""
+"""The `clustersim` command line: one typer app; each command module registers its commands.
+
+Modules and their commands, in help order: `run` (run, validate, schema), `topo`,
+`calibrate`, `compare`, `sweep`, `dashboard` (dashboard, trace). The simulator, pandas,
+plotly and scipy are imported inside the command functions, so `clustersim --help` stays
+fast.
+"""
 
 from __future__ import annotations
 
-import importlib
 import logging
 
 import typer
+
+from simulator.commands import calibrate, compare, dashboard, run, sweep, topo
 
 app = typer.Typer(
     name="clustersim",
@@ -15,16 +22,10 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
-COMMAND_MODULES = ("run", "topo", "calibrate", "compare", "sweep", "dashboard")
+COMMAND_MODULES = (run, topo, calibrate, compare, sweep, dashboard)
 
-for _name in COMMAND_MODULES:
-    try:
-        _mod = importlib.import_module(f"simulator.commands.{_name}")
-    except ModuleNotFoundError as _exc:
-        if _exc.name != f"simulator.commands.{_name}":
-            raise
-        continue
-    _mod.register(app)
+for _module in COMMAND_MODULES:
+    _module.register(app)
 
 
 @app.callback()
@@ -36,6 +37,7 @@ def _root(verbose: bool = typer.Option(False, "--verbose", "-v", help="Log progr
 
 
 def main() -> None:
+    """Entry point of the `clustersim` script."""
     app()
 
 

@@ -14,27 +14,29 @@ fails (exit 2, one line per table: `FILE: no entry of PROFILE matches KIND on N 
 
 Both forms print a `warning:` line (stderr) for a table that looks cut short: largest size
 under 1 MiB, or a complete header whose rows stop before its maxBytes with no
-`# Avg bus bandwidth` trailer (see `simulator.calibration.parser.cut_warnings`).
+`# Avg bus bandwidth` trailer (see `simulator.calibration.truncation.cut_warnings`).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
-import numpy as np
 import typer
 from rich.table import Table
 
-from simulator.calibration.collective import KINDS
-from simulator.calibration.compute import ComputeCalibration
-from simulator.calibration.fit import error_frame, fit_table
-from simulator.calibration.parser import BenchmarkTable, read_benchmark, read_benchmarks
-from simulator.calibration.profile import CalibrationProfile, build_profile, load_profile
-from simulator.commands.common import console, err_console, fail
+from simulator.calibration.collective import KINDS, normalize_kind
+from simulator.commands.common import console, err_console, fail, progress_bar
 from simulator.errors import ClustersimError, InputError, InputErrors
 from simulator.io import write_atomic
-from simulator.viz.calibration import profile_dashboard_html
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from simulator.calibration.compute import ComputeCalibration
+    from simulator.calibration.fit import TableFit
+    from simulator.calibration.profile import CalibrationProfile
+    from simulator.calibration.table import BenchmarkTable
 
 
 def _pct(x: float) -> str:
@@ -61,11 +63,17 @@ def _fit_and_write(
     name: str | None,
     description: str,
 ) -> None:
-    from simulator.study.executor import progress_bar
+    # the fitting (numpy, scipy) and the calibration page (plotly) are imported inside the
+    # functions of this module, so that `clustersim --help` stays fast
+    from simulator.calibration.compute import ComputeCalibration
+    from simulator.calibration.fit import fit_table
+    from simulator.calibration.parser import read_benchmarks
+    from simulator.calibration.profile import build_profile
+    from simulator.viz.calibration import profile_dashboard_html
 
     tables = read_benchmarks(logs, collective=collective, n_gpus=gpus, n_nodes=nodes)
     fits = []
-    with progress_bar("fitting", len(tables), console) as on_done:
+    with progress_bar("fitting", len(tables)) as on_done:
         for i, t in enumerate(tables):
             fits.append(fit_table(t))
             on_done(i, None)
@@ -79,8 +87,15 @@ def _fit_and_write(
         # again (by name and sha256) in their own folders
         folders = list(dict.fromkeys(p.resolve().parent for p in logs))
         write_atomic(html_path, profile_dashboard_html(output, samples=folders))
+    _print_fits(output.name, fits, tables, compute)
+    console.print(f"wrote {output}" + (f" and {html_path}" if fits else ""), markup=False)
 
-    table = Table(title=f"fit error per table ({output.name})")
+
+def _print_fits(
+    profile_name: str, fits: list[TableFit], tables: list[BenchmarkTable], compute: ComputeCalibration | None
+) -> None:
+    """The fit error of every table, what was inferred about each, and the compute fits."""
+    table = Table(title=f"fit error per table ({profile_name})")
     cols = ("#", "kind", "GPUs", "nodes", "alpha us", "busbw GB/s", "med>=1MiB", "max", "line")
     for col in cols:
         table.add_column(col, no_wrap=True, justify="right")
@@ -124,13 +139,16 @@ def _fit_and_write(
                 f"sustained, max error {_pct(m.max_abs_error)}",
                 markup=False,
             )
-    console.print(f"wrote {output}" + (f" and {html_path}" if fits else ""), markup=False)
 
 
 def check_tables(
     profile: CalibrationProfile, tables: list[BenchmarkTable]
 ) -> list[tuple[BenchmarkTable, str, object]]:
     """Per table: (table, source text of the fit used, error frame or None)."""
+    import numpy as np
+
+    from simulator.calibration.fit import error_frame
+
     out: list[tuple[BenchmarkTable, str, object]] = []
     for t in tables:
         m = t.sizes()
@@ -161,6 +179,9 @@ def _check(profile_path: Path, logs: list[Path], collective: str | None, gpus: i
     Raises:
         InputErrors: no table could be checked (one line per table: why not).
     """
+    from simulator.calibration.parser import read_benchmark
+    from simulator.calibration.profile import load_profile
+
     profile = load_profile(profile_path)
     tables: list[BenchmarkTable] = []
     paths: list[Path] = []
@@ -171,7 +192,7 @@ def _check(profile_path: Path, logs: list[Path], collective: str | None, gpus: i
     _warn_cut(tables)
     results = check_tables(profile, tables)
     skipped: list[InputError] = []
-    for path, (t, source, errors) in zip(paths, results, strict=True):
+    for path, (t, _, errors) in zip(paths, results, strict=True):
         if errors is not None:
             continue
         if t.sizes()["size_bytes"].gt(0).any():
@@ -185,7 +206,7 @@ def _check(profile_path: Path, logs: list[Path], collective: str | None, gpus: i
         raise InputError("--check needs at least one nccl-tests log")
     if len(skipped) == len(results):
         raise InputErrors(skipped)
-    for path, (t, source, errors) in zip(paths, results, strict=True):
+    for t, source, errors in results:
         if errors is None:
             continue
         console.print(f"\n{t.label}: {t.collective}, {t.n_gpus} GPUs / {t.n_nodes} node(s)", markup=False)
@@ -212,59 +233,54 @@ def _check(profile_path: Path, logs: list[Path], collective: str | None, gpus: i
         console.print(f"note: {err}; not checked", markup=False)
 
 
+def calibrate(
+    files: Annotated[
+        list[Path], typer.Argument(help="nccl-tests / rccl-tests logs; GEMM or memory-kernel CSV files.")
+    ],
+    output: Annotated[Path | None, typer.Option("--output", "-o", help="Profile YAML to write.")] = None,
+    collective: Annotated[
+        str | None, typer.Option(help=f"Collective where a log does not say it: {', '.join(KINDS)}.")
+    ] = None,
+    gpus: Annotated[
+        int | None, typer.Option(help="GPU (rank) count where a log does not say it.", min=1)
+    ] = None,
+    nodes: Annotated[int | None, typer.Option(help="Node count where a log does not say it.", min=1)] = None,
+    check: Annotated[
+        Path | None,
+        typer.Option(help="Compare this profile's predictions with FILES instead of fitting."),
+    ] = None,
+    html: Annotated[
+        Path | None,
+        typer.Option(help="Calibration page to write (default: PROFILE.html beside the profile)."),
+    ] = None,
+    name: Annotated[str | None, typer.Option(help="Profile name (default: the output file's stem).")] = None,
+    description: Annotated[str, typer.Option(help="Profile description.")] = "",
+) -> None:
+    """Fit a calibration profile from benchmark output (or --check one against it)."""
+    try:
+        if collective is not None:
+            kind = normalize_kind(collective)
+            if kind is None:
+                raise InputError(
+                    f"--collective: unknown collective {collective!r}; expected one of {', '.join(KINDS)}"
+                )
+            collective = kind
+        csvs = [f for f in files if f.suffix.lower() == ".csv"]
+        logs = [f for f in files if f.suffix.lower() != ".csv"]
+        if check is not None:
+            if csvs:
+                raise InputError(
+                    "--check compares collective logs; CSV files cannot be checked", file=csvs[0]
+                )
+            _check(check, logs, collective, gpus, nodes)
+            return
+        if output is None:
+            raise InputError("missing -o/--output PROFILE.yaml (or use --check PROFILE)")
+        _fit_and_write(logs, csvs, output, html, collective, gpus, nodes, name, description)
+    except ClustersimError as err:
+        fail(err)
+
+
 def register(app: typer.Typer) -> None:
     """Add the `calibrate` command to `app`."""
-
-    @app.command("calibrate")
-    def calibrate(
-        files: Annotated[
-            list[Path], typer.Argument(help="nccl-tests / rccl-tests logs; GEMM or memory-kernel CSV files.")
-        ],
-        output: Annotated[Path | None, typer.Option("--output", "-o", help="Profile YAML to write.")] = None,
-        collective: Annotated[
-            str | None, typer.Option(help=f"Collective where a log does not say it: {', '.join(KINDS)}.")
-        ] = None,
-        gpus: Annotated[
-            int | None, typer.Option(help="GPU (rank) count where a log does not say it.", min=1)
-        ] = None,
-        nodes: Annotated[
-            int | None, typer.Option(help="Node count where a log does not say it.", min=1)
-        ] = None,
-        check: Annotated[
-            Path | None,
-            typer.Option(help="Compare this profile's predictions with FILES instead of fitting."),
-        ] = None,
-        html: Annotated[
-            Path | None,
-            typer.Option(help="Calibration page to write (default: PROFILE.html beside the profile)."),
-        ] = None,
-        name: Annotated[
-            str | None, typer.Option(help="Profile name (default: the output file's stem).")
-        ] = None,
-        description: Annotated[str, typer.Option(help="Profile description.")] = "",
-    ) -> None:
-        """Fit a calibration profile from benchmark output (or --check one against it)."""
-        try:
-            if collective is not None:
-                from simulator.calibration.collective import normalize_kind
-
-                kind = normalize_kind(collective)
-                if kind is None:
-                    raise InputError(
-                        f"--collective: unknown collective {collective!r}; expected one of {', '.join(KINDS)}"
-                    )
-                collective = kind
-            csvs = [f for f in files if f.suffix.lower() == ".csv"]
-            logs = [f for f in files if f.suffix.lower() != ".csv"]
-            if check is not None:
-                if csvs:
-                    raise InputError(
-                        "--check compares collective logs; CSV files cannot be checked", file=csvs[0]
-                    )
-                _check(check, logs, collective, gpus, nodes)
-                return
-            if output is None:
-                raise InputError("missing -o/--output PROFILE.yaml (or use --check PROFILE)")
-            _fit_and_write(logs, csvs, output, html, collective, gpus, nodes, name, description)
-        except ClustersimError as err:
-            fail(err)
+    app.command("calibrate")(calibrate)

@@ -1,13 +1,17 @@
-"""Helpers shared by CLI commands: one-line errors and the rich console."""
+"""Helpers shared by CLI commands: one-line errors, the rich console and progress bars."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import NoReturn
 
 import typer
 from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from simulator.errors import ClustersimError, InputErrors
+from simulator.study.executor import OnDone
 
 console = Console(stderr=False, highlight=False)
 err_console = Console(stderr=True, highlight=False)
@@ -19,3 +23,29 @@ def fail(err: ClustersimError) -> NoReturn:
     for line in lines:
         err_console.print(f"error: {line}", markup=False, soft_wrap=True)
     raise typer.Exit(code=err.exit_code)
+
+
+@contextmanager
+def progress_bar(description: str, total: int, unit: str = "") -> Iterator[OnDone]:
+    """A transient progress bar on the console, gone once the block ends.
+
+    Args:
+        description: what is being done, shown left of the bar.
+        total: how many items the bar counts to.
+        unit: word after the count (`3/8 steps`); without one, rich's aligned `3/8`.
+
+    Yields:
+        An `on_done(index, result)` callback that advances the bar by one item (the
+        arguments are ignored, so it fits `simulator.study.executor.run_tasks`).
+    """
+    count = TextColumn(f"{{task.completed}}/{{task.total}} {unit}") if unit else MofNCompleteColumn()
+    with Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        count,
+        TimeElapsedColumn(),
+        console=console,
+        transient=True,
+    ) as progress:
+        task = progress.add_task(description, total=total)
+        yield lambda _index, _result: progress.advance(task)

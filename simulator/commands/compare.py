@@ -1,19 +1,28 @@
-"""`clustersim compare FILE`: run a base scenario's variants side by side."""
+"""`clustersim compare FILE`: run a base scenario's variants side by side.
+
+Writes one run folder per variant, `comparison.csv` (and `.parquet` with pyarrow),
+`compare.resolved.yaml` and the comparison dashboard `comparison.html`, then prints the
+comparison table.
+"""
 
 from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
-import pandas as pd
 import typer
 import yaml
 from rich.table import Table
 
-from simulator.commands.common import console, fail
+from simulator.commands.common import console, fail, progress_bar
 from simulator.errors import ClustersimError, InputError
 from simulator.io import write_atomic
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from simulator.study.compare import Comparison
 
 
 def _ms(v: Any) -> str:
@@ -53,79 +62,79 @@ def _write_table(df: pd.DataFrame, folder: Path, stem: str) -> list[Path]:
     return [csv, written]
 
 
+def _resolved(cmp: Comparison) -> str:
+    """`compare.resolved.yaml`: the compare file, its base and every variant's merged scenario."""
+    return yaml.safe_dump(
+        {
+            "compare": cmp.doc.data,
+            "compare_file": str(cmp.path),
+            "base_file": str(cmp.base.path),
+            "variants": {
+                v.name: {
+                    "scenario": v.scenario_data,
+                    "topology_params": v.topology_params,
+                }
+                for v in cmp.variants
+            },
+        },
+        sort_keys=False,
+    )
+
+
+def compare(
+    file: Annotated[Path, typer.Argument(help="Compare file: a base scenario and its variants.")],
+    output: Annotated[
+        Path | None,
+        typer.Option("-o", "--output", help="Comparison folder (default results/<name>)."),
+    ] = None,
+    dask: Annotated[
+        str | None,
+        typer.Option("--dask", help="Dask scheduler address, or 'local' for a LocalCluster on 127.0.0.1."),
+    ] = None,
+    serial: Annotated[
+        bool, typer.Option("--serial", help="Run variants one by one in this process.")
+    ] = False,
+    workers: Annotated[int | None, typer.Option("--workers", min=1, help="Local pool size cap.")] = None,
+    steps: Annotated[
+        int | None, typer.Option("--steps", min=1, help="Override run.steps of every variant.")
+    ] = None,
+    dashboards: Annotated[bool, typer.Option(help="Also write each variant's dashboard.html.")] = True,
+) -> None:
+    """Run every variant of a compare file; write a comparison table, dashboard and run folders."""
+    # the simulator and the figures are imported inside the command, so that `clustersim --help` stays fast
+    from simulator.study import compare as cmpmod
+    from simulator.study.executor import LOCAL_DASK, describe
+    from simulator.viz.compare import comparison_html
+
+    try:
+        if serial and dask:
+            raise InputError("give either --serial or --dask, not both")
+        executor: Any = "serial" if serial else ("pool" if dask is None else dask)
+        if executor == "local":
+            executor = LOCAL_DASK
+        cmp = cmpmod.load_comparison(file)
+        out = output or Path("results") / cmp.name
+        if out.exists() and not out.is_dir():
+            raise InputError("output path exists and is not a folder", file=out)
+        console.print(f"comparing {len(cmp.variants)} variant(s) of {cmp.name} on {describe(executor)}")
+        with progress_bar(f"simulating {cmp.name}", len(cmp.variants)) as on_done:
+            results = cmpmod.run_comparison(cmp, executor, max_workers=workers, on_done=on_done, steps=steps)
+        table = cmpmod.comparison_table(results, cmp.spec.cost.amortization_years)
+        for r in results:
+            r.write(out / r.summary["variant"], dashboard=dashboards)
+        _write_table(table, out, "comparison")
+        frames = {k: cmpmod.concat_frames(results, k) for k in ("steps", "links")}
+        write_atomic(out / "compare.resolved.yaml", _resolved(cmp))
+        write_atomic(
+            out / "comparison.html",
+            comparison_html(cmp.name, table, frames, [cmp.spec.description]),
+        )
+    except ClustersimError as err:
+        fail(err)
+    console.print(comparison_rich_table(table, cmp.name))
+    console.print(f"results: {out}/ (comparison.html, comparison.csv, one run folder per variant)")
+
+
 def register(app: typer.Typer) -> None:
     """Add the `compare` command to the CLI."""
-
-    @app.command("compare")
-    def compare(
-        file: Annotated[Path, typer.Argument(help="Compare file: a base scenario and its variants.")],
-        output: Annotated[
-            Path | None,
-            typer.Option("-o", "--output", help="Comparison folder (default results/<name>)."),
-        ] = None,
-        dask: Annotated[
-            str | None,
-            typer.Option(
-                "--dask", help="Dask scheduler address, or 'local' for a LocalCluster on 127.0.0.1."
-            ),
-        ] = None,
-        serial: Annotated[
-            bool, typer.Option("--serial", help="Run variants one by one in this process.")
-        ] = False,
-        workers: Annotated[int | None, typer.Option("--workers", min=1, help="Local pool size cap.")] = None,
-        steps: Annotated[
-            int | None, typer.Option("--steps", min=1, help="Override run.steps of every variant.")
-        ] = None,
-        dashboards: Annotated[bool, typer.Option(help="Also write each variant's dashboard.html.")] = True,
-    ) -> None:
-        """Run every variant of a compare file; write a comparison table, dashboard and run folders."""
-        from simulator.study import compare as cmpmod
-        from simulator.study.executor import LOCAL_DASK, describe, progress_bar
-        from simulator.viz.compare import comparison_html
-
-        try:
-            if serial and dask:
-                raise InputError("give either --serial or --dask, not both")
-            executor: Any = "serial" if serial else ("pool" if dask is None else dask)
-            if executor == "local":
-                executor = LOCAL_DASK
-            cmp = cmpmod.load_comparison(file)
-            out = output or Path("results") / cmp.name
-            if out.exists() and not out.is_dir():
-                raise InputError("output path exists and is not a folder", file=out)
-            console.print(f"comparing {len(cmp.variants)} variant(s) of {cmp.name} on {describe(executor)}")
-            with progress_bar(f"simulating {cmp.name}", len(cmp.variants), console) as on_done:
-                results = cmpmod.run_comparison(
-                    cmp, executor, max_workers=workers, on_done=on_done, steps=steps
-                )
-            table = cmpmod.comparison_table(results, cmp.spec.cost.amortization_years)
-            for r in results:
-                r.write(out / r.summary["variant"], dashboard=dashboards)
-            _write_table(table, out, "comparison")
-            frames = {k: cmpmod.concat_frames(results, k) for k in ("steps", "links")}
-            write_atomic(
-                out / "compare.resolved.yaml",
-                yaml.safe_dump(
-                    {
-                        "compare": cmp.doc.data,
-                        "compare_file": str(cmp.path),
-                        "base_file": str(cmp.base.path),
-                        "variants": {
-                            v.name: {
-                                "scenario": v.scenario_data,
-                                "topology_params": v.topology_params,
-                            }
-                            for v in cmp.variants
-                        },
-                    },
-                    sort_keys=False,
-                ),
-            )
-            write_atomic(
-                out / "comparison.html",
-                comparison_html(cmp.name, table, frames, [cmp.spec.description]),
-            )
-        except ClustersimError as err:
-            fail(err)
-        console.print(comparison_rich_table(table, cmp.name))
-        console.print(f"results: {out}/ (comparison.html, comparison.csv, one run folder per variant)")
+    app.command("compare")(compare)

@@ -1,47 +1,61 @@
-"""`clustersim run`, `validate` and `schema`."""
+"""`clustersim run`, `validate` and `schema`: simulate one scenario, check input files, print schemas."""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from simulator.commands.common import console, fail
-from simulator.errors import ClustersimError
+from simulator.commands.common import console, fail, progress_bar
+from simulator.errors import ClustersimError, InputError, InputErrors
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
 
 
-def summary_table(summary: dict, title: str = "summary") -> Table:
+def _ms(value_s: float) -> str:
+    return f"{value_s * 1e3:.3f} ms"
+
+
+def _percent(fraction: float) -> str:
+    return f"{fraction * 100:.1f}%"
+
+
+#: Rows of the run summary table: (label, summary key, formatter), in print order.
+SUMMARY_ROWS: list[tuple[str, str, Callable[[Any], str]]] = [
+    ("step time", "step_time_s", _ms),
+    ("compute per rank", "compute_s", _ms),
+    ("exposed communication", "exposed_comm_s", _ms),
+    ("idle", "idle_s", _ms),
+    ("MFU", "mfu", _percent),
+    ("TFLOP/s per GPU", "tflops_per_gpu", lambda v: f"{v:.1f}"),
+    ("tokens/s", "tokens_per_s", lambda v: f"{v:,.0f}"),
+    ("pipeline bubble (schedule)", "pipeline_bubble_fraction", _percent),
+    ("pipeline bubble (measured idle)", "pipeline_bubble_measured", _percent),
+    ("peak memory per GPU", "peak_memory_bytes", lambda v: f"{v / 2**30:.1f} GiB"),
+    ("goodput (mean over seeds)", "goodput", _percent),
+    ("ETTR", "ettr", _percent),
+    ("interruptions per run", "interruptions", lambda v: f"{v:.1f}"),
+    ("GPUs in job", "gpus_in_job", str),
+    ("simulated ranks", "simulated_ranks", str),
+    ("wall time", "wall_time_s", lambda v: f"{v:.2f} s"),
+]
+
+
+def summary_table(summary: dict[str, Any], title: str = "summary") -> Table:
+    """The headline figures of a run's summary.json, as printed after `clustersim run`."""
     t = Table(title=title, show_header=True)
     t.add_column("figure")
     t.add_column("value", justify="right")
-    ms = lambda v: f"{v * 1e3:.3f} ms"  # noqa: E731
-    rows = [
-        ("step time", "step_time_s", ms),
-        ("compute per rank", "compute_s", ms),
-        ("exposed communication", "exposed_comm_s", ms),
-        ("idle", "idle_s", ms),
-        ("MFU", "mfu", lambda v: f"{v * 100:.1f}%"),
-        ("TFLOP/s per GPU", "tflops_per_gpu", lambda v: f"{v:.1f}"),
-        ("tokens/s", "tokens_per_s", lambda v: f"{v:,.0f}"),
-        ("pipeline bubble (schedule)", "pipeline_bubble_fraction", lambda v: f"{v * 100:.1f}%"),
-        ("pipeline bubble (measured idle)", "pipeline_bubble_measured", lambda v: f"{v * 100:.1f}%"),
-        ("peak memory per GPU", "peak_memory_bytes", lambda v: f"{v / 2**30:.1f} GiB"),
-        ("goodput (mean over seeds)", "goodput", lambda v: f"{v * 100:.1f}%"),
-        ("ETTR", "ettr", lambda v: f"{v * 100:.1f}%"),
-        ("interruptions per run", "interruptions", lambda v: f"{v:.1f}"),
-        ("GPUs in job", "gpus_in_job", str),
-        ("simulated ranks", "simulated_ranks", str),
-        ("wall time", "wall_time_s", lambda v: f"{v:.2f} s"),
-    ]
-    for label, key, f in rows:
+    for label, key, fmt in SUMMARY_ROWS:
         if key in summary:
-            t.add_row(label, f(summary[key]))
+            t.add_row(label, fmt(summary[key]))
     for tag, v in summary.get("exposed_comm_by_tag_s", {}).items():
-        t.add_row(f"  exposed {tag}", ms(v))
+        t.add_row(f"  exposed {tag}", _ms(v))
     for link in summary.get("busiest_links", [])[:3]:
         t.add_row(f"busy link {link['link']}", f"{link['mean_utilization'] * 100:.1f}%")
     return t
@@ -49,6 +63,8 @@ def summary_table(summary: dict, title: str = "summary") -> Table:
 
 def _check_file(path: Path) -> str:
     """Validate one file of `scenarios/` by its kind; a short description when it is fine."""
+    # the simulator and the input specs are imported inside the functions of this module,
+    # so that `clustersim --help` stays fast
     from simulator.config.loader import read_document
     from simulator.scenario.prepare import prepare
 
@@ -71,92 +87,90 @@ def _check_file(path: Path) -> str:
     )
 
 
-def register(app: typer.Typer) -> None:
-    @app.command()
-    def run(
-        scenario: Annotated[Path, typer.Argument(help="Scenario YAML file.")],
-        output: Annotated[Path | None, typer.Option("-o", "--output", help="Results folder.")] = None,
-        steps: Annotated[int | None, typer.Option(help="Override run.steps.", min=1)] = None,
-        seed: Annotated[int | None, typer.Option(help="Override the scenario's seed.", min=0)] = None,
-        dashboard: Annotated[bool, typer.Option(help="Write dashboard.html.")] = True,
-    ) -> None:
-        """Simulate a scenario and write frames, summary.json and dashboard.html."""
-        from simulator.scenario.execute import execute
-        from simulator.scenario.prepare import check_output_folder, default_output, prepare
+def run(
+    scenario: Annotated[Path, typer.Argument(help="Scenario YAML file.")],
+    output: Annotated[Path | None, typer.Option("-o", "--output", help="Results folder.")] = None,
+    steps: Annotated[int | None, typer.Option(help="Override run.steps.", min=1)] = None,
+    seed: Annotated[int | None, typer.Option(help="Override the scenario's seed.", min=0)] = None,
+    dashboard: Annotated[bool, typer.Option(help="Write dashboard.html.")] = True,
+) -> None:
+    """Simulate a scenario and write frames, summary.json and dashboard.html."""
+    from simulator.scenario.execute import execute
+    from simulator.scenario.prepare import check_output_folder, default_output, prepare
 
+    try:
+        prep = prepare(scenario)
+        if steps is not None:
+            prep.scenario.spec = prep.scenario.spec.model_copy(
+                update={"run": prep.scenario.spec.run.model_copy(update={"steps": steps})}
+            )
+        out = output or default_output(prep)
+        check_output_folder(out)
+        n_steps = prep.scenario.spec.run.steps
+        with progress_bar(f"simulating {prep.scenario.name}", n_steps, unit="steps") as on_done:
+            result = execute(prep, on_step=lambda k: on_done(k, None), seed=seed)
+        result.write(out, dashboard=dashboard)
+    except ClustersimError as err:
+        fail(err)
+    console.print(summary_table(result.summary, f"{prep.scenario.name}"))
+    console.print(f"results: {out}/ (dashboard.html, summary.json, frames)")
+
+
+def validate(
+    files: Annotated[list[Path], typer.Argument(help="Scenario, compare or study files to check.")],
+) -> None:
+    """Check scenario, compare and study files and everything they reference, without simulating."""
+    problems: list[Any] = []  # input errors, and any other user error, listed one per line
+    for f in files:
         try:
-            prep = prepare(scenario)
-            if steps is not None:
-                prep.scenario.spec = prep.scenario.spec.model_copy(
-                    update={"run": prep.scenario.spec.run.model_copy(update={"steps": steps})}
-                )
-            out = output or default_output(prep)
-            check_output_folder(out)
-            n_steps = prep.scenario.spec.run.steps
-            with Progress(
-                TextColumn("[bold]{task.description}"),
-                BarColumn(),
-                TextColumn("{task.completed}/{task.total} steps"),
-                TimeElapsedColumn(),
-                console=console,
-                transient=True,
-            ) as progress:
-                task = progress.add_task(f"simulating {prep.scenario.name}", total=n_steps)
-                result = execute(prep, on_step=lambda k: progress.update(task, completed=k + 1), seed=seed)
-            result.write(out, dashboard=dashboard)
+            console.print(f"{f}: ok ({_check_file(f)})", soft_wrap=True)
         except ClustersimError as err:
-            fail(err)
-        console.print(summary_table(result.summary, f"{prep.scenario.name}"))
-        console.print(f"results: {out}/ (dashboard.html, summary.json, frames)")
+            problems.extend(err.errors if isinstance(err, InputErrors) else [err])
+    if problems:
+        fail(InputErrors(problems))
 
-    @app.command()
-    def validate(
-        files: Annotated[list[Path], typer.Argument(help="Scenario, compare or study files to check.")],
-    ) -> None:
-        """Check scenario, compare and study files and everything they reference, without simulating."""
-        from simulator.errors import InputErrors
 
-        problems: list = []
-        for f in files:
-            try:
-                console.print(f"{f}: ok ({_check_file(f)})", soft_wrap=True)
-            except ClustersimError as err:
-                problems.extend(err.errors if isinstance(err, InputErrors) else [err])
-        if problems:
-            fail(InputErrors(problems))
+def _schema_models() -> dict[str, type[BaseModel]]:
+    """The input file kinds `clustersim schema` knows, by name, and their specs."""
+    from simulator.calibration.profile import CalibrationProfile
+    from simulator.network.hardware import GPUSpec
+    from simulator.network.topology import TopologyHeader
+    from simulator.scenario.spec import ScenarioSpec
+    from simulator.study.compare import CompareSpec
+    from simulator.study.sweep import StudySpec
+    from simulator.workload.generate import WorkloadSpec
+    from simulator.workload.model import ModelSpec
+    from simulator.workload.trace import TraceSpec
 
-    @app.command()
-    def schema(
-        kind: Annotated[
-            str,
-            typer.Argument(
-                help="scenario | trace | workload | model | topology-header | gpu | compare | study | profile"
-            ),
-        ] = "scenario",
-    ) -> None:
-        """Print the JSON schema of an input file kind."""
-        from simulator.calibration.profile import CalibrationProfile
-        from simulator.errors import InputError
-        from simulator.network.hardware import GPUSpec
-        from simulator.network.topology import TopologyHeader
-        from simulator.scenario.spec import ScenarioSpec
-        from simulator.study.compare import CompareSpec
-        from simulator.study.sweep import StudySpec
-        from simulator.workload.generate import WorkloadSpec
-        from simulator.workload.model import ModelSpec
-        from simulator.workload.trace import TraceSpec
+    return {
+        "scenario": ScenarioSpec,
+        "trace": TraceSpec,
+        "topology-header": TopologyHeader,
+        "gpu": GPUSpec,
+        "compare": CompareSpec,
+        "study": StudySpec,
+        "workload": WorkloadSpec,
+        "model": ModelSpec,
+        "profile": CalibrationProfile,
+    }
 
-        kinds = {
-            "scenario": ScenarioSpec,
-            "trace": TraceSpec,
-            "topology-header": TopologyHeader,
-            "gpu": GPUSpec,
-            "compare": CompareSpec,
-            "study": StudySpec,
-            "workload": WorkloadSpec,
-            "model": ModelSpec,
-            "profile": CalibrationProfile,
-        }
-        if kind not in kinds:
-            fail(InputError(f"unknown schema {kind!r}; expected one of {sorted(kinds)}"))
-        console.print_json(json.dumps(kinds[kind].model_json_schema()))
+
+def schema(
+    kind: Annotated[
+        str,
+        typer.Argument(
+            help="scenario | trace | workload | model | topology-header | gpu | compare | study | profile"
+        ),
+    ] = "scenario",
+) -> None:
+    """Print the JSON schema of an input file kind."""
+    kinds = _schema_models()
+    if kind not in kinds:
+        fail(InputError(f"unknown schema {kind!r}; expected one of {sorted(kinds)}"))
+    console.print_json(json.dumps(kinds[kind].model_json_schema()))
+
+
+def register(app: typer.Typer) -> None:
+    """Add `run`, `validate` and `schema` to the CLI."""
+    for command in (run, validate, schema):
+        app.command()(command)

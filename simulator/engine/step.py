@@ -13,13 +13,14 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 import numpy as np
 import simpy
 
 from simulator.engine.context import SimContext
 from simulator.engine.cost import ComputeCost
+from simulator.engine.records import OpRecord, StepRecord
 from simulator.errors import SimulationError
 from simulator.network.cluster import Cluster
 from simulator.network.collective import Plan, bus_factor, flow_usage, plan_collective
@@ -39,10 +40,19 @@ class CollectiveTuning(Protocol):
         ...
 
 
+class PhaseFlow(NamedTuple):
+    """A flow a phase starts on the fabric."""
+
+    links: np.ndarray  # distinct directed links it loads
+    mult: np.ndarray  # how many times it crosses each (link load per byte moved)
+    size_bytes: float
+    label: str
+
+
 @dataclass(slots=True)
 class PreparedPhase:
     latency_s: float
-    flows: list[tuple[np.ndarray, np.ndarray, float, str]]  # links, mult, bytes, label
+    flows: list[PhaseFlow]
     isolated_s: float  # duration of the flows alone on the fabric
 
 
@@ -69,10 +79,9 @@ class StepSettings:
 class StepSimulator:
     """Runs a `StepProgram` on a `Cluster`.
 
-    Records (lists of tuples, turned into DataFrames by `simulator.metrics`):
-        op_rows: (step, op_id, kind, tag, rank, stream, ready_at_s, started_at_s, finished_at_s,
-                  size_bytes, flops, collective, algorithm, n_ranks)
-        step_rows: (step, started_at_s, finished_at_s)
+    Records (turned into DataFrames by `simulator.metrics.frames`):
+        op_rows: one `OpRecord` per op instance on a simulated rank in a step.
+        step_rows: one `StepRecord` per step.
     """
 
     def __init__(
@@ -92,15 +101,17 @@ class StepSimulator:
         self.settings = settings or StepSettings()
         self.tuning = tuning
         self.fabric = Fabric(
-            self.env, cluster.links.capacity_bytes_per_s, record_links=self.settings.record_links
+            self.env,
+            cluster.links.capacity_bytes_per_s,
+            record_links=self.settings.record_links,
+            link_factors=cluster.capacity_factors(),
         )
-        self.fabric.factor = cluster.capacity_factors()
         self.cost.slowdown.update(cluster.stragglers)
         self._streams = stream_ops(program)
         self._prepared: dict[str, PreparedOp] = {}
         self._plans: dict[tuple, PreparedOp] = {}  # same collective on the same GPUs: plan once
-        self.op_rows: list[tuple] = []
-        self.step_rows: list[tuple] = []
+        self.op_rows: list[OpRecord] = []
+        self.step_rows: list[StepRecord] = []
         self.tuned: dict[str, str] = {}
         self.forwarded_bytes = 0.0
         sim_ranks = program.simulated_ranks
@@ -146,7 +157,7 @@ class StepSimulator:
             src = self.program.rank_gpus[op.ranks[0]]
             sink = self.cluster.storage_sink(op.target, op.ranks[0])
             links, mult, lat = flow_usage(router, [(src, sink)])
-            phases = [self._phase(lat, [(links, mult, op.size_bytes, "checkpoint")])]
+            phases = [self._phase(lat, [PhaseFlow(links, mult, op.size_bytes, "checkpoint")])]
             p = PreparedOp(None, phases)
         else:
             kind = op.collective or "send_recv"
@@ -165,7 +176,7 @@ class StepSimulator:
                 for pf in ph.flows:
                     links, mult, flat = flow_usage(router, pf.edges)
                     lat = max(lat, flat)
-                    flows.append((links, mult, pf.size_bytes, pf.label))
+                    flows.append(PhaseFlow(links, mult, pf.size_bytes, pf.label))
                     forwarded += pf.size_bytes * sum(router.forwarded_via_gpu(a, b) for a, b in pf.edges)
                 phases.append(self._phase(ph.steps * (lat + self.settings.alpha_s), flows))
             topo = self.cluster.topo
@@ -177,23 +188,22 @@ class StepSimulator:
         self._prepared[op.id] = p
         return p
 
-    def _phase(
-        self, latency_s: float, flows: list[tuple[np.ndarray, np.ndarray, float, str]]
-    ) -> PreparedPhase:
+    def _phase(self, latency_s: float, flows: list[PhaseFlow]) -> PreparedPhase:
         return PreparedPhase(latency_s, flows, self._isolated_s(flows))
 
-    def _isolated_s(self, flows: list[tuple[np.ndarray, np.ndarray, float, str]]) -> float:
+    def _isolated_s(self, flows: list[PhaseFlow]) -> float:
+        """How long the flows take alone on the fabric (max-min fair among themselves), s."""
         if not flows:
             return 0.0
-        lens = np.array([len(f[0]) for f in flows])
-        all_links = np.concatenate([f[0] for f in flows])
+        lens = np.array([len(f.links) for f in flows])
+        all_links = np.concatenate([f.links for f in flows])
         if len(all_links) == 0:
             return 0.0
         used, compact = np.unique(all_links, return_inverse=True)
         flow_of = np.repeat(np.arange(len(flows)), lens)
-        cap = self.fabric.capacity[used]
-        rates = max_min_rates(flow_of, compact, np.concatenate([f[1] for f in flows]), cap, len(flows))
-        return max((f[2] / r if r > 0 else 0.0) for f, r in zip(flows, rates, strict=False))
+        cap = self.fabric.capacity_bytes_per_s[used]
+        rates = max_min_rates(flow_of, compact, np.concatenate([f.mult for f in flows]), cap, len(flows))
+        return max((f.size_bytes / r if r > 0 else 0.0) for f, r in zip(flows, rates, strict=False))
 
     def _tune(self, op: Op, p: PreparedOp) -> None:
         plan = p.plan
@@ -211,7 +221,7 @@ class StepSimulator:
             if latency_s is not None:
                 ph.latency_s = latency_s * (ph.latency_s / total_lat if total_lat > 0 else 1 / len(p.phases))
             # a flow's goodput is eff x its modeled rate: it loads links mult/eff per byte
-            ph.flows = [(l, m / eff, b, lab) for (l, m, b, lab) in ph.flows]
+            ph.flows = [f._replace(mult=f.mult / eff) for f in ph.flows]
             ph.isolated_s /= eff
         p.tuned_by = source
         self.tuned[plan.kind] = source
@@ -237,7 +247,7 @@ class StepSimulator:
                 for (rank, stream), ops in self._streams.items()
             ]
             yield self.env.all_of(procs)
-            self.step_rows.append((k, start, self.env.now))
+            self.step_rows.append(StepRecord(step=k, started_at_s=start, finished_at_s=self.env.now))
             if on_step is not None:
                 on_step(k)
 
@@ -255,21 +265,21 @@ class StepSimulator:
                 start = env.now
                 yield env.timeout(self.cost.compute_s(op, gpu))
                 self.op_rows.append(
-                    (
-                        step,
-                        op.id,
-                        op.kind,
-                        op.tag,
-                        rank,
-                        stream,
-                        start,
-                        start,
-                        env.now,
-                        0.0,
-                        op.flops,
-                        "",
-                        "",
-                        1,
+                    OpRecord(
+                        step=step,
+                        op_id=op.id,
+                        kind=op.kind,
+                        tag=op.tag,
+                        rank=rank,
+                        stream=stream,
+                        ready_at_s=start,
+                        started_at_s=start,
+                        finished_at_s=env.now,
+                        size_bytes=0.0,
+                        flops=op.flops,
+                        collective="",
+                        algorithm="",
+                        n_ranks=1,
                     )
                 )
                 done[op.id].succeed()
@@ -294,8 +304,8 @@ class StepSimulator:
                 continue
             if flow_fidelity:
                 events = [
-                    self.fabric.transfer(links, mult, nbytes, op_id=op.id, label=label)
-                    for links, mult, nbytes, label in ph.flows
+                    self.fabric.transfer(f.links, f.mult, f.size_bytes, op_id=op.id, label=f.label)
+                    for f in ph.flows
                 ]
                 yield env.all_of(events)
             else:
@@ -307,21 +317,21 @@ class StepSimulator:
         n = plan.n_ranks if plan else 1
         for rank, ready in arrivals.items():
             self.op_rows.append(
-                (
-                    step,
-                    op.id,
-                    op.kind,
-                    op.tag,
-                    rank,
-                    op.stream,
-                    ready,
-                    start,
-                    env.now,
-                    op.size_bytes,
-                    0.0,
-                    coll,
-                    algo,
-                    n,
+                OpRecord(
+                    step=step,
+                    op_id=op.id,
+                    kind=op.kind,
+                    tag=op.tag,
+                    rank=rank,
+                    stream=op.stream,
+                    ready_at_s=ready,
+                    started_at_s=start,
+                    finished_at_s=env.now,
+                    size_bytes=op.size_bytes,
+                    flops=0.0,
+                    collective=coll,
+                    algorithm=algo,
+                    n_ranks=n,
                 )
             )
         done.succeed()

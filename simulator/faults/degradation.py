@@ -22,11 +22,14 @@ import numpy as np
 from pydantic import Field, model_validator
 
 from simulator.config.base import Spec
-from simulator.faults.failure import human_units, stream
+from simulator.faults.failure import stream
 from simulator.faults.state import JobShape
+from simulator.units import to_si
 
 
 class _EpisodeBase(Spec):
+    """What every degradation spec has: when episodes start and how long they last."""
+
     cause: str | None = Field(None, description="Label; also names the random stream.")
     mtbe_s: float | None = Field(
         None, gt=0, description="Mean time between episodes per component, s (YAML: mtbe_h)."
@@ -43,13 +46,15 @@ class _EpisodeBase(Spec):
     @model_validator(mode="before")
     @classmethod
     def _units(cls, data: Any) -> Any:
-        d = human_units(data, "mtbe", "at", "duration", "down", "up")
+        """Read human time units as seconds; a single `at_h` is a list of one."""
+        d = to_si(data, "mtbe_s", "at_s", "duration_s", "down_s", "up_s")
         if isinstance(d, dict) and isinstance(d.get("at_s"), (int, float)):
             d["at_s"] = [d["at_s"]]
         return d
 
     @model_validator(mode="after")
     def _one_source(self) -> _EpisodeBase:
+        """Episodes are random or scheduled, not both."""
         if (self.mtbe_s is None) == (self.at_s is None):
             raise ValueError("give exactly one of mtbe_h (random episodes) or at_h (scheduled)")
         return self
@@ -57,6 +62,7 @@ class _EpisodeBase(Spec):
     component_class: ClassVar[str] = "gpu"
 
     def label(self, index: int) -> str:
+        """The name of the spec's random stream (its cause, else class and position)."""
         return self.cause or f"{self.component_class}#{index}"
 
 

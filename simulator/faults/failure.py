@@ -33,31 +33,9 @@ from pydantic import Field, model_validator
 
 from simulator.config.base import Spec
 from simulator.faults.state import JobShape
+from simulator.units import to_si
 
 ComponentClass = Literal["gpu", "hbm", "host", "nic", "link", "switch", "storage", "software"]
-
-_UNITS = {"_s": 1.0, "_min": 60.0, "_h": 3600.0, "_days": 86400.0}
-
-
-def human_units(data: Any, *bases: str) -> Any:
-    """Turn `<base>_h` / `_min` / `_days` keys of a mapping into `<base>_s` (SI)."""
-    if not isinstance(data, dict):
-        return data
-    d = dict(data)
-    for base in bases:
-        for suffix, factor in _UNITS.items():
-            key = base + suffix
-            if suffix != "_s" and key in d:
-                if base + "_s" in d:
-                    raise ValueError(f"give either {key} or {base}_s, not both")
-                value = d.pop(key)
-                if isinstance(value, list):
-                    d[base + "_s"] = [float(v) * factor for v in value]
-                elif isinstance(value, (int, float)) and not isinstance(value, bool):
-                    d[base + "_s"] = float(value) * factor
-                else:
-                    raise ValueError(f"{key} must be a number")
-    return d
 
 
 def stream(seed: int, name: str) -> np.random.Generator:
@@ -78,13 +56,16 @@ class FixedRepairSpec(Spec):
     @model_validator(mode="before")
     @classmethod
     def _units(cls, data: Any) -> Any:
-        return human_units(data, "duration")
+        """Read the YAML's `duration_h` (or another time unit) as seconds."""
+        return to_si(data, "duration_s")
 
     def sample(self, rng: np.random.Generator, n: int) -> np.ndarray:
+        """`n` repair times, s."""
         return np.full(n, self.duration_s)
 
     @property
     def mean_s(self) -> float:
+        """Mean repair time, s."""
         return self.duration_s
 
 
@@ -97,9 +78,11 @@ class ExponentialRepairSpec(Spec):
     @model_validator(mode="before")
     @classmethod
     def _units(cls, data: Any) -> Any:
-        return human_units(data, "mean")
+        """Read the YAML's `mean_h` (or another time unit) as seconds."""
+        return to_si(data, "mean_s")
 
     def sample(self, rng: np.random.Generator, n: int) -> np.ndarray:
+        """`n` repair times drawn from `rng`, s."""
         return rng.exponential(self.mean_s, n)
 
 
@@ -113,13 +96,16 @@ class LognormalRepairSpec(Spec):
     @model_validator(mode="before")
     @classmethod
     def _units(cls, data: Any) -> Any:
-        return human_units(data, "median")
+        """Read the YAML's `median_h` (or another time unit) as seconds."""
+        return to_si(data, "median_s")
 
     def sample(self, rng: np.random.Generator, n: int) -> np.ndarray:
+        """`n` repair times drawn from `rng`, s."""
         return rng.lognormal(math.log(self.median_s), self.sigma, n)
 
     @property
     def mean_s(self) -> float:
+        """Mean repair time, s."""
         return self.median_s * math.exp(self.sigma**2 / 2)
 
 
@@ -132,6 +118,8 @@ RepairSpec = Annotated[
 
 
 class _FailureBase(Spec):
+    """What every failure spec has: the component class, a cause label, blast and repair."""
+
     target: ComponentClass = Field(description="Component class that fails.")
     cause: str | None = Field(
         None,
@@ -152,7 +140,8 @@ class _FailureBase(Spec):
     @model_validator(mode="before")
     @classmethod
     def _repair_shorthand(cls, data: Any) -> Any:
-        data = human_units(data, "repair", "mtbf", "at")
+        """Read human time units; `repair_h: x` is a fixed repair of x hours."""
+        data = to_si(data, "repair_s", "mtbf_s", "at_s")
         if isinstance(data, dict) and "repair_s" in data:
             if "repair" in data:
                 raise ValueError("give either repair_h or repair, not both")
@@ -160,6 +149,7 @@ class _FailureBase(Spec):
         return data
 
     def label(self, index: int) -> str:
+        """The name of the spec's random stream (its cause, else class and position)."""
         return self.cause or f"{self.target}#{index}"
 
 
@@ -170,9 +160,11 @@ class ExponentialFailureSpec(_FailureBase):
     mtbf_s: float = Field(gt=0, description="Mean time between failures per component, s (YAML: mtbf_h).")
 
     def mean_ttf_s(self) -> float:
+        """Mean time to failure of one component, s."""
         return self.mtbf_s
 
     def draw(self, rng: np.random.Generator, n: int, scale: float) -> np.ndarray:
+        """`n` times to the next failure, the MTBF multiplied by `scale`, s."""
         return rng.exponential(self.mtbf_s * scale, n)
 
 
@@ -184,9 +176,11 @@ class WeibullFailureSpec(_FailureBase):
     shape: float = Field(gt=0, description="Weibull shape k (1 is exponential).")
 
     def mean_ttf_s(self) -> float:
+        """Mean time to failure of one component, s."""
         return self.mtbf_s
 
     def draw(self, rng: np.random.Generator, n: int, scale: float) -> np.ndarray:
+        """`n` times to the next failure, the mean multiplied by `scale`, s."""
         lam = self.mtbf_s * scale / math.gamma(1.0 + 1.0 / self.shape)
         return lam * rng.weibull(self.shape, n)
 
@@ -204,6 +198,7 @@ class ScheduledFailureSpec(_FailureBase):
     )
 
     def index(self) -> int:
+        """The failing component's index: `component`, else `node`'s trailing number, else 0."""
         if self.component is not None:
             return self.component
         if self.node:
@@ -213,6 +208,7 @@ class ScheduledFailureSpec(_FailureBase):
         return 0
 
     def times(self) -> list[float]:
+        """The failure times, s."""
         return list(self.at_s) if isinstance(self.at_s, list) else [self.at_s]
 
 

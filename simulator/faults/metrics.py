@@ -22,7 +22,12 @@ checkpoint stall, restart, elastic rejoin):
   links, fewer replicas).
 
 Monte Carlo: each metric over N seeds is reported as its mean and the two-sided 95%
-Student-t interval mean ± t(0.975, N−1)·s/√N.
+Student-t interval mean ± t(0.975, N−1)·s/√N (`t_interval`, the package's one
+implementation of it).
+
+What is simplified: the interval treats the seeds as independent draws of a roughly
+normal mean; with few seeds it can leave the physical range, so `aggregate` clips it to
+[0, ∞), and to [0, 1] for the goodput and ETTR fractions.
 """
 
 from __future__ import annotations
@@ -51,7 +56,19 @@ METRICS = (
 
 
 def t_interval(values: Iterable[float], confidence: float = 0.95) -> tuple[float, float, float]:
-    """Mean and two-sided Student-t interval of the mean (NaN bounds for fewer than 2 values)."""
+    """Mean and two-sided Student-t confidence interval of the mean of `values`.
+
+    The half-width is t((1 + confidence) / 2, n − 1)·s/√n, with s the sample standard
+    deviation (ddof 1) of the n values that are not NaN.
+
+    Args:
+        values: one metric's values, one per seed (NaNs are dropped).
+        confidence: two-sided confidence level, e.g. 0.95.
+
+    Returns:
+        (mean, low, high). All NaN without values; NaN bounds with fewer than 2 values or
+        an infinite one.
+    """
     x = np.asarray([v for v in values if not math.isnan(v)], dtype=float)
     if len(x) == 0:
         return math.nan, math.nan, math.nan
@@ -65,7 +82,17 @@ def t_interval(values: Iterable[float], confidence: float = 0.95) -> tuple[float
 def aggregate(
     runs: pd.DataFrame, by: Sequence[str] = (), metrics: Sequence[str] = METRICS, confidence: float = 0.95
 ) -> pd.DataFrame:
-    """Per group: `n`, and for each metric `<m>_mean`, `<m>_lo`, `<m>_hi` (t-interval)."""
+    """Per group of runs: `n`, and for each metric `<m>_mean`, `<m>_lo`, `<m>_hi` (`t_interval`).
+
+    Args:
+        runs: one row per run (seed) with the metrics as columns.
+        by: columns to group by (none: one group).
+        metrics: the metrics to aggregate (those missing from `runs` are skipped).
+        confidence: two-sided confidence level of the intervals.
+
+    Returns:
+        One row per group, the bounds clipped to the metric's physical range.
+    """
     groups = runs.groupby(list(by), sort=False, dropna=False) if by else [((), runs)]
     rows = []
     for key, g in groups:

@@ -15,6 +15,12 @@ Restart cost model (`RestartSpec`), each part an assumption to calibrate:
   (NSDI 2024), which reports initialization under 30 s for >10,000 GPUs after optimization)
   + checkpoint load (from the step oracle) + recomputation of the lost steps (which the
   engine simulates; it is not a constant).
+
+What is simplified: a policy decides from what `RunView` shows (hosts out of service and
+until when, replicas ready, whether an in-memory snapshot is newer than storage), not from
+a model of the scheduler; hot spares are whole hosts that return to the pool when the host
+they replaced is repaired; an in-memory snapshot survives if no failed host's peer
+(`h + peer_host_offset`) is failed or out of service.
 """
 
 from __future__ import annotations
@@ -26,9 +32,10 @@ from typing import Annotated, Any, Literal, Protocol
 from pydantic import Field, model_validator
 
 from simulator.config.base import Spec
-from simulator.faults.failure import FailureEvent, human_units
+from simulator.faults.failure import FailureEvent
 from simulator.faults.formulas import daly_interval_s, young_interval_s
 from simulator.faults.state import JobShape
+from simulator.units import to_si
 
 
 class RunView(Protocol):
@@ -37,17 +44,29 @@ class RunView(Protocol):
     job: JobShape
 
     @property
-    def now(self) -> float: ...
+    def now(self) -> float:
+        """The simulated time, s."""
+        ...
 
-    def take_down(self, hosts: frozenset[int], until_s: float) -> None: ...
+    def take_down(self, hosts: frozenset[int], until_s: float) -> None:
+        """Keep `hosts` out of the job until `until_s` (their repair)."""
+        ...
 
-    def down_hosts(self) -> set[int]: ...
+    def down_hosts(self) -> set[int]:
+        """Hosts out of service now."""
+        ...
 
-    def latest_repair_s(self) -> float: ...
+    def latest_repair_s(self) -> float:
+        """When the last host out of service comes back (now if none is out), s."""
+        ...
 
-    def memory_checkpoint_newer(self) -> bool: ...
+    def memory_checkpoint_newer(self) -> bool:
+        """Whether the last in-memory snapshot is newer than the last checkpoint in storage."""
+        ...
 
-    def replica_ready_s(self) -> list[float]: ...
+    def replica_ready_s(self) -> list[float]:
+        """Per data-parallel replica, when all its hosts are usable again (<= now: usable)."""
+        ...
 
 
 class RestartSpec(Spec):
@@ -66,7 +85,8 @@ class RestartSpec(Spec):
     @model_validator(mode="before")
     @classmethod
     def _units(cls, data: Any) -> Any:
-        return human_units(data, "detection", "queue", "init_base")
+        """Read the YAML's human units (`detection_min`, `queue_min`, ...) as seconds."""
+        return to_si(data, "detection_s", "queue_s", "init_base_s")
 
     def init_s(self, n_gpus: int, gpus_per_node: int) -> float:
         """Process + communicator initialization for a job of `n_gpus`."""
@@ -79,6 +99,8 @@ class RestartSpec(Spec):
 
 
 class _PolicyBase(Spec):
+    """What every policy spec has: the checkpoint interval and the restart cost model."""
+
     interval: Literal["fixed", "young", "daly"] = Field(
         "daly",
         description="Checkpoint interval: 'fixed' (interval_s or interval_steps), or 'young' / "
@@ -93,13 +115,15 @@ class _PolicyBase(Spec):
     @model_validator(mode="before")
     @classmethod
     def _interval_units(cls, data: Any) -> Any:
-        d = human_units(data, "interval")
+        """Read `interval_min` / `interval_h` as seconds; a given interval means 'fixed'."""
+        d = to_si(data, "interval_s")
         if isinstance(d, dict) and ("interval_s" in d or "interval_steps" in d):
             d.setdefault("interval", "fixed")
         return d
 
     @model_validator(mode="after")
     def _check_interval(self) -> _PolicyBase:
+        """A fixed interval needs exactly one length; a computed one takes none."""
         fixed = (self.interval_s is not None) + (self.interval_steps is not None)
         if self.interval == "fixed" and fixed != 1:
             raise ValueError("interval 'fixed' needs exactly one of interval_s or interval_steps")
@@ -131,6 +155,7 @@ class CheckpointRestartSpec(_PolicyBase):
     )
 
     def build(self) -> Policy:
+        """The policy's runtime for one run."""
         return CheckpointRestart(self)
 
 
@@ -140,6 +165,7 @@ class AsyncCheckpointSpec(_PolicyBase):
     kind: Literal["async_checkpoint"] = Field(description="Policy tag.")
 
     def build(self) -> Policy:
+        """The policy's runtime for one run."""
         return AsyncCheckpoint(self)
 
 
@@ -155,6 +181,7 @@ class InMemorySpec(_PolicyBase):
     )
 
     def build(self) -> Policy:
+        """The policy's runtime for one run."""
         return InMemory(self)
 
 
@@ -168,6 +195,7 @@ class HotSparesSpec(_PolicyBase):
     )
 
     def build(self) -> Policy:
+        """The policy's runtime for one run."""
         return HotSpares(self)
 
 
@@ -186,6 +214,7 @@ class ElasticSpec(_PolicyBase):
     )
 
     def build(self) -> Policy:
+        """The policy's runtime for one run."""
         return Elastic(self)
 
 
@@ -197,7 +226,15 @@ PolicySpec = Annotated[
 
 @dataclasses.dataclass(frozen=True)
 class Recovery:
-    """A policy's decision after an interruption."""
+    """A policy's decision after an interruption.
+
+    Attributes:
+        resume: where the job resumes from: the last checkpoint in storage, the last
+            in-memory snapshot, or a surviving replica's live state.
+        load: where the checkpoint is loaded from (None: nothing to load).
+        queue_s: time queued for replacement hosts, s.
+        wait_s: time waiting for repairs, s.
+    """
 
     resume: Literal["storage", "memory", "live"]
     load: Literal["storage", "peer"] | None
@@ -221,6 +258,7 @@ class Policy:
         return job.n_gpus
 
     def spare_hosts(self, now_s: float) -> int:
+        """Spare hosts ready to swap in at `now_s`."""
         return 0
 
     def storage_drain_due(self, snapshot_index: int) -> bool:
@@ -228,10 +266,22 @@ class Policy:
         return True
 
     def recover(self, run: RunView, hosts: frozenset[int], event: FailureEvent | None) -> Recovery:
+        """Decide how the job recovers from a failure.
+
+        Args:
+            run: the run as a policy sees it (it may take hosts down until their repair).
+            hosts: the failed hosts in use by the job (empty: nothing to replace).
+            event: the failure.
+
+        Returns:
+            Where to resume and load from, and how long to queue or wait.
+        """
         raise NotImplementedError
 
 
 class CheckpointRestart(Policy):
+    """Restart from the last checkpoint in storage on replacement (or repaired) hosts."""
+
     def recover(self, run: RunView, hosts: frozenset[int], event: FailureEvent | None) -> Recovery:
         r = self.spec.restart
         if not hosts:
@@ -244,13 +294,18 @@ class CheckpointRestart(Policy):
 
 
 class AsyncCheckpoint(CheckpointRestart):
+    """Checkpoint-restart whose checkpoints are snapshots drained to storage in the background."""
+
     mode = "async"
 
 
 class InMemory(CheckpointRestart):
+    """Restart from the peer's in-memory snapshot when it is newer and survived, else storage."""
+
     mode = "memory"
 
     def storage_drain_due(self, snapshot_index: int) -> bool:
+        """Every `storage_every`-th snapshot is drained to storage."""
         return snapshot_index % self.spec.storage_every == 0
 
     def recover(self, run: RunView, hosts: frozenset[int], event: FailureEvent | None) -> Recovery:
@@ -267,10 +322,14 @@ class InMemory(CheckpointRestart):
 
 
 class HotSpares(Policy):
+    """Swap failed hosts for spares from a pool; a spare returns when its host is repaired."""
+
     def start(self, job: JobShape) -> None:
+        """Empty the list of spares out for repair."""
         self._returns: list[float] = []
 
     def spare_hosts(self, now_s: float) -> int:
+        """Spares in the pool at `now_s` (the others replace hosts still in repair)."""
         busy = sum(1 for t in self._returns if t > now_s)
         return max(0, self.spec.pool_hosts - busy)
 
@@ -294,7 +353,10 @@ class HotSpares(Policy):
 
 
 class Elastic(Policy):
+    """Leave out the replicas that lost hardware and go on (after a restart) on the others."""
+
     def min_gpus(self, job: JobShape) -> int:
+        """GPUs of `min_replicas` replicas (at most the whole job)."""
         return min(job.n_gpus, self.spec.min_replicas * job.gpus_per_replica)
 
     def recover(self, run: RunView, hosts: frozenset[int], event: FailureEvent | None) -> Recovery:

@@ -12,10 +12,15 @@ rarely. `CachedOracle` does the caching and asks with `ClusterState.performance_
 which drops the fields that cannot change a step time (failed and spare counts), so a
 hot-spare swap never costs a new step simulation.
 
-Naming convention (until the lead's topology supplies names): GPU `i` of the job's
-allocation is `gpu<i>`; link `j` of the job's network is `link<j>`; host `h` is `host<h>`.
-GPUs are laid out host-major (GPU `i` sits on host `i // gpus_per_node`) and a
-data-parallel replica is a contiguous block of `gpus_per_replica` GPUs.
+Naming convention: GPU `i` of the job's allocation is `gpu<i>`; link `j` of the job's
+network is `link<j>`; host `h` is `host<h>`. GPUs are laid out host-major (GPU `i` sits on
+host `i // gpus_per_node`) and a data-parallel replica is a contiguous block of
+`gpus_per_replica` GPUs.
+
+What is simplified: a state records counts and factors, not where in the fabric things
+are (a straggler is a GPU name and a slowdown, a degraded link an id and a bandwidth
+factor); component counts per class (`JobShape.count`) assume one NIC and one NIC cable
+per GPU unless given.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ from typing import Literal, Protocol, runtime_checkable
 from pydantic import Field, model_validator
 
 from simulator.config.base import Spec
+from simulator.errors import SimulationError
 
 LoadSource = Literal["storage", "peer"]
 
@@ -191,6 +197,12 @@ class CachedOracle:
         self.calls = 0
 
     def _ask(self, question: str, state: ClusterState, source: str = "") -> float:
+        """The answer to `question` (step, write, snapshot, load) in `state`, asked once.
+
+        Raises:
+            SimulationError: the oracle answered a negative, infinite or NaN time (or a
+                zero step time).
+        """
         key = (question, state.performance_key(), source)
         hit = self._cache.get(key)
         if hit is not None:
@@ -206,8 +218,6 @@ class CachedOracle:
         else:
             value = float(self.inner.checkpoint_load_s(s, source))  # type: ignore[arg-type]
         if not value >= 0.0 or value == float("inf") or (question == "step" and value == 0.0):
-            from simulator.errors import SimulationError
-
             raise SimulationError(f"step oracle answered {value!r} for {question} in {s}")
         self._cache[key] = value
         return value
@@ -259,6 +269,7 @@ class JobShape(Spec):
 
     @model_validator(mode="after")
     def _check_layout(self) -> JobShape:
+        """Hosts and replicas must tile the job's GPUs."""
         if self.n_gpus % self.gpus_per_node:
             raise ValueError("n_gpus must be a multiple of gpus_per_node")
         if self.n_gpus % self.gpus_per_replica:
@@ -269,10 +280,12 @@ class JobShape(Spec):
 
     @property
     def n_hosts(self) -> int:
+        """Hosts of the allocation."""
         return self.n_gpus // self.gpus_per_node
 
     @property
     def dp_replicas(self) -> int:
+        """Data-parallel replicas of the job."""
         return self.n_gpus // self.gpus_per_replica
 
     def count(self, component_class: str) -> int:
@@ -304,6 +317,7 @@ class JobShape(Spec):
         return 0  # storage, software: nothing to replace, the job just restarts
 
     def host_of(self, gpu: int) -> int:
+        """The host GPU `gpu` sits on."""
         return gpu // self.gpus_per_node
 
     def replicas_of_host(self, host: int) -> range:
@@ -319,4 +333,5 @@ class JobShape(Spec):
         return range(first, last + 1)
 
     def healthy_state(self) -> ClusterState:
+        """The cluster state with every replica in use and nothing degraded."""
         return ClusterState(dp_replicas=self.dp_replicas)

@@ -15,39 +15,53 @@ Glossary of frames (one row per ...):
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import NamedTuple, Protocol
+
 import numpy as np
 import pandas as pd
 
-OP_COLUMNS = [
-    "step",
-    "op_id",
-    "kind",
-    "tag",
-    "rank",
-    "stream",
-    "ready_at_s",
-    "started_at_s",
-    "finished_at_s",
-    "size_bytes",
-    "flops",
-    "collective",
-    "algorithm",
-    "n_ranks",
-]
-FLOW_COLUMNS = [
-    "flow_id",
-    "op_id",
-    "label",
-    "n_links",
-    "link_crossings",
-    "size_bytes",
-    "started_at_s",
-    "finished_at_s",
-]
+from simulator.network.fabric import FlowRecord
 
 
-def ops_frame(rows: list[tuple], rank_gpus: list[str], role: dict[int, str]) -> pd.DataFrame:
-    df = pd.DataFrame.from_records(rows, columns=OP_COLUMNS)
+class StepSpan(Protocol):
+    """What `steps_frame` reads of a step record: the step and when it began and ended."""
+
+    @property
+    def step(self) -> int: ...
+
+    @property
+    def started_at_s(self) -> float: ...
+
+    @property
+    def finished_at_s(self) -> float: ...
+
+
+def _records_frame(rows: Sequence[NamedTuple], columns: Sequence[str] | None) -> pd.DataFrame:
+    """One row per record, one column per record field, named and ordered as the fields."""
+    if columns is None:
+        if not rows:
+            raise ValueError("no records to take column names from; pass the record type's _fields")
+        columns = rows[0]._fields
+    return pd.DataFrame.from_records(rows, columns=list(columns))
+
+
+def ops_frame(
+    rows: Sequence[NamedTuple],
+    rank_gpus: list[str],
+    role: dict[int, str],
+    columns: Sequence[str] | None = None,
+) -> pd.DataFrame:
+    """The `ops` frame: the engine's op records plus duration, wait, GPU and role.
+
+    Args:
+        rows: op records (named tuples with the fields step, op_id, rank, ready_at_s,
+            started_at_s, finished_at_s, ...); their field names become the columns.
+        rank_gpus: GPU of every rank.
+        role: label of a rank, if any.
+        columns: the records' field names; needed only when `rows` is empty.
+    """
+    df = _records_frame(rows, columns)
     df["duration_s"] = df["finished_at_s"] - df["started_at_s"]
     df["wait_s"] = df["started_at_s"] - df["ready_at_s"]
     df["gpu"] = [rank_gpus[r] for r in df["rank"]]
@@ -55,8 +69,9 @@ def ops_frame(rows: list[tuple], rank_gpus: list[str], role: dict[int, str]) -> 
     return df.sort_values(["step", "rank", "started_at_s", "op_id"], kind="stable").reset_index(drop=True)
 
 
-def flows_frame(rows: list[tuple]) -> pd.DataFrame:
-    df = pd.DataFrame.from_records(rows, columns=FLOW_COLUMNS)
+def flows_frame(rows: Sequence[FlowRecord]) -> pd.DataFrame:
+    """The `flows` frame: the fabric's flow records plus duration and rate."""
+    df = _records_frame(rows, FlowRecord._fields)
     df["duration_s"] = df["finished_at_s"] - df["started_at_s"]
     with np.errstate(divide="ignore", invalid="ignore"):
         df["rate_bytes_per_s"] = np.where(df["duration_s"] > 0, df["size_bytes"] / df["duration_s"], np.nan)
@@ -141,9 +156,10 @@ def _breakdown(ops: pd.DataFrame, t0: float, t1: float) -> dict[str, float]:
     return out
 
 
-def steps_frame(ops: pd.DataFrame, step_rows: list[tuple], weight: dict[int, int]) -> pd.DataFrame:
+def steps_frame(ops: pd.DataFrame, step_rows: Sequence[StepSpan], weight: dict[int, int]) -> pd.DataFrame:
+    """The `steps` frame: one row per (step, simulated rank) with its time breakdown."""
     records = []
-    bounds = {k: (s, e) for k, s, e in step_rows}
+    bounds = {r.step: (r.started_at_s, r.finished_at_s) for r in step_rows}
     for (step, rank), grp in ops.groupby(["step", "rank"], sort=True):
         t0, t1 = bounds[step]
         row = {"step": step, "rank": rank, "started_at_s": t0, "finished_at_s": t1, "step_time_s": t1 - t0}

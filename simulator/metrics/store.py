@@ -3,6 +3,10 @@
 Every file is written to a temporary sibling and renamed, so an interrupted write never
 leaves half a file, and files from an earlier run are replaced only once the new one is
 complete.
+
+Simplified: without pyarrow frames are written as CSV, which keeps no column types or
+frame attributes; reading one back, the columns named in `TEXT_COLUMNS` are read as text
+and empty text is "" (as Parquet keeps it), the rest as pandas infers.
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from simulator.errors import InputError
@@ -47,6 +52,7 @@ FRAME_NAMES = ("ops", "flows", "links", "steps", "incidents", "segments", "runs"
 
 
 def _has_pyarrow() -> bool:
+    # pyarrow is an optional dependency: probed when a frame is written, not imported above
     try:
         import pyarrow  # noqa: F401
     except ImportError:
@@ -55,6 +61,7 @@ def _has_pyarrow() -> bool:
 
 
 def write_frame(folder: Path, name: str, df: pd.DataFrame) -> Path:
+    """Write one frame as `NAME.parquet` (with pyarrow) or `NAME.csv`; returns the path written."""
     if _has_pyarrow():
         buf = io.BytesIO()
         df.to_parquet(buf, index=False)
@@ -67,12 +74,11 @@ def write_frame(folder: Path, name: str, df: pd.DataFrame) -> Path:
 
 
 def write_json(path: Path, data: Any) -> None:
+    """Write indented JSON (numpy numbers as plain numbers, anything else unknown as text)."""
     write_atomic(path, json.dumps(data, indent=2, sort_keys=False, default=_json_default) + "\n")
 
 
 def _json_default(o: Any) -> Any:
-    import numpy as np
-
     if isinstance(o, np.integer):
         return int(o)
     if isinstance(o, np.floating):
@@ -124,6 +130,11 @@ def read_frames(folder: str | Path) -> dict[str, pd.DataFrame]:
 
 
 def read_summary(folder: str | Path) -> dict[str, Any]:
+    """A run folder's summary.json.
+
+    Raises:
+        InputError: the file is missing or is not valid JSON.
+    """
     p = Path(folder) / "summary.json"
     try:
         return json.loads(p.read_text(encoding="utf-8"))

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 import networkx as nx
+import numpy as np
 
 from simulator.errors import SimulationError
 from simulator.network.collective import Topo
@@ -74,9 +75,8 @@ class Cluster:
             if not 0 < f <= 1:
                 raise SimulationError(f"link factor for {u}-{v} must be in (0, 1], got {f}")
 
-    def capacity_factors(self):  # -> np.ndarray
-        import numpy as np
-
+    def capacity_factors(self) -> np.ndarray:
+        """Capacity factor of every directed link: its degradation factor, 1 if not degraded."""
         f = np.ones(len(self.links))
         for (u, v), x in self.degraded.items():
             f[self.links.index[(u, v)]] = x

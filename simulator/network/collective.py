@@ -39,10 +39,10 @@ import networkx as nx
 import numpy as np
 
 from simulator.errors import SimulationError
+from simulator.network.fabric import usage
 from simulator.network.routing import Router
 
 COLLECTIVES = ("all_reduce", "reduce_scatter", "all_gather", "broadcast", "reduce", "all_to_all", "send_recv")
-ALGORITHMS = ("ring", "hierarchical", "tree", "halving_doubling", "direct")
 SUPPORTED: dict[str, tuple[str, ...]] = {
     "all_reduce": ("ring", "hierarchical", "tree", "halving_doubling", "direct"),
     "reduce_scatter": ("ring", "halving_doubling", "direct"),
@@ -370,8 +370,6 @@ def plan_collective(
 
 def flow_usage(router: Router, edges: list[tuple[str, str]]) -> tuple[np.ndarray, np.ndarray, float]:
     """Distinct links, multiplicities and the largest path latency of a flow's edges."""
-    from simulator.network.fabric import usage
-
     links, counts = usage([router.path(a, b) for a, b in edges])
     lat = max(router.latency_s(a, b) for a, b in edges)
     return links, counts, lat

@@ -103,6 +103,60 @@ def _same_server(a: dict[str, Any], b: dict[str, Any]) -> bool:
 COLUMNS = ["category", "item", "quantity", "unit_usd", "capex_usd", "unit_power_w", "power_w"]
 
 
+# A line item: (category, item, unit price in USD, unit power in W); the Counter counts units.
+_Item = tuple[str, str, float, float]
+_CATEGORY_ORDER = {"switches": 0, "nics": 1, "cables": 2}
+
+
+def _switch_item(g: nx.Graph, n: str, d: dict[str, Any], prices: PriceSpec) -> _Item | None:
+    """A scale-out switch priced as ports x port price at the speed of its fastest cable."""
+    edges = list(g.adj[n].values())
+    if not edges:
+        return None
+    speed = max(_gbps(e) for e in edges)
+    medium = Counter(e["medium"] for e in edges).most_common(1)[0][0]
+    ports = int(d.get("ports") or sum(int(e.get("links", 1)) for e in edges))
+    table = prices.switch_port_usd.get(medium) or prices.switch_port_usd.get("ethernet")
+    port_usd = lookup(table, speed) if table else 0.0
+    item = f"{d.get('role', 'switch')} switch, {ports} x {speed:g}G {medium}"
+    return ("switches", item, ports * port_usd, ports * lookup(prices.switch_port_power_w, speed))
+
+
+def _nic_item(g: nx.Graph, n: str, prices: PriceSpec) -> _Item | None:
+    """A NIC with a scale-out link, priced at the speed of its fastest such link."""
+    nodes = g.nodes
+    out = [
+        e
+        for nb, e in g.adj[n].items()
+        if e["medium"] in ("ib", "ethernet") or _is_scale_out_switch(nodes[nb])
+    ]
+    if not out:
+        return None
+    speed = max(_gbps(e) for e in out)
+    return ("nics", f"NIC {speed:g}G", lookup(prices.nic_usd, speed), lookup(prices.nic_power_w, speed))
+
+
+def _cable_item(du: dict[str, Any], dv: dict[str, Any], e: dict[str, Any], prices: PriceSpec) -> _Item | None:
+    """One cable of edge `e` between nodes `du` and `dv`; none inside a server or over PCIe."""
+    if _same_server(du, dv) or e["medium"] == "pcie":
+        return None
+    reach = e.get("reach")
+    if reach not in REACHES:
+        top = (
+            max(int(x.get("tier", 0)) for x in (du, dv) if x.get("kind") == "switch")
+            if du.get("kind") == "switch" or dv.get("kind") == "switch"
+            else 1
+        )
+        reach = "optics" if top >= 2 else "aoc"
+    speed = _gbps(e)
+    return (
+        "cables",
+        f"{reach} {speed:g}G",
+        lookup(prices.cable_usd[reach], speed),
+        lookup(prices.cable_power_w[reach], speed),
+    )
+
+
 def estimate_cost(g: nx.Graph, prices: PriceSpec) -> pd.DataFrame:
     """Line items of the network's capex and power.
 
@@ -110,66 +164,20 @@ def estimate_cost(g: nx.Graph, prices: PriceSpec) -> pd.DataFrame:
         DataFrame with columns category (switches, nics, cables), item, quantity,
         unit_usd, capex_usd, unit_power_w, power_w; one row per distinct item.
     """
-    items: Counter[tuple[str, str, float, float]] = Counter()
-    nodes = g.nodes
+    items: Counter[_Item] = Counter()
     for n, d in g.nodes(data=True):
         if _is_scale_out_switch(d):
-            edges = list(g.adj[n].values())
-            if not edges:
-                continue
-            speed = max(_gbps(e) for e in edges)
-            medium = Counter(e["medium"] for e in edges).most_common(1)[0][0]
-            ports = int(d.get("ports") or sum(int(e.get("links", 1)) for e in edges))
-            table = prices.switch_port_usd.get(medium) or prices.switch_port_usd.get("ethernet")
-            port_usd = lookup(table, speed) if table else 0.0
-            item = f"{d.get('role', 'switch')} switch, {ports} x {speed:g}G {medium}"
-            items[
-                (
-                    "switches",
-                    item,
-                    ports * port_usd,
-                    ports * lookup(prices.switch_port_power_w, speed),
-                )
-            ] += 1
+            item = _switch_item(g, n, d, prices)
         elif d.get("kind") == "nic":
-            out = [
-                e
-                for nb, e in g.adj[n].items()
-                if e["medium"] in ("ib", "ethernet") or _is_scale_out_switch(nodes[nb])
-            ]
-            if not out:
-                continue
-            speed = max(_gbps(e) for e in out)
-            items[
-                (
-                    "nics",
-                    f"NIC {speed:g}G",
-                    lookup(prices.nic_usd, speed),
-                    lookup(prices.nic_power_w, speed),
-                )
-            ] += 1
+            item = _nic_item(g, n, prices)
+        else:
+            item = None
+        if item is not None:
+            items[item] += 1
     for u, v, e in g.edges(data=True):
-        du, dv = nodes[u], nodes[v]
-        if _same_server(du, dv) or e["medium"] == "pcie":
-            continue
-        reach = e.get("reach")
-        if reach not in REACHES:
-            top = (
-                max(int(x.get("tier", 0)) for x in (du, dv) if x.get("kind") == "switch")
-                if du.get("kind") == "switch" or dv.get("kind") == "switch"
-                else 1
-            )
-            reach = "optics" if top >= 2 else "aoc"
-        speed = _gbps(e)
-        item = f"{reach} {speed:g}G"
-        items[
-            (
-                "cables",
-                item,
-                lookup(prices.cable_usd[reach], speed),
-                lookup(prices.cable_power_w[reach], speed),
-            )
-        ] += int(e.get("links", 1))
+        item = _cable_item(g.nodes[u], g.nodes[v], e, prices)
+        if item is not None:
+            items[item] += int(e.get("links", 1))
     rows: list[dict[str, Any]] = [
         {
             "category": c,
@@ -182,8 +190,7 @@ def estimate_cost(g: nx.Graph, prices: PriceSpec) -> pd.DataFrame:
         }
         for (c, i, usd, w), q in items.items()
     ]
-    order = {"switches": 0, "nics": 1, "cables": 2}
-    rows.sort(key=lambda r: (order[r["category"]], r["item"]))
+    rows.sort(key=lambda r: (_CATEGORY_ORDER[r["category"]], r["item"]))
     return pd.DataFrame(rows, columns=COLUMNS)
 
 

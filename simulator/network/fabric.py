@@ -11,7 +11,8 @@ bottleneck bandwidth.
 What is simplified: no packets, queues, congestion control or propagation inside the
 fluid (callers add path latency before a flow starts); switches are non-blocking.
 
-Links can be degraded (capacity factor) by the caller before or between flows.
+Links can be degraded: the caller gives each link a capacity factor when it builds the
+fabric, and the factors hold for the whole run.
 Records: one `FlowRecord` per flow and, per link, intervals of constant rate (kept as
 numpy chunks and turned into a DataFrame once).
 """
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import partial
+from typing import NamedTuple
 
 import numpy as np
 import simpy
@@ -47,6 +49,19 @@ class Flow:
     remaining_bytes: float = 0.0
     rate_bytes_per_s: float = 0.0
     finished_at_s: float = field(default=float("nan"))
+
+
+class FlowRecord(NamedTuple):
+    """What the fabric records of one finished flow (a row of the run's `flows` frame)."""
+
+    flow_id: int
+    op_id: str
+    label: str
+    n_links: int  # distinct directed links the flow loads
+    link_crossings: float  # directed links it loads, with multiplicity
+    size_bytes: float  # bytes per edge of the flow
+    started_at_s: float
+    finished_at_s: float
 
 
 def usage(paths: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
@@ -109,14 +124,39 @@ class Fabric:
         env: the SimPy environment.
         capacity_bytes_per_s: per directed link capacity.
         record_links: keep per-link rate intervals (turn off for very long runs).
+        link_factors: per directed link capacity factor (0 < factor <= 1 degrades the link),
+            fixed for the run; all 1 when omitted. A link that is down is not degraded to
+            0: the router avoids it.
+
+    Attributes:
+        capacity_bytes_per_s: capacity of each directed link with its factor applied.
+        flow_records: one `FlowRecord` per finished flow, in finishing order.
+        link_bytes: bytes each directed link has carried so far.
+        recomputations: how many times the rates were recomputed.
+
+    Raises:
+        ValueError: `link_factors` does not match the links, or a factor is not positive.
     """
 
     def __init__(
-        self, env: simpy.Environment, capacity_bytes_per_s: np.ndarray, record_links: bool = True
+        self,
+        env: simpy.Environment,
+        capacity_bytes_per_s: np.ndarray,
+        record_links: bool = True,
+        link_factors: np.ndarray | None = None,
     ) -> None:
         self.env = env
-        self.base_capacity = np.asarray(capacity_bytes_per_s, dtype=float)
-        self.factor = np.ones_like(self.base_capacity)
+        base_capacity = np.asarray(capacity_bytes_per_s, dtype=float)
+        factors = (
+            np.ones_like(base_capacity) if link_factors is None else np.asarray(link_factors, dtype=float)
+        )
+        if factors.shape != base_capacity.shape:
+            raise ValueError(
+                f"link_factors has shape {factors.shape}; the fabric has {len(base_capacity)} links"
+            )
+        if not (factors > 0).all():
+            raise ValueError("a link factor must be positive; mark a link down in the router instead")
+        self.capacity_bytes_per_s = base_capacity * factors
         self.record_links = record_links
         self._active: list[Flow] = []
         self._pending: list[Flow] = []
@@ -124,25 +164,13 @@ class Fabric:
         self._version = 0
         self._update_scheduled = False
         self._next_id = 0
-        self.flow_records: list[tuple] = []
-        self._link_rate = np.zeros(len(self.base_capacity))
-        self._link_since = np.zeros(len(self.base_capacity))
+        self.flow_records: list[FlowRecord] = []
+        self._link_rate = np.zeros(len(base_capacity))
+        self._link_since = np.zeros(len(base_capacity))
         self._busy_links: np.ndarray = np.empty(0, dtype=np.int64)
         self._chunks: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
-        self.link_bytes = np.zeros(len(self.base_capacity))
+        self.link_bytes = np.zeros(len(base_capacity))
         self.recomputations = 0
-
-    @property
-    def capacity(self) -> np.ndarray:
-        return self.base_capacity * self.factor
-
-    def set_link_factor(self, link: int, factor: float) -> None:
-        """Scale a link's capacity (0 < factor <= 1 degrades it); applies to flows from now."""
-        if not factor > 0:
-            raise ValueError("a link factor must be positive; mark a link down in the router instead")
-        self._advance()
-        self.factor[link] = factor
-        self._schedule_update()
 
     # -- API -----------------------------------------------------------------------
     def transfer(
@@ -164,10 +192,6 @@ class Fabric:
         self._pending.append(flow)
         self._schedule_update()
         return done
-
-    @property
-    def active_flows(self) -> int:
-        return len(self._active) + len(self._pending)
 
     # -- internals -----------------------------------------------------------------
     def _schedule_update(self) -> None:
@@ -221,7 +245,7 @@ class Fabric:
             all_mult = np.concatenate([f.mult for f in flows])
             flow_of = np.repeat(np.arange(len(flows)), lens)
             used, compact = np.unique(all_links, return_inverse=True)
-            rates = max_min_rates(flow_of, compact, all_mult, self.capacity[used], len(flows))
+            rates = max_min_rates(flow_of, compact, all_mult, self.capacity_bytes_per_s[used], len(flows))
             for f, r in zip(flows, rates, strict=False):
                 f.rate_bytes_per_s = float(r)
             per_link = np.bincount(compact, weights=all_mult * rates[flow_of], minlength=len(used))
@@ -277,7 +301,7 @@ class Fabric:
 
     def _record_flow(self, f: Flow) -> None:
         self.flow_records.append(
-            (
+            FlowRecord(
                 f.flow_id,
                 f.op_id,
                 f.label,

@@ -11,6 +11,7 @@ from typing import Any
 from pydantic import Field, model_validator
 
 from simulator.config.base import Spec
+from simulator.units import to_si
 
 DTYPES = ("fp64", "fp32", "tf32", "fp16", "bf16", "fp8", "fp4", "int8")
 
@@ -36,19 +37,15 @@ class GPUSpec(Spec):
     @classmethod
     def _human_units(cls, data: Any) -> Any:
         """Accept the YAML's human units: peak_tflops, hbm_tbyte_per_s, hbm_gbyte."""
-        if not isinstance(data, dict):
-            return data
-        d = dict(data)
-        if "peak_tflops" in d:
-            tf = d.pop("peak_tflops")
-            if not isinstance(tf, dict):
-                raise ValueError("peak_tflops must map dtype names to TFLOP/s")
-            d["peak_flops_per_s"] = {k: float(v) * 1e12 for k, v in tf.items()}
-        if "hbm_tbyte_per_s" in d:
-            d["hbm_bandwidth_bytes_per_s"] = float(d.pop("hbm_tbyte_per_s")) * 1e12
-        if "hbm_gbyte" in d:
-            d["hbm_capacity_bytes"] = float(d.pop("hbm_gbyte")) * 1e9
-        return d
+        if isinstance(data, dict) and not isinstance(data.get("peak_tflops", {}), dict):
+            raise ValueError("peak_tflops must map dtype names to TFLOP/s")
+        return to_si(
+            data,
+            "peak_flops_per_s",
+            "hbm_bandwidth_bytes_per_s",
+            "hbm_capacity_bytes",
+            human_bases={"hbm_bandwidth_bytes_per_s": "hbm", "hbm_capacity_bytes": "hbm"},
+        )
 
     @model_validator(mode="after")
     def _check_dtypes(self) -> GPUSpec:

@@ -53,7 +53,9 @@ class LinkTable:
         self.capacity_bytes_per_s = np.asarray(cap, dtype=float)
         self.latency_s = np.asarray(lat, dtype=float)
         self.medium = medium
-        self.index: dict[tuple[str, str], int] = {(a, b): i for i, (a, b) in enumerate(zip(src, dst, strict=False))}
+        self.index: dict[tuple[str, str], int] = {
+            (a, b): i for i, (a, b) in enumerate(zip(src, dst, strict=False))
+        }
         tiers = []
         for a, b in zip(src, dst, strict=False):
             ta, tb = _tier(g, a), _tier(g, b)
@@ -282,7 +284,9 @@ class Router:
             nodes = self.node_path(a, b)
             idx = self.links.index
             p = np.fromiter(
-                (idx[(u, v)] for u, v in zip(nodes, nodes[1:], strict=False)), dtype=np.int64, count=len(nodes) - 1
+                (idx[(u, v)] for u, v in zip(nodes, nodes[1:], strict=False)),
+                dtype=np.int64,
+                count=len(nodes) - 1,
             )
             self._paths[key] = p
         return p
@@ -309,5 +313,6 @@ class Router:
         for gname in gpus[1:]:
             if gname not in reach:
                 raise SimulationError(
-                    f"GPU {gname} is cut off from the fabric (its links are down); the job cannot be scheduled"
+                    f"GPU {gname} is cut off from the fabric (its links are down); "
+                    "the job cannot be scheduled"
                 )

@@ -10,6 +10,10 @@ nodes: 2
 or `graph: {file: my-cluster.graphml}` (GraphML or node-link JSON) whose nodes carry `kind`
 and whose edges carry `bandwidth_bytes_per_s` (or `bandwidth_gbps`, Gbit/s), `latency_s`
 (or `latency_us`) and `medium`.
+
+A generator is looked up by name in `simulator.network.design.registry`. What is
+simplified: a graph file is read as a simple undirected graph (parallel edges between two
+nodes collapse into one; give the sum of their bandwidths instead).
 """
 
 from __future__ import annotations
@@ -17,31 +21,18 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Annotated, Any, Literal, Union, get_args
+from typing import Any, Literal
 
 import networkx as nx
-from pydantic import Field, TypeAdapter
+from pydantic import Field
 
-from simulator.config.base import Spec
+from simulator.config.base import FileRef, Spec
 from simulator.config.loader import Document, load, read_document, validate
 from simulator.errors import InputError
-from simulator.network import generator as spine
+from simulator.network.design.registry import build_design, generator_names, parse_generator_spec
 from simulator.network.graph import validate_graph
 from simulator.network.hardware import GPUSpec
-
-try:  # richer designs live in their own module; the spine works without it
-    from simulator.network import design as _design
-
-    DESIGN_SPECS: tuple[type, ...] = tuple(getattr(_design, "DESIGN_SPECS", ()))
-except ImportError:  # pragma: no cover - only while the module is absent
-    _design = None  # type: ignore[assignment]
-    DESIGN_SPECS = ()
-
-
-class FileRef(Spec):
-    """A reference to another file, resolved relative to the file that names it."""
-
-    file: str = Field(description="Path of the referenced file, relative to this file.")
+from simulator.units import UnitsError, to_si
 
 
 class GraphFileSpec(Spec):
@@ -62,9 +53,6 @@ class TopologyHeader(Spec):
     graph: GraphFileSpec | None = Field(None, description="A graph file instead of a generator.")
 
 
-GENERATOR_SPECS: tuple[type, ...] = (*spine.SPINE_SPECS, *DESIGN_SPECS)
-_GeneratorUnion = Annotated[Union[GENERATOR_SPECS], Field(discriminator="generator")]  # type: ignore[valid-type]  # noqa: UP007
-_GENERATOR_ADAPTER: TypeAdapter[Any] = TypeAdapter(_GeneratorUnion)
 _HEADER_KEYS = set(TopologyHeader.model_fields)
 
 
@@ -75,10 +63,6 @@ class Topology:
         self.name, self.graph, self.gpu, self.source, self.spec = name, graph, gpu, source, spec
 
 
-def generator_names() -> list[str]:
-    return sorted(get_args(t.model_fields["generator"].annotation)[0] for t in GENERATOR_SPECS)  # type: ignore[attr-defined]
-
-
 def resolve(base: Path, ref: str) -> Path:
     """Resolve a file reference relative to the file that names it."""
     p = Path(ref).expanduser()
@@ -86,6 +70,7 @@ def resolve(base: Path, ref: str) -> Path:
 
 
 def load_gpu(ref: FileRef | GPUSpec, base: Path) -> GPUSpec:
+    """The GPU spec given inline, or loaded from the file `ref` names relative to `base`."""
     if isinstance(ref, GPUSpec):
         return ref
     return load(GPUSpec, resolve(base, ref.file))
@@ -108,11 +93,13 @@ def _read_graph(spec: GraphFileSpec, base: Path) -> nx.Graph:
         raise InputError(f"malformed JSON: {exc.msg}", file=path, line=exc.lineno) from None
     except Exception as exc:  # networkx raises many kinds for foreign files
         raise InputError(f"cannot read {fmt} graph: {exc}", file=path) from None
-    for _u, _v, d in g.edges(data=True):
-        if "bandwidth_gbps" in d:
-            d["bandwidth_bytes_per_s"] = float(d.pop("bandwidth_gbps")) * 1e9 / 8
-        if "latency_us" in d:
-            d["latency_s"] = float(d.pop("latency_us")) * 1e-6
+    for u, v, d in g.edges(data=True):
+        try:
+            si = to_si(d, "bandwidth_bytes_per_s", "latency_s", allow_text=True)
+        except UnitsError as exc:
+            raise InputError(exc.message, file=path, field=f"edge {u}-{v}.{exc.field}") from None
+        d.clear()
+        d.update(si)
         d.setdefault("latency_s", 0.0)
     for _n, d in g.nodes(data=True):
         if "local_rank" in d:
@@ -143,11 +130,8 @@ def load_topology(path: str | Path, doc: Document | None = None) -> Topology:
         return Topology(header.name, g, gpu, str(doc.path), header.graph)
     if "generator" not in params:
         raise doc.error(f"missing 'generator' (one of {generator_names()}) or 'graph: {{file: ...}}'")
-    spec = validate(_GENERATOR_ADAPTER, doc.with_data(params))
-    if isinstance(spec, spine.SPINE_SPECS):
-        g = spine.build_spine(spec, gpu)
-    else:
-        g = _design.build_design(spec, gpu)  # type: ignore[union-attr]
+    spec = parse_generator_spec(doc.with_data(params))
+    g = build_design(spec, gpu)
     g.graph["name"] = header.name
     g.graph["gpu"] = gpu
     validate_graph(g, source=str(doc.path))

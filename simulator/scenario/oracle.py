@@ -33,10 +33,12 @@ only if it meets a state the parent did not answer).
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+import simpy
 
 from simulator.engine.context import SimContext
 from simulator.engine.step import StepSimulator
@@ -51,6 +53,17 @@ log = logging.getLogger(__name__)
 
 # background drain flows are sized to outlast any step
 _DRAIN_FOREVER = 1e18
+
+
+def _arrival_recorder(
+    ends_s: list[float], env: simpy.Environment, latency_s: float
+) -> Callable[[simpy.Event], None]:
+    """A flow-end callback appending when the transfer's last byte arrives (`latency_s` later)."""
+
+    def record(_event: simpy.Event) -> None:
+        ends_s.append(env.now + latency_s)
+
+    return record
 
 
 def checkpoint_bytes(prep: Any, settings: ReliabilitySpec) -> float:
@@ -232,7 +245,8 @@ class SimulatedOracle:
             n_down,
             draining,
         )
-        return float(sim.step_rows[0][2] - sim.step_rows[0][1])
+        first = sim.step_rows[0]
+        return float(first.finished_at_s - first.started_at_s)
 
     def _nic_uplinks(self) -> list[tuple[str, str]]:
         g = self.prep.cluster.graph
@@ -260,14 +274,18 @@ class SimulatedOracle:
     def _transfer_s(self, pairs: list[tuple[str, str]], bytes_each: float) -> float:
         cluster = self.prep.cluster
         ctx = SimContext(0)
-        fabric = Fabric(ctx.env, cluster.links.capacity_bytes_per_s, record_links=False)
-        fabric.factor = cluster.capacity_factors()
+        fabric = Fabric(
+            ctx.env,
+            cluster.links.capacity_bytes_per_s,
+            record_links=False,
+            link_factors=cluster.capacity_factors(),
+        )
         ends: list[float] = []
         for a, b in pairs:
             links, mult = usage([cluster.router.path(a, b)])
             lat = cluster.router.latency_s(a, b)
             ev = fabric.transfer(links, mult, bytes_each, op_id="checkpoint")
-            ev.callbacks.append(lambda e, lat=lat: ends.append(ctx.env.now + lat))
+            ev.callbacks.append(_arrival_recorder(ends, ctx.env, lat))
         ctx.env.run()
         return max(ends) if ends else 0.0
 

@@ -19,14 +19,15 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from simulator.config.base import Spec
+from simulator.config.base import FileRef, Spec
 from simulator.config.loader import Document, read_document, validate
 from simulator.errors import InputError
 from simulator.faults.degradation import DegradationSpec
 from simulator.faults.failure import FailureSpec
 from simulator.faults.policy import PolicySpec
 from simulator.network.collective import COLLECTIVES, SUPPORTED
-from simulator.network.topology import FileRef, resolve
+from simulator.network.topology import resolve
+from simulator.units import to_si
 
 
 class NetworkSettings(Spec):
@@ -40,7 +41,8 @@ class NetworkSettings(Spec):
     intra_node: Literal["flow", "analytic"] | None = Field(
         None,
         description="Collectives that stay inside one server: flow (share links) or analytic (solved "
-        "alone; exact when servers' scale-up fabrics carry nothing else). Default: what the workload says, else flow.",
+        "alone; exact when servers' scale-up fabrics carry nothing else). "
+        "Default: what the workload says, else flow.",
     )
     algorithms: dict[str, str] = Field(
         default_factory=dict, description="Algorithm per collective kind, e.g. {all_reduce: ring}."
@@ -134,14 +136,7 @@ class ReliabilitySpec(Spec):
     @model_validator(mode="before")
     @classmethod
     def _units(cls, data: Any) -> Any:
-        if isinstance(data, dict):
-            d = dict(data)
-            if "duration_days" in d:
-                d["duration_s"] = float(d.pop("duration_days")) * 86400.0
-            if "duration_h" in d:
-                d["duration_s"] = float(d.pop("duration_h")) * 3600.0
-            return d
-        return data
+        return to_si(data, "duration_s")
 
 
 class ScenarioSpec(Spec):

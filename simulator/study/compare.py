@@ -14,11 +14,12 @@ variants:
 ```
 
 A variant overrides parts of the base scenario: its mapping is deep-merged into the base
-scenario's YAML mapping (mappings merge key by key; lists and scalars replace), then the
-result is validated by `ScenarioSpec` exactly as a scenario file would be. File
-references a variant names resolve relative to the compare file; those of the base,
-relative to the base scenario. `topology.params` edits keys of the topology file itself
-(generator parameters such as `oversubscription`, `nodes`) without writing a new file.
+scenario's YAML mapping (`simulator.study.merge.deep_merge`: mappings merge key by key;
+lists and scalars replace), then the result is validated by `ScenarioSpec` exactly as a
+scenario file would be. File references a variant names resolve relative to the compare
+file; those of the base, relative to the base scenario. `topology.params` edits keys of
+the topology file itself (generator parameters such as `oversubscription`, `nodes`)
+without writing a new file.
 
 Errors name the compare file and the variant's line when the variant caused them, the
 base scenario's file and line otherwise (the base is validated alone first).
@@ -26,14 +27,13 @@ base scenario's file and line otherwise (the base is validated alone first).
 Running: every variant is prepared (loaded, validated, cluster and program built) here,
 so bad input fails before anything runs; then each variant is simulated by one task of
 `simulator.study.executor.run_tasks` (serial, process pool or Dask). A task returns the run's
-frames (with a `variant` column) and summary, plus the network's cost estimate when the
-cost model is available. The comparison table has one row per variant in file order, so
+frames (with a `variant` column) and summary, plus the network's cost estimate when a
+price table is found. The comparison table has one row per variant in file order, so
 it is identical whichever executor ran the tasks.
 """
 
 from __future__ import annotations
 
-import copy
 import math
 import os
 from dataclasses import dataclass, field
@@ -43,14 +43,16 @@ from typing import Any
 import pandas as pd
 from pydantic import Field, field_validator
 
-from simulator.config.base import Spec
+from simulator.config.base import FileRef, Spec
 from simulator.config.loader import Document, Loc, read_document, validate
 from simulator.errors import ClustersimError, InputError
-from simulator.network.topology import FileRef, resolve
+from simulator.network.cost import DEFAULT_PRICES, PriceSpec, cost_summary, estimate_cost, load_prices
+from simulator.network.topology import resolve
 from simulator.scenario.execute import execute
 from simulator.scenario.prepare import prepare_scenario
 from simulator.scenario.spec import Scenario, ScenarioSpec, load_scenario
 from simulator.study.executor import OnDone, run_tasks
+from simulator.study.merge import deep_merge, leaf_paths
 
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._+-]*$"
 SECONDS_PER_YEAR = 365.25 * 86400
@@ -84,7 +86,8 @@ class VariantSpec(Spec):
     workload: FileRef | None = Field(None, description="Workload file, relative to the compare file.")
     calibration: list[FileRef] | None = Field(
         None,
-        description="Calibration profiles (replace the base's list; [] for none), relative to the compare file.",
+        description="Calibration profiles (replace the base's list; [] for none), "
+        "relative to the compare file.",
     )
     network: dict[str, Any] | None = Field(
         None,
@@ -132,25 +135,6 @@ class CompareSpec(Spec):
 
 
 # ----------------------------------------------------------------------------- merging
-
-
-def deep_merge(base: Any, over: Any) -> Any:
-    """Mappings merge key by key (recursively); anything else in `over` replaces `base`."""
-    if isinstance(base, dict) and isinstance(over, dict):
-        out = dict(base)
-        for k, v in over.items():
-            out[k] = deep_merge(base[k], v) if k in base else copy.deepcopy(v)
-        return out
-    return copy.deepcopy(over)
-
-
-def _leaf_locs(data: Any, prefix: Loc = ()) -> set[Loc]:
-    """Every key path a mapping spells out (mappings recurse; lists and scalars are leaves)."""
-    out: set[Loc] = {prefix} if prefix else set()
-    if isinstance(data, dict):
-        for k, v in data.items():
-            out |= _leaf_locs(v, (*prefix, k))
-    return out
 
 
 class MergedDocument(Document):
@@ -220,22 +204,11 @@ class Comparison:
     doc: Document
     base: Scenario
     variants: list[Variant] = field(default_factory=list)
-    prices: Any = None  # network.cost.PriceSpec, when the cost model is available
+    prices: PriceSpec | None = None  # price table of the network cost estimate, if one is found
 
     @property
     def name(self) -> str:
         return self.spec.name
-
-
-def _cost_module() -> Any:
-    """The topology cost model, if this installation has it (optional hook)."""
-    try:
-        from simulator.network import cost
-    except ImportError:
-        return None
-    if not hasattr(cost, "estimate_cost") or not hasattr(cost, "load_prices"):
-        return None
-    return cost
 
 
 def variant_overrides(v: VariantSpec, compare_path: Path, base_path: Path) -> dict[str, Any]:
@@ -260,7 +233,7 @@ def _prepare_variant(cmp: Comparison, i: int, v: VariantSpec) -> Variant:
     base = cmp.base
     over = variant_overrides(v, cmp.path, base.path)
     data = deep_merge(base.doc.data, over)
-    overridden = _leaf_locs(over)
+    overridden = leaf_paths(over)
     # the variant spells scenario keys at the same paths, under variants.<i>
     vdoc = _VariantView(cmp.doc, i)
     mdoc = MergedDocument(data, base.doc, vdoc, (), overridden)
@@ -281,7 +254,7 @@ def _prepare_variant(cmp: Comparison, i: int, v: VariantSpec) -> Variant:
         tdata = deep_merge(tdoc.data, params)
         if "name" in tdata and "name" not in params:
             tdata["name"] = f"{tdata['name']} [" + ", ".join(f"{k}={params[k]}" for k in params) + "]"
-        tdoc = MergedDocument(tdata, tdoc, cmp.doc, ("variants", i, "topology", "params"), _leaf_locs(params))
+        tdoc = MergedDocument(tdata, tdoc, cmp.doc, ("variants", i, "topology", "params"), leaf_paths(params))
     prep = prepare_scenario(scenario, topology_doc=tdoc)
     return Variant(v.name, i, v.description, data, params, prep)
 
@@ -318,15 +291,13 @@ def load_comparison(path: str | Path) -> Comparison:
         )
     base = load_scenario(base_path)
     cmp = Comparison(spec, path, doc, base)
-    cost = _cost_module()
-    if cost is not None:
-        if spec.cost.prices is not None:
-            prices_path = resolve(path, spec.cost.prices.file)
-            if not prices_path.is_file():
-                raise doc.error(f"file {str(prices_path)!r} not found", ("cost", "prices", "file"))
-            cmp.prices = cost.load_prices(prices_path)
-        elif Path(cost.DEFAULT_PRICES).is_file():
-            cmp.prices = cost.load_prices()
+    if spec.cost.prices is not None:
+        prices_path = resolve(path, spec.cost.prices.file)
+        if not prices_path.is_file():
+            raise doc.error(f"file {str(prices_path)!r} not found", ("cost", "prices", "file"))
+        cmp.prices = load_prices(prices_path)
+    elif DEFAULT_PRICES.is_file():
+        cmp.prices = load_prices()
     for i, v in enumerate(spec.variants):
         cmp.variants.append(_prepare_variant(cmp, i, v))
     return cmp
@@ -342,7 +313,7 @@ class VariantTask:
     compare: str
     variant: str
     prepared: Any
-    prices: Any = None
+    prices: PriceSpec | None = None
     steps: int | None = None
 
 
@@ -355,20 +326,17 @@ class VariantOutcome:
     error: tuple[str, int, list[str]] | None = None  # (type, exit code, lines)
 
 
-def network_cost(graph: Any, prices: Any, gpus: int | None) -> dict[str, float]:
-    """Capex and power of a topology's network, `{}` when the cost model is unavailable."""
-    cost = _cost_module()
-    if cost is None or prices is None:
+def network_cost(graph: Any, prices: PriceSpec | None, gpus: int | None) -> dict[str, float]:
+    """Capex and power of a topology's network, `{}` without a price table.
+
+    Args:
+        graph: the topology graph.
+        prices: the price table (None: no cost columns).
+        gpus: GPUs of the topology, for the capex per GPU (None or 0: left out).
+    """
+    if prices is None:
         return {}
-    items = cost.estimate_cost(graph, prices)
-    totals = (
-        cost.cost_summary(items, gpus)
-        if hasattr(cost, "cost_summary")
-        else {
-            "capex_usd": float(items["capex_usd"].sum()),
-            "power_w": float(items["power_w"].sum()),
-        }
-    )
+    totals = cost_summary(estimate_cost(graph, prices), gpus)
     out = {
         "network_capex_usd": float(totals["capex_usd"]),
         "network_power_w": float(totals["power_w"]),

@@ -17,7 +17,8 @@ Executors:
 
 Dask workers must be able to import this package (same version) and unpickle the tasks;
 tasks should therefore carry data, not open files. No home-made distribution layer: the
-pool and Dask do the scheduling; this module only keeps order and reports progress.
+pool and Dask do the scheduling; this module only keeps order and reports progress (through
+an `on_done` callback; the command line draws the bar).
 """
 
 from __future__ import annotations
@@ -197,20 +198,3 @@ def _dask(client: Any, fn: Callable[[T], R], tasks: list[T], on_done: OnDone | N
         len(tasks),
         on_done,
     )
-
-
-@contextmanager
-def progress_bar(description: str, total: int, console: Any = None) -> Iterator[OnDone]:
-    """A transient rich progress bar; yields an `on_done` callback that advances it."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-    with Progress(
-        TextColumn("[bold]{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=console,
-        transient=True,
-    ) as progress:
-        task = progress.add_task(description, total=total)
-        yield lambda _i, _r: progress.advance(task)

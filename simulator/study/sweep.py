@@ -5,8 +5,9 @@ job shape, step costs (constants, or `from_scenario: path` once the step-level e
 connected), failures (a list and/or a `preset`), degradations, policy, duration — plus up
 to two `axes`. An axis names a dotted path into the study document (`policy.interval_min`,
 `mtbf_scale`, `policy.pool_hosts`, `policy` with whole policy mappings as values) and its
-values (shallower paths are applied first); every combination of axis values is a variant, validated at load time, so a bad
-value is reported against the file before anything runs.
+values (shallower paths are applied first, see `simulator.study.merge.with_settings`);
+every combination of axis values is a variant, validated at load time, so a bad value is
+reported against the file before anything runs.
 
 Every (variant, seed) pair is an independent task whose result depends only on its
 inputs, so results are identical whichever executor runs them: `serial`, a local
@@ -19,7 +20,6 @@ less noisy than the per-variant intervals suggest.
 
 from __future__ import annotations
 
-import copy
 import itertools
 import json
 import logging
@@ -36,13 +36,15 @@ from simulator.config.loader import Document, read_document, validate
 from simulator.errors import InputError, InputErrors
 from simulator.faults.degradation import DegradationSpec
 from simulator.faults.engine import simulate_run
-from simulator.faults.failure import FailureSpec, human_units
+from simulator.faults.failure import FailureSpec
 from simulator.faults.metrics import aggregate
 from simulator.faults.policy import PolicySpec
 from simulator.faults.preset import PRESETS
 from simulator.faults.state import JobShape, ScalingOracle, StepOracle
 from simulator.scenario.oracle import oracle_from_scenario
 from simulator.study.executor import LOCAL_DASK, run_tasks
+from simulator.study.merge import UnsettablePath, parse_path, with_settings
+from simulator.units import to_si
 
 log = logging.getLogger(__name__)
 
@@ -71,8 +73,12 @@ class StepCostsSpec(Spec):
     @model_validator(mode="before")
     @classmethod
     def _units(cls, data: Any) -> Any:
-        return human_units(
-            data, "checkpoint_write", "checkpoint_snapshot", "checkpoint_load_storage", "checkpoint_load_peer"
+        return to_si(
+            data,
+            "checkpoint_write_s",
+            "checkpoint_snapshot_s",
+            "checkpoint_load_storage_s",
+            "checkpoint_load_peer_s",
         )
 
     @model_validator(mode="after")
@@ -115,7 +121,7 @@ class StudySpec(Spec):
     @model_validator(mode="before")
     @classmethod
     def _units(cls, data: Any) -> Any:
-        return human_units(data, "duration")
+        return to_si(data, "duration_s")
 
     def all_failures(self) -> list[Any]:
         base = PRESETS[self.preset]() if self.preset else []
@@ -160,22 +166,6 @@ def build_oracle(spec: StudySpec, base_dir: Path) -> StepOracle:
     )
 
 
-def _deep_set(data: Any, path: str, value: Any) -> Any:
-    parts: list[str | int] = [int(p) if p.isdigit() else p for p in path.split(".")]
-    node = data
-    for part in parts[:-1]:
-        node = node[part] if isinstance(node, list) and isinstance(part, int) else node.setdefault(part, {})
-    last = parts[-1]
-    if isinstance(node, dict) and isinstance(value, (int, float)):
-        # replace any human-unit sibling of the same quantity (interval_min vs interval_s)
-        base = str(last).rsplit("_", 1)[0]
-        for suffix in ("_s", "_min", "_h", "_days"):
-            if base + suffix != last:
-                node.pop(base + suffix, None)
-    node[last] = copy.deepcopy(value)
-    return data
-
-
 def value_label(value: Any) -> Any:
     """A short label for an axis value (a mapping's `kind`, else the value)."""
     if isinstance(value, dict):
@@ -183,25 +173,23 @@ def value_label(value: Any) -> Any:
     return value
 
 
-def _loc_of(field: str | None) -> tuple[str | int, ...]:
-    return tuple(int(p) if p.isdigit() else p for p in field.split(".")) if field else ()
-
-
-def _param_loc(param: str) -> tuple[str | int, ...]:
-    return tuple(int(p) if p.isdigit() else p for p in param.split("."))
-
-
 def _variant_data(doc: Document, settings: Sequence[tuple[AxisSpec, int, Any]]) -> dict[str, Any]:
-    """The study data with the axis settings applied (shallow paths first, so `policy: {...}`
-    is replaced before `policy.interval_min` is set)."""
-    data = copy.deepcopy(doc.data)
-    data.pop("axes", None)
-    for axis, i, value in sorted(settings, key=lambda p: p[0].param.count(".")):
-        try:
-            _deep_set(data, axis.param, value)
-        except (KeyError, IndexError, TypeError, AttributeError):
-            raise doc.error(f"cannot set {axis.param!r} in the study", ("axes", i, "param")) from None
-    return data
+    """The study data (without its axes) with the axis settings applied (shallow paths first,
+    so `policy: {...}` is replaced before `policy.interval_min` is set).
+
+    Args:
+        doc: the study document.
+        settings: (axis, axis index in the file, value) triples.
+
+    Raises:
+        InputError: a setting's param does not fit the study, pointing at that axis.
+    """
+    base = {key: value for key, value in doc.data.items() if key != "axes"}
+    try:
+        return with_settings(base, [(axis.param, value) for axis, _, value in settings])
+    except UnsettablePath as exc:
+        axis, i, _ = settings[exc.position]
+        raise doc.error(f"cannot set {axis.param!r} in the study", ("axes", i, "param")) from None
 
 
 def _culprit(
@@ -218,8 +206,8 @@ def _culprit(
     (on the base study) already fails wins; else the one whose param is the field, else the
     deepest param holding it, else the deepest inside it.
     """
-    loc = _loc_of(err.field)
-    params = [_param_loc(a.param) for a, _, _, _ in combo]
+    loc = parse_path(err.field) if err.field else ()
+    params = [parse_path(a.param) for a, _, _, _ in combo]
     holds = [j for j, p in enumerate(params) if loc[: len(p)] == p]
     inside = [j for j, p in enumerate(params) if len(p) > len(loc) and p[: len(loc)] == loc]
     related = holds + inside

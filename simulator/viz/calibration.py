@@ -12,9 +12,10 @@ Figures are pure `DataFrame -> plotly Figure` functions of tidy frames:
 `profile_dashboard_html(profile_path, samples)` is the page `clustersim calibrate -o`
 writes beside the profile and `clustersim dashboard PROFILE.yaml` rebuilds. A profile
 records its source files by name and sha256 only, so the page looks for them beside the
-profile, in `--samples` folders and in the shared samples; a file is used only when its
-sha256 matches, otherwise its entries show the fitted curve and the errors the profile
-recorded (the page says so). The page names no paths, so it is the same wherever the
+profile, in `--samples` folders and in the samples shipped with the repository
+(`topologies/calibration/samples/`); a file is used only when its sha256 matches,
+otherwise its entries show the fitted curve and the errors the profile recorded (the page
+says so). The page names no paths, so it is the same wherever the
 files were found.
 """
 
@@ -33,15 +34,18 @@ import plotly.graph_objects as go
 from plotly.colors import qualitative
 from plotly.subplots import make_subplots
 
+from simulator.calibration.build import DEFAULT_SAMPLES
 from simulator.calibration.fit import TableFit
-from simulator.calibration.parser import BenchmarkTable, read_benchmark
+from simulator.calibration.parser import read_benchmark
 from simulator.calibration.profile import (
     CalibrationProfile,
     CollectiveEntry,
     CollectiveFit,
     load_profile,
 )
+from simulator.calibration.table import BenchmarkTable
 from simulator.errors import InputError
+from simulator.viz.dashboard import page
 
 FRAME_COLUMNS = (
     "file",
@@ -149,11 +153,16 @@ class SourceStatus:
 
 
 def search_dirs(profile_path: str | Path, samples: Sequence[str | Path] = ()) -> list[Path]:
-    """Folders searched for a profile's source files, in order: the profile's own folder,
-    each `samples` folder, then the shared samples (`../shared/calibration/nccl-tests`
-    beside the repository root)."""
-    from simulator.calibration.build import DEFAULT_SAMPLES
+    """Folders searched for a profile's source files.
 
+    Args:
+        profile_path: the profile file; its own folder is searched first.
+        samples: further folders (the `--samples` options), searched next.
+
+    Returns:
+        The folders, resolved and without repeats, ending with the samples shipped in
+        `topologies/calibration/samples/`.
+    """
     out: list[Path] = []
     for d in (Path(profile_path).parent, *map(Path, samples), DEFAULT_SAMPLES):
         r = d.resolve()
@@ -198,7 +207,7 @@ def locate_sources(profile: CalibrationProfile, dirs: Sequence[Path]) -> dict[st
                 src.file,
                 None,
                 f"{src.file}: not found beside the profile, in --samples folders or in "
-                "../shared/calibration/nccl-tests; fitted curve only.",
+                "topologies/calibration/samples/; fitted curve only.",
             )
     return out
 
@@ -478,8 +487,6 @@ def profile_dashboard(
     notes: Sequence[str] = (),
 ) -> str:
     """The calibration page of a profile from its entries and the tables read (no I/O)."""
-    from simulator.viz.dashboard import page
-
     frame = profile_frame(profile, tables)
     figures = [profile_entries_figure(profile, frame)]
     for file in dict.fromkeys(entry_file(profile, e) for e in profile.collectives):

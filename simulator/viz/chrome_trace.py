@@ -24,7 +24,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from simulator.viz import figures as F
+from simulator.io import write_atomic
+from simulator.viz.links import busiest, link_series
+from simulator.viz.rank_groups import rank_groups
 
 US = 1e6
 
@@ -37,33 +39,42 @@ def _num(v: Any) -> Any:
     return v
 
 
-def chrome_trace(
-    frames: dict[str, pd.DataFrame],
-    steps: list[int] | None = None,
-    top_links: int = 8,
-    max_counter_points: int = 5000,
-) -> dict[str, Any]:
-    """The trace as a dict (`{"traceEvents": [...], "displayTimeUnit": "ms", ...}`).
+#: Columns of the ops frame an op event is built from.
+OP_COLUMNS = [
+    "step",
+    "op_id",
+    "kind",
+    "tag",
+    "rank",
+    "stream",
+    "ready_at_s",
+    "started_at_s",
+    "finished_at_s",
+    "size_bytes",
+    "flops",
+    "collective",
+    "algorithm",
+    "n_ranks",
+]
 
-    Args:
-        frames: the run's frames; `ops` is required, `links` adds counter tracks.
-        steps: steps to export (default all).
-        top_links: busiest links given a utilization counter track.
-        max_counter_points: counter samples per link at most (time-weighted bins beyond).
+
+def _process_events(pid: int, name: str) -> list[dict[str, Any]]:
+    """Metadata events naming a process and fixing its place in the track list."""
+    return [
+        {"ph": "M", "name": "process_name", "pid": pid, "tid": 0, "args": {"name": name}},
+        {"ph": "M", "name": "process_sort_index", "pid": pid, "tid": 0, "args": {"sort_index": pid}},
+    ]
+
+
+def _thread_events(
+    ops: pd.DataFrame, groups: pd.Series, pid_of: dict[Any, int]
+) -> tuple[list[dict[str, Any]], dict[tuple[int, str], int]]:
+    """One named thread per (rank, stream), compute stream first within a rank.
+
+    Returns:
+        (the metadata events, the thread id of every (rank, stream)).
     """
-    ops = frames.get("ops")
-    if ops is None:
-        raise ValueError("the results have no ops frame; nothing to trace")
-    if steps is not None:
-        ops = ops[ops["step"].isin(steps)]
     events: list[dict[str, Any]] = []
-    groups = F.rank_groups(ops, max_groups=10**9) if not ops.empty else pd.Series(dtype=object)
-    pid_of = {g: i + 1 for i, g in enumerate(dict.fromkeys(groups.to_numpy()))}
-    for g, pid in pid_of.items():
-        events.append({"ph": "M", "name": "process_name", "pid": pid, "tid": 0, "args": {"name": str(g)}})
-        events.append(
-            {"ph": "M", "name": "process_sort_index", "pid": pid, "tid": 0, "args": {"sort_index": pid}}
-        )
     lanes = ops[["rank", "stream", "gpu"]].drop_duplicates(["rank", "stream"]) if not ops.empty else ops
     order = lanes.assign(o=(lanes["stream"] != "compute").astype(int)).sort_values(["rank", "o", "stream"])
     tid_of: dict[tuple[int, str], int] = {}
@@ -83,23 +94,16 @@ def chrome_trace(
         events.append(
             {"ph": "M", "name": "thread_sort_index", "pid": pid, "tid": tid, "args": {"sort_index": tid}}
         )
-    cols = [
-        "step",
-        "op_id",
-        "kind",
-        "tag",
-        "rank",
-        "stream",
-        "ready_at_s",
-        "started_at_s",
-        "finished_at_s",
-        "size_bytes",
-        "flops",
-        "collective",
-        "algorithm",
-        "n_ranks",
-    ]
-    for row in ops[cols].itertuples(index=False):
+    return events, tid_of
+
+
+def _op_events(
+    ops: pd.DataFrame, groups: pd.Series, pid_of: dict[Any, int], tid_of: dict[tuple[int, str], int]
+) -> list[dict[str, Any]]:
+    """One complete event per op instance, plus a `wait` event before a communication op
+    that started after it was ready (its peers were not)."""
+    events: list[dict[str, Any]] = []
+    for row in ops[OP_COLUMNS].itertuples(index=False):
         rank, stream = int(row.rank), str(row.stream)
         pid, tid = pid_of[groups[rank]], tid_of[(rank, stream)]
         args: dict[str, Any] = {"step": int(row.step), "kind": row.kind, "rank": rank}
@@ -138,39 +142,76 @@ def chrome_trace(
                     "args": {"step": int(row.step), "rank": rank},
                 }
             )
+    return events
+
+
+def _link_counter_events(
+    links: pd.DataFrame, pid: int, top_links: int, max_counter_points: int
+) -> tuple[list[dict[str, Any]], int]:
+    """A "links" process with one utilization counter track (%) per busiest link.
+
+    Returns:
+        (the events, how many links got a counter track).
+    """
+    events = _process_events(pid, f"links (busiest {top_links}, utilization %)")
+    n_counters = 0
+    for name in busiest(links, top_links) if not links.empty else []:
+        xs, ys, _ = link_series(links, name, max_counter_points)
+        n_counters += 1
+        for x, y in zip(xs, ys, strict=False):
+            events.append(
+                {
+                    "ph": "C",
+                    "name": name,
+                    "pid": pid,
+                    "tid": 0,
+                    "ts": float(x) * US,
+                    "args": {"utilization_pct": round(float(y) * 100, 4)},
+                }
+            )
+    return events, n_counters
+
+
+def chrome_trace(
+    frames: dict[str, pd.DataFrame],
+    steps: list[int] | None = None,
+    top_links: int = 8,
+    max_counter_points: int = 5000,
+) -> dict[str, Any]:
+    """The trace as a dict (`{"traceEvents": [...], "displayTimeUnit": "ms", ...}`).
+
+    Args:
+        frames: the run's frames; `ops` is required, `links` adds counter tracks.
+        steps: steps to export (default all).
+        top_links: busiest links given a utilization counter track.
+        max_counter_points: counter samples per link at most (time-weighted bins beyond).
+
+    Raises:
+        ValueError: the frames have no ops frame.
+    """
+    ops = frames.get("ops")
+    if ops is None:
+        raise ValueError("the results have no ops frame; nothing to trace")
+    if steps is not None:
+        ops = ops[ops["step"].isin(steps)]
+    events: list[dict[str, Any]] = []
+    groups = rank_groups(ops, max_groups=10**9) if not ops.empty else pd.Series(dtype=object)
+    pid_of = {g: i + 1 for i, g in enumerate(dict.fromkeys(groups.to_numpy()))}
+    for g, pid in pid_of.items():
+        events += _process_events(pid, str(g))
+    thread_events, tid_of = _thread_events(ops, groups, pid_of)
+    events += thread_events
+    events += _op_events(ops, groups, pid_of, tid_of)
     links = frames.get("links")
     n_counters = 0
     if links is not None and not links.empty and top_links > 0:
         if steps is not None and not ops.empty:
             lo, hi = ops["ready_at_s"].min(), ops["finished_at_s"].max()
             links = links[(links["finished_at_s"] > lo) & (links["started_at_s"] < hi)]
-        lpid = len(pid_of) + 1
-        events.append(
-            {
-                "ph": "M",
-                "name": "process_name",
-                "pid": lpid,
-                "tid": 0,
-                "args": {"name": f"links (busiest {top_links}, utilization %)"},
-            }
+        counter_events, n_counters = _link_counter_events(
+            links, len(pid_of) + 1, top_links, max_counter_points
         )
-        events.append(
-            {"ph": "M", "name": "process_sort_index", "pid": lpid, "tid": 0, "args": {"sort_index": lpid}}
-        )
-        for name in F.busiest(links, top_links) if not links.empty else []:
-            xs, ys, _ = F.link_series(links, name, max_counter_points)
-            n_counters += 1
-            for x, y in zip(xs, ys, strict=False):
-                events.append(
-                    {
-                        "ph": "C",
-                        "name": name,
-                        "pid": lpid,
-                        "tid": 0,
-                        "ts": float(x) * US,
-                        "args": {"utilization_pct": round(float(y) * 100, 4)},
-                    }
-                )
+        events += counter_events
     return {
         "traceEvents": events,
         "displayTimeUnit": "ms",
@@ -184,8 +225,6 @@ def chrome_trace(
 
 def write_chrome_trace(frames: dict[str, pd.DataFrame], path: str | Path, **kwargs: Any) -> dict[str, int]:
     """Write the trace JSON atomically; returns counts (events, ops, counters)."""
-    from simulator.io import write_atomic
-
     trace = chrome_trace(frames, **kwargs)
     write_atomic(path, json.dumps(trace, separators=(",", ":")))
     ev = trace["traceEvents"]

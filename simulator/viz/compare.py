@@ -17,11 +17,12 @@ import pandas as pd
 import plotly.express as px
 import plotly.graph_objects as go
 from plotly.colors import qualitative
-from scipy import stats
 
+from simulator.faults.metrics import t_interval
 from simulator.metrics.summary import busiest_links
+from simulator.viz.breakdown import breakdown_frame
 from simulator.viz.dashboard import page
-from simulator.viz.figures import PALETTE, breakdown_frame
+from simulator.viz.style import PALETTE
 
 
 def _order(df: pd.DataFrame) -> list[str]:
@@ -30,15 +31,12 @@ def _order(df: pd.DataFrame) -> list[str]:
 
 def variant_stats(table: pd.DataFrame, column: str, confidence: float = 0.95) -> pd.DataFrame:
     """Per variant (in table order): `n` rows (seeds), `mean`, and the two-sided Student-t
-    interval of the mean `lo`, `hi` (NaN with a single seed)."""
+    interval of the mean `lo`, `hi` (`simulator.faults.metrics.t_interval`; NaN with a
+    single seed). Missing values are left out."""
     rows = []
     for variant in _order(table):
-        x = table.loc[table["variant"].astype(str) == variant, column].astype(float).dropna().to_numpy()
-        mean = float(x.mean()) if len(x) else float("nan")
-        lo = hi = float("nan")
-        if len(x) > 1:
-            half = float(stats.t.ppf(0.5 + confidence / 2, len(x) - 1) * x.std(ddof=1) / np.sqrt(len(x)))
-            lo, hi = mean - half, mean + half
+        x = table.loc[table["variant"].astype(str) == variant, column].astype(float).dropna()
+        mean, lo, hi = t_interval(x, confidence)
         rows.append({"variant": variant, "n": len(x), "mean": mean, "lo": lo, "hi": hi})
     return pd.DataFrame(rows, columns=["variant", "n", "mean", "lo", "hi"])
 
@@ -119,7 +117,7 @@ def cost_figure(table: pd.DataFrame) -> go.Figure:
 def variant_breakdown_frame(steps: pd.DataFrame) -> pd.DataFrame:
     """Mean step breakdown of each variant (tidy: variant, part, seconds).
 
-    Per variant, `simulator.viz.figures.breakdown_frame` gives each simulated rank's mean
+    Per variant, `simulator.viz.breakdown.breakdown_frame` gives each simulated rank's mean
     compute / exposed comm by tag / idle; ranks are averaged weighted by how many ranks
     each stands for, so the parts add up to the variant's step time.
     """
@@ -239,6 +237,7 @@ def comparison_cards(table: pd.DataFrame) -> list[tuple[str, str]]:
 
 
 def comparison_figures(table: pd.DataFrame, frames: dict[str, pd.DataFrame]) -> list[go.Figure]:
+    """The comparison dashboard's figures, in page order, from the table and the frames present."""
     figs = [step_time_figure(table), exposed_comm_figure(table)]
     steps = frames.get("steps", pd.DataFrame())
     if not steps.empty:

@@ -1,10 +1,14 @@
 """Self-contained HTML dashboards (plotly.js embedded once; works offline).
 
-`page(...)` assembles headline cards, notes and figures into one HTML file; other rooms
-(compare, calibration, faults) call it for their own dashboards. `run_dashboard_html(...)`
+`page(...)` assembles headline cards, notes and figures into one HTML file; the
+comparison, calibration and study pages are built with it too. `run_dashboard_html(...)`
 is the dashboard of one run, built from its saved frames and summary only (plus the
 topology graph when the run folder holds `topology.json`), so `clustersim dashboard
-RUN_FOLDER` rebuilds exactly what `clustersim run` wrote.
+RUN_FOLDER` rebuilds exactly what `clustersim run` wrote. Its figures, in page order: the
+step timeline (`simulator.viz.timeline`), the time breakdown (`simulator.viz.breakdown`),
+link utilization over time and by tier (`simulator.viz.links`), the topology drawing
+(`simulator.viz.topology`) and, for a run with failures, its incidents
+(`simulator.viz.faults`).
 
 Page contract used by the browser test (`tests/viz/browser.py`): the page carries
 `<meta name="clustersim-figures" content="N">` with its number of figures, and each figure
@@ -21,12 +25,20 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import networkx as nx
 import pandas as pd
 import plotly.graph_objects as go
 import plotly.io as pio
 from plotly.offline import get_plotlyjs
 
-from simulator.viz import figures as F
+from simulator.metrics.store import read_frames, read_summary
+from simulator.viz.breakdown import breakdown_figure
+from simulator.viz.faults import incidents_figure
+from simulator.viz.links import link_heatmap_figure, link_mean_utilization, link_utilization_figure
+from simulator.viz.rank_groups import rank_groups
+from simulator.viz.style import aggregation_note
+from simulator.viz.timeline import timeline_figure
+from simulator.viz.topology import topology_figure
 
 _CSS = (
     "body{font-family:system-ui,-apple-system,Segoe UI,sans-serif;margin:24px auto;max-width:1400px;"
@@ -85,7 +97,7 @@ def page(
         cards: (label, value) pairs; a value is shown as given (HTML allowed, so escape
             untrusted text), a label is escaped.
         figures: plotly figures, drawn in order; a figure's aggregation note (see
-            `simulator.viz.figures.aggregation_note`) is listed under the notes.
+            `simulator.viz.style.aggregation_note`) is listed under the notes.
         notes: sentences shown under the cards (escaped).
     """
     figures = list(figures)
@@ -102,7 +114,7 @@ def page(
     parts.append("</div>")
     for n in notes:
         parts.append(f"<p class='note'>{html.escape(n)}</p>")
-    agg = [(i, F.aggregation_note(f)) for i, f in enumerate(figures)]
+    agg = [(i, aggregation_note(f)) for i, f in enumerate(figures)]
     agg = [(i, a) for i, a in agg if a]
     if agg:
         parts.append(
@@ -164,30 +176,13 @@ def run_cards(summary: dict[str, Any]) -> list[tuple[str, str]]:
     return cards
 
 
-def _faults_figure(frames: dict[str, pd.DataFrame]) -> go.Figure:
-    """The faults room's run figure when it offers one, else `figures.incidents_figure`."""
-    fn: Any = None
-    try:
-        from simulator.viz import faults as faults_fig  # lazy: the faults room may not exist
-
-        fn = getattr(faults_fig, "run_figure", None)
-    except ImportError:
-        pass
-    if callable(fn):
-        return fn(frames["incidents"], frames.get("segments"))
-    return F.incidents_figure(frames["incidents"], frames.get("segments"))
-
-
-def _topology_fig(graph: Any, frames: dict[str, pd.DataFrame]) -> go.Figure | None:
-    try:
-        from simulator.viz.topology import topology_figure
-    except ImportError:
-        return None
+def _topology_fig(graph: Any, frames: dict[str, pd.DataFrame]) -> go.Figure:
+    """The topology drawing, links coloured by their mean utilization over the run."""
     links, steps = frames.get("links"), frames.get("steps")
     run_s = None
     if steps is not None and not steps.empty:  # the run time summary.json uses
         run_s = float(steps["finished_at_s"].max() - steps["started_at_s"].min())
-    util = F.link_mean_utilization(links, run_s) if links is not None else None
+    util = link_mean_utilization(links, run_s) if links is not None else None
     return topology_figure(graph, util)
 
 
@@ -195,20 +190,18 @@ def run_figures(frames: dict[str, pd.DataFrame], graph: Any = None) -> list[go.F
     """The run dashboard's figures, in page order, from the frames present."""
     figs = []
     ops = frames.get("ops")
-    groups = F.rank_groups(ops) if ops is not None and not ops.empty else None
+    groups = rank_groups(ops) if ops is not None and not ops.empty else None
     if ops is not None:
-        figs.append(F.timeline_figure(ops))
+        figs.append(timeline_figure(ops))
     if "steps" in frames and not frames["steps"].empty:
-        figs.append(F.breakdown_figure(frames["steps"], groups=groups))
+        figs.append(breakdown_figure(frames["steps"], groups=groups))
     if "links" in frames and not frames["links"].empty:
-        figs.append(F.link_utilization_figure(frames["links"]))
-        figs.append(F.link_heatmap_figure(frames["links"]))
+        figs.append(link_utilization_figure(frames["links"]))
+        figs.append(link_heatmap_figure(frames["links"]))
     if graph is not None:
-        t = _topology_fig(graph, frames)
-        if t is not None:
-            figs.append(t)
+        figs.append(_topology_fig(graph, frames))
     if "incidents" in frames:
-        figs.append(_faults_figure(frames))
+        figs.append(incidents_figure(frames["incidents"], frames.get("segments")))
     return figs
 
 
@@ -226,7 +219,8 @@ def run_dashboard_html(frames: dict[str, pd.DataFrame], summary: dict[str, Any],
     notes = [
         (
             f"topology {summary.get('topology', '?')}, {summary.get('gpus_in_job', '?')} GPUs in the job, "
-            f"{summary.get('simulated_ranks', '?')} simulated ranks, {summary.get('fidelity', '?')} fidelity, "
+            f"{summary.get('simulated_ranks', '?')} simulated ranks, "
+            f"{summary.get('fidelity', '?')} fidelity, "
             f"{summary.get('steps', '?')} steps, seed {summary.get('seed', '?')}, "
             f"clustersim {summary.get('version', '?')}."
         )
@@ -248,8 +242,6 @@ def load_graph(folder: str | Path) -> Any:
     p = Path(folder) / "topology.json"
     if not p.is_file():
         return None
-    import networkx as nx
-
     data = json.loads(p.read_text(encoding="utf-8"))
     try:
         return nx.node_link_graph(data, edges="links")
@@ -259,6 +251,4 @@ def load_graph(folder: str | Path) -> Any:
 
 def run_dashboard_from_folder(folder: str | Path) -> str:
     """Rebuild a run folder's dashboard from its saved frames, summary and topology."""
-    from simulator.metrics.store import read_frames, read_summary
-
     return run_dashboard_html(read_frames(folder), read_summary(folder), load_graph(folder))

@@ -14,12 +14,13 @@ kept with the switches above them, and the title says what is shown.
 from __future__ import annotations
 
 import math
-import re
 from typing import Any
 
 import networkx as nx
 import pandas as pd
 import plotly.graph_objects as go
+
+from simulator.viz.style import natural_key
 
 KIND_COLORS = {
     "gpu": "#76b900",
@@ -36,10 +37,6 @@ MEDIUM_COLORS = {
     "ib": "#4e79a7",
     "ethernet": "#f28e2b",
 }
-
-
-def _natural(s: Any) -> tuple[Any, ...]:
-    return tuple(int(t) if t.isdigit() else t for t in re.split(r"(\d+)", str(s)))
 
 
 def _aggregate_servers(g: nx.Graph) -> nx.Graph:
@@ -93,11 +90,11 @@ def _reduce(g: nx.Graph, max_elements: int) -> tuple[nx.Graph, str]:
     if size <= max_elements:
         return g, ""
     h = _aggregate_servers(g)
-    servers = sorted((n for n, d in h.nodes(data=True) if d.get("kind") == "server"), key=_natural)
+    servers = sorted((n for n, d in h.nodes(data=True) if d.get("kind") == "server"), key=natural_key)
     note = f"one node per server ({len(servers)} servers)"
     if h.number_of_nodes() + h.number_of_edges() <= max_elements:
         return h, note
-    storage = sorted((n for n, d in h.nodes(data=True) if d.get("kind") == "storage"), key=_natural)
+    storage = sorted((n for n, d in h.nodes(data=True) if d.get("kind") == "storage"), key=natural_key)
     n = len(servers)
     while n > 1:
         n = max(1, n // 2)
@@ -136,7 +133,7 @@ def _positions(h: nx.Graph) -> dict[Any, tuple[float, float]]:
     rank = {y: i for i, y in enumerate(used)}  # compact: no empty rows
     pos = {}
     for y, names in rows.items():
-        names.sort(key=_natural)
+        names.sort(key=natural_key)
         k = len(names)
         for i, n in enumerate(names):
             pos[n] = ((i + 0.5) / k, float(rank[y]))
@@ -157,30 +154,20 @@ def _util_color(u: float) -> str:
     return f"rgb({r},{gr},40)"
 
 
-def topology_figure(g: nx.Graph, link_util: pd.Series | None = None, max_elements: int = 4000) -> go.Figure:
-    """Draw a topology graph.
+def _with_utilization(g: nx.Graph, link_util: pd.Series) -> nx.Graph:
+    """A copy of `g` whose edges named in `link_util` (either orientation) carry `util`."""
+    work = g.copy()
+    for key, u in link_util.items():
+        if isinstance(key, tuple) and len(key) == 2 and work.has_edge(*key):
+            work.edges[key]["util"] = float(u)
+    return work
 
-    Args:
-        g: a topology graph (conventions of `simulator.network.graph`).
-        link_util: optional utilization in [0, 1] per link, indexed by (u, v) tuples in
-            either orientation; links are then colored by utilization instead of medium.
-        max_elements: cap on nodes plus edges before aggregating (see module docstring).
 
-    Returns:
-        A plotly Figure; the title names the topology and any aggregation.
-    """
-    work = g
-    if link_util is not None:
-        work = g.copy()
-        for key, u in link_util.items():
-            if isinstance(key, tuple) and len(key) == 2 and work.has_edge(*key):
-                work.edges[key]["util"] = float(u)
-    h, note = _reduce(work, max_elements)
-    pos = _positions(h)
-    fig = go.Figure()
+def _edge_traces(h: nx.Graph, pos: dict[Any, tuple[float, float]], by_utilization: bool) -> list[go.Scatter]:
+    """One line trace per legend group of links: a medium, or a utilization decile."""
     groups: dict[str, tuple[list[float | None], list[float | None], str]] = {}
     for u, v, d in h.edges(data=True):
-        if link_util is not None:
+        if by_utilization:
             util = d.get("util", math.nan)
             if isinstance(util, float) and math.isnan(util):
                 key, color = "no data", "#dddddd"
@@ -194,9 +181,10 @@ def topology_figure(g: nx.Graph, link_util: pd.Series | None = None, max_element
         (x0, y0), (x1, y1) = pos[u], pos[v]
         xs.extend([x0, x1, None])
         ys.extend([y0, y1, None])
+    traces = []
     for key in sorted(groups):
         xs, ys, color = groups[key]
-        fig.add_trace(
+        traces.append(
             go.Scatter(
                 x=xs,
                 y=ys,
@@ -207,12 +195,18 @@ def topology_figure(g: nx.Graph, link_util: pd.Series | None = None, max_element
                 legendgroup="links",
             )
         )
+    return traces
+
+
+def _node_traces(h: nx.Graph, pos: dict[Any, tuple[float, float]]) -> list[go.Scatter]:
+    """One marker trace per node kind (switches per tier), hover text naming each node."""
     by_kind: dict[str, list[Any]] = {}
     for n, d in h.nodes(data=True):
         label = d.get("kind", "?")
         if label == "switch":
             label = f"switch tier {d.get('tier', 1)}"
         by_kind.setdefault(str(label), []).append(n)
+    traces = []
     for label in sorted(by_kind):
         names = by_kind[label]
         texts = []
@@ -220,7 +214,7 @@ def topology_figure(g: nx.Graph, link_util: pd.Series | None = None, max_element
             d = h.nodes[n]
             extra = ", ".join(f"{k}={d[k]}" for k in ("role", "ports", "rail", "gpus", "node") if k in d)
             texts.append(f"{n}<br>{d.get('kind')}" + (f" ({extra})" if extra else ""))
-        fig.add_trace(
+        traces.append(
             go.Scatter(
                 x=[pos[n][0] for n in names],
                 y=[pos[n][1] for n in names],
@@ -235,6 +229,29 @@ def topology_figure(g: nx.Graph, link_util: pd.Series | None = None, max_element
                 hoverinfo="text",
             )
         )
+    return traces
+
+
+def topology_figure(g: nx.Graph, link_util: pd.Series | None = None, max_elements: int = 4000) -> go.Figure:
+    """Draw a topology graph.
+
+    Args:
+        g: a topology graph (conventions of `simulator.network.graph`).
+        link_util: optional utilization in [0, 1] per link, indexed by (u, v) tuples in
+            either orientation; links are then colored by utilization instead of medium.
+        max_elements: cap on nodes plus edges before aggregating (see module docstring).
+
+    Returns:
+        A plotly Figure; the title names the topology and any aggregation.
+    """
+    work = g if link_util is None else _with_utilization(g, link_util)
+    h, note = _reduce(work, max_elements)
+    pos = _positions(h)
+    fig = go.Figure()
+    for trace in _edge_traces(h, pos, by_utilization=link_util is not None):
+        fig.add_trace(trace)
+    for trace in _node_traces(h, pos):
+        fig.add_trace(trace)
     title = f"{g.graph.get('name', 'topology')}: {g.number_of_nodes()} nodes, {g.number_of_edges()} links"
     if note:
         title += f"<br><sub>aggregated: {note}</sub>"

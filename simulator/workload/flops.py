@@ -37,7 +37,6 @@ from typing import Literal
 
 from simulator.workload.layout import (
     LayoutSpec,
-    RankParams,
     end_rank_params,
     kv_heads_per_rank,
     layer_rank_params,
@@ -543,17 +542,6 @@ def step_flops(model: ModelSpec, layout: LayoutSpec, *, causal_skip: bool = True
     return one_replica * layout.micro_batches * layout.dp
 
 
-def narayanan_flops_per_step(model: ModelSpec, batch_size: int) -> float:
-    """Model FLOPs per step by Narayanan et al., SC'21, eq. 3.
-
-    `96·B·s·l·h²·(1 + s/(6h) + V/(16·l·h))`: GPT blocks (MHA, ffn = 4h, non-gated), full
-    activation recomputation (four forward passes per layer: fwd, recompute, 2× in bwd),
-    logits counted without recomputation, attention without causal halving.
-    """
-    B, s, l, h, V = batch_size, model.seq_len, model.layers, model.hidden_size, model.vocab_size
-    return 96.0 * B * s * l * h * h * (1 + s / (6 * h) + V / (16 * l * h))
-
-
 def attention_flops_per_token(model: ModelSpec, *, causal_halving: bool = False) -> float:
     """Attention score + value FLOPs per token, forward + backward (3× forward).
 
@@ -575,8 +563,3 @@ def mfu_flops_per_step(model: ModelSpec, tokens: int, *, causal_halving: bool = 
     return (
         6.0 * model.matmul_params() + attention_flops_per_token(model, causal_halving=causal_halving)
     ) * tokens
-
-
-def stage_param_summary(model: ModelSpec, layout: LayoutSpec) -> list[RankParams]:
-    """Parameters per rank of every stage (convenience for reports)."""
-    return [stage_rank_params(model, layout, s) for s in range(layout.pp)]

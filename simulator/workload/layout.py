@@ -1,5 +1,8 @@
 """Parallel layouts of a training job: degrees, schedules, and where each rank sits.
 
+The task order a schedule implies is `schedule`; this module holds the layout itself,
+its rules (`check_layout`), its rank grid and how layers and parameters are split.
+
 Models Megatron-LM style 5-D parallelism: data (dp), tensor (tp, optionally with sequence
 parallelism), pipeline (pp, optionally interleaved with virtual stages), context (cp) and
 expert (ep) parallelism. Following Megatron-Core, ep is *folded into* dp: the world is
@@ -36,6 +39,7 @@ from pydantic import Field, field_validator, model_validator
 
 from simulator.config.base import Spec
 from simulator.errors import InputError
+from simulator.units import to_si
 from simulator.workload.model import ModelSpec
 
 log = logging.getLogger(__name__)
@@ -115,11 +119,9 @@ class LayoutSpec(Spec):
     @classmethod
     def _human_units(cls, data: Any) -> Any:
         """Accept grad_bucket_mb (MiB) and zero_stage: fsdp."""
-        if not isinstance(data, dict):
-            return data
-        d = dict(data)
-        if "grad_bucket_mb" in d:
-            d["grad_bucket_bytes"] = float(d.pop("grad_bucket_mb")) * MB
+        d = to_si(data, "grad_bucket_bytes")
+        if not isinstance(d, dict):
+            return d
         if isinstance(d.get("zero_stage"), str) and d["zero_stage"].lower() == "fsdp":
             d["zero_stage"] = 3
         return d
@@ -199,7 +201,18 @@ def check_layout(model: ModelSpec, layout: LayoutSpec, n_gpus: int, gpus_per_nod
     Raises:
         InputError: the first failed constraint, with field `layout.<name>`.
     """
-    L = layout
+    _check_degrees(model, layout, n_gpus)
+    stage_layer_counts(model, layout)
+    _check_experts_and_context(model, layout)
+    _check_batch_and_servers(layout, gpus_per_node)
+    warnings = _layout_warnings(layout, gpus_per_node)
+    for w in warnings:
+        log.warning(w)
+    return warnings
+
+
+def _check_degrees(model: ModelSpec, L: LayoutSpec, n_gpus: int) -> None:
+    """The GPU count, ep inside dp, and attention and KV heads over tp."""
     if L.world_size != n_gpus:
         raise _fail(
             f"dp·tp·pp·cp = {L.dp}·{L.tp}·{L.pp}·{L.cp} = {L.world_size} must equal the "
@@ -221,7 +234,10 @@ def check_layout(model: ModelSpec, layout: LayoutSpec, n_gpus: int, gpus_per_nod
             f"tp ({L.tp}) must be a multiple of kv_heads ({kv}) so KV heads can be replicated",
             "tp",
         )
-    stage_layer_counts(model, L)
+
+
+def _check_experts_and_context(model: ModelSpec, L: LayoutSpec) -> None:
+    """Expert parallelism over the model's experts; cp and sequence parallelism over seq_len."""
     if L.ep > 1:
         if model.moe is None:
             raise _fail(f"ep = {L.ep} but {model.name} has no MoE layers", "ep")
@@ -238,6 +254,10 @@ def check_layout(model: ModelSpec, layout: LayoutSpec, n_gpus: int, gpus_per_nod
             f"with sequence_parallel, seq_len/cp = {model.seq_len // L.cp} must be divisible by tp ({L.tp})",
             "sequence_parallel",
         )
+
+
+def _check_batch_and_servers(L: LayoutSpec, gpus_per_node: int) -> None:
+    """The batch over micro-batches and dp, the interleaved schedule's rule, tp in a server."""
     if L.global_batch_size % (L.micro_batch_size * L.dp):
         raise _fail(
             f"global_batch_size ({L.global_batch_size}) must be divisible by "
@@ -256,6 +276,10 @@ def check_layout(model: ModelSpec, layout: LayoutSpec, n_gpus: int, gpus_per_nod
             "stay inside one server",
             "tp",
         )
+
+
+def _layout_warnings(L: LayoutSpec, gpus_per_node: int) -> list[str]:
+    """Layouts that run but run badly: TP groups over servers, fewer micro-batches than stages."""
     warnings: list[str] = []
     grid = RankGrid(L)
     if L.tp > 1 and any(len({r // gpus_per_node for r in g}) > 1 for g in grid.groups("tp")):
@@ -267,8 +291,6 @@ def check_layout(model: ModelSpec, layout: LayoutSpec, n_gpus: int, gpus_per_nod
         warnings.append(
             f"{L.micro_batches} micro-batches for {L.pp} pipeline stages: most of the step is pipeline bubble"
         )
-    for w in warnings:
-        log.warning(w)
     return warnings
 
 
@@ -457,24 +479,6 @@ def stage_layers(model: ModelSpec, layout: LayoutSpec, stage: int) -> list[int]:
     for v in range(layout.virtual_stages):
         out.extend(virtual_stage_layers(model, layout, v * layout.pp + stage))
     return out
-
-
-def in_flight_micro_batches(layout: LayoutSpec, stage: int) -> float:
-    """Micro-batches whose activations pipeline rank `stage` holds at its peak.
-
-    GPipe: all m. 1F1B: min(pp - stage, m) (Narayanan et al. 2021; Korthikanti et al. 2022
-    §4.2.3: the first stage holds pp). Interleaved 1F1B with v chunks: Megatron's warm-up
-    `2·(pp - stage - 1) + (v - 1)·pp` chunks plus the one in progress, divided by v (each
-    chunk is 1/v of the stage's layers) — for stage 0 this is pp·(1 + (pp - 1)/(pp·v)).
-    """
-    m = layout.micro_batches
-    if layout.pp_schedule == "gpipe":
-        return float(m)
-    if layout.pp_schedule == "1f1b":
-        return float(min(layout.pp - stage, m))
-    v = layout.virtual_stages
-    chunks = 2 * (layout.pp - stage - 1) + (v - 1) * layout.pp + 1
-    return min(chunks, m * v) / v
 
 
 # ---- sharding of parameters ---------------------------------------------------------

@@ -15,7 +15,7 @@ Models, per rank of each pipeline stage (the ranks of one stage are alike):
       `2·s·b·h` (÷t with SP). We compute the same breakdown term by term so it extends to
       GQA, gated MLPs, MoE and MLA, and equals the paper's formula for a GPT block with
       dropout (`ModelSpec.dropout`). Stages multiply by their in-flight micro-batches
-      (`layout.in_flight_micro_batches`: 1F1B's first stage holds pp). Each stage counts
+      (`schedule.in_flight_micro_batches`: 1F1B's first stage holds pp). Each stage counts
       its own layers (`layout.stage_layers`), so uneven first/last stages differ.
     * communication buffers (an estimate, see `comm_buffer_bytes`).
 
@@ -36,13 +36,13 @@ from simulator.errors import InputError
 from simulator.workload.layout import (
     LayoutSpec,
     RankGrid,
-    in_flight_micro_batches,
     kv_heads_per_rank,
     layer_rank_params,
     stage_layers,
     stage_rank_params,
 )
 from simulator.workload.model import ModelSpec
+from simulator.workload.schedule import in_flight_micro_batches
 
 #: Mixed-precision Adam bytes per parameter before sharding (ZeRO paper §3.1).
 WEIGHT_BYTES = 2
@@ -289,7 +289,8 @@ def check_memory(
             raise InputError(
                 f"{model.name} does not fit: pipeline stage {r.stage} (ranks {shown}) needs "
                 f"{r.total_bytes / GB:.1f} GB for its {n_layers} layers (weights "
-                f"{r.weights_bytes / GB:.1f}, gradients {r.gradients_bytes / GB:.1f}, optimizer {r.optimizer_bytes / GB:.1f}, "
+                f"{r.weights_bytes / GB:.1f}, gradients {r.gradients_bytes / GB:.1f}, "
+                f"optimizer {r.optimizer_bytes / GB:.1f}, "
                 f"activations {r.activations_bytes / GB:.1f}, buffers "
                 f"{r.comm_buffers_bytes / GB:.1f}) but a GPU holds {capacity_bytes / GB:.1f} GB; "
                 "try more tp/pp, a higher zero_stage or recompute",

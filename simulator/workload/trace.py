@@ -32,7 +32,7 @@ Rules:
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import networkx as nx
 from pydantic import Field, model_validator
@@ -41,6 +41,7 @@ from simulator.config.base import Spec
 from simulator.config.loader import Document, read_document, validate
 from simulator.errors import InputError
 from simulator.network.collective import COLLECTIVES
+from simulator.units import to_si
 from simulator.workload.program import COMM_STREAM, COMPUTE_STREAM, Op, StepProgram
 
 FORMAT = "clustersim-step/1"
@@ -75,16 +76,21 @@ class TraceOpSpec(Spec):
     deps: list[str] = Field(default_factory=list, description="Ops that must finish first.")
     stream: str | None = Field(None, description="Stream name (default compute or comm by kind).")
     tag: str = Field("", description="Category for breakdowns: fwd, bwd, optimizer, tp, dp, pp, ep, cp, ...")
-    duration_s: float | None = Field(None, ge=0, description="Compute duration, s.")
-    duration_ms: float | None = Field(None, ge=0, description="Compute duration, ms.")
-    duration_us: float | None = Field(None, ge=0, description="Compute duration, us.")
+    duration_s: float | None = Field(
+        None, ge=0, description="Compute duration, s (YAML also duration_ms, duration_us)."
+    )
     flops: float = Field(0.0, ge=0, description="Compute: floating-point operations.")
     bytes: float = Field(0.0, ge=0, description="Compute: bytes read and written in HBM.")
     dtype: str = Field("bf16", description="Compute: data type of the math.")
-    size_bytes: float | None = Field(None, ge=0, description="Message/buffer size, bytes.")
-    size_mib: float | None = Field(None, ge=0, description="Message/buffer size, MiB.")
-    size_gib: float | None = Field(None, ge=0, description="Message/buffer size, GiB.")
+    size_bytes: float | None = Field(
+        None, ge=0, description="Message/buffer size, bytes (YAML also size_mib, size_gib)."
+    )
     target: str | None = Field(None, description="Checkpoint: storage node name (default: nearest).")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _units(cls, data: Any) -> Any:
+        return to_si(data, "duration_s", "size_bytes")
 
     @model_validator(mode="after")
     def _check(self) -> TraceOpSpec:
@@ -94,13 +100,7 @@ class TraceOpSpec(Spec):
             raise ValueError(
                 "tag 'comm' is reserved (the total of exposed communication); name the kind, e.g. dp or tp"
             )
-        durs = [d for d in (self.duration_s, self.duration_ms, self.duration_us) if d is not None]
-        if len(durs) > 1:
-            raise ValueError("give one of duration_s, duration_ms, duration_us")
-        sizes = [s for s in (self.size_bytes, self.size_mib, self.size_gib) if s is not None]
-        if len(sizes) > 1:
-            raise ValueError("give one of size_bytes, size_mib, size_gib")
-        if self.kind == "compute" and not durs and self.flops == 0 and self.bytes == 0:
+        if self.kind == "compute" and self.duration_s is None and self.flops == 0 and self.bytes == 0:
             raise ValueError("a compute op needs a duration or flops/bytes")
         if self.kind == "collective":
             if self.collective not in COLLECTIVES:
@@ -109,7 +109,7 @@ class TraceOpSpec(Spec):
                 raise ValueError("a collective needs a group")
         if self.kind in ("send", "recv") and self.peer is None:
             raise ValueError(f"a {self.kind} needs a peer")
-        if self.kind in ("collective", "send", "checkpoint") and not sizes:
+        if self.kind in ("collective", "send", "checkpoint") and self.size_bytes is None:
             raise ValueError(f"a {self.kind} needs size_bytes, size_mib or size_gib")
         if self.kind != "collective" and self.ranks is None:
             raise ValueError("ranks is required (e.g. ranks: all)")
@@ -117,23 +117,11 @@ class TraceOpSpec(Spec):
 
     @property
     def duration(self) -> float | None:
-        if self.duration_s is not None:
-            return self.duration_s
-        if self.duration_ms is not None:
-            return self.duration_ms * 1e-3
-        if self.duration_us is not None:
-            return self.duration_us * 1e-6
-        return None
+        return self.duration_s
 
     @property
     def size(self) -> float:
-        if self.size_bytes is not None:
-            return self.size_bytes
-        if self.size_mib is not None:
-            return self.size_mib * 2**20
-        if self.size_gib is not None:
-            return self.size_gib * 2**30
-        return 0.0
+        return 0.0 if self.size_bytes is None else self.size_bytes
 
 
 class TraceSpec(Spec):
@@ -152,6 +140,7 @@ class TraceSpec(Spec):
 
 
 def _expand(doc: Document, rs: RankSet, n: int, groups: dict[str, list[int]], loc: tuple) -> list[int]:
+    """The ranks of rank set `rs` ("all", a list, a range or a group name) of an `n`-rank trace."""
     if rs == "all":
         return list(range(n))
     if isinstance(rs, RangeSpec):
@@ -173,91 +162,133 @@ def _expand(doc: Document, rs: RankSet, n: int, groups: dict[str, list[int]], lo
 
 
 def program_from_trace(spec: TraceSpec, doc: Document, gpus: list[str]) -> StepProgram:
-    """Turn a validated trace into a StepProgram placed on `gpus` (topology order)."""
-    n = spec.ranks
-    if spec.placement is not None:
-        if len(spec.placement) != n:
-            raise doc.error(f"placement lists {len(spec.placement)} GPUs for {n} ranks", ("placement",))
-        unknown = [x for x in spec.placement if x not in set(gpus)]
-        if unknown:
-            raise doc.error(f"GPU {unknown[0]!r} is not in the topology", ("placement",))
-        if len(set(spec.placement)) != n:
-            raise doc.error("two ranks placed on the same GPU", ("placement",))
-        rank_gpus = list(spec.placement)
-    else:
-        if n > len(gpus):
-            raise doc.error(f"{n} ranks do not fit on the topology's {len(gpus)} GPUs", ("ranks",))
-        rank_gpus = gpus[:n]
+    """Turn a validated trace into a StepProgram placed on `gpus` (topology order).
+
+    Raises:
+        InputError: naming the file, line and field of a placement, group, op, dependency or
+            send/recv pairing the trace gets wrong, or of an op of a dependency cycle.
+    """
+    rank_gpus = _place_ranks(spec, doc, gpus)
     groups: dict[str, list[int]] = {}
     for name, rs in spec.groups.items():
-        groups[name] = _expand(doc, rs, n, groups, ("groups", name))
+        groups[name] = _expand(doc, rs, spec.ranks, groups, ("groups", name))
+    refs = _OpRefs(spec, doc, groups)
+    ops, transfers = _build_ops(spec, doc, groups, refs)
+    transfers.pair(ops, doc)
+    # the merged transfer sits at the send's position in program order, for both ranks
+    program = StepProgram(spec.name, rank_gpus, ops, meta=dict(spec.meta))
+    try:
+        program.validate()
+    except ValueError as exc:
+        raise _program_error(str(exc), program, spec, doc) from None
+    return program
 
-    # pass 1: instances
-    instances: dict[str, dict[int, str]] = {}  # base id -> rank -> instance id
-    collective_ids: set[str] = set()
-    for i, o in enumerate(spec.ops):
-        if o.id in instances or o.id in collective_ids:
-            raise doc.error(f"op id {o.id!r} is used twice", ("ops", i, "id"))
-        if o.kind == "collective":
-            collective_ids.add(o.id)
-        else:
-            ranks = _expand(doc, o.ranks, n, groups, ("ops", i, "ranks"))  # type: ignore[arg-type]
-            instances[o.id] = {r: f"{o.id}@{r}" for r in ranks}
 
-    def resolve(dep: str, ranks: list[int], loc: tuple) -> list[str]:
-        if dep in collective_ids:
+def _place_ranks(spec: TraceSpec, doc: Document, gpus: list[str]) -> list[str]:
+    """GPU of every rank: the trace's `placement`, else the first GPUs of the topology."""
+    n = spec.ranks
+    if spec.placement is None:
+        if n > len(gpus):
+            raise doc.error(f"{n} ranks do not fit on the topology's {len(gpus)} GPUs", ("ranks",))
+        return gpus[:n]
+    if len(spec.placement) != n:
+        raise doc.error(f"placement lists {len(spec.placement)} GPUs for {n} ranks", ("placement",))
+    unknown = [x for x in spec.placement if x not in set(gpus)]
+    if unknown:
+        raise doc.error(f"GPU {unknown[0]!r} is not in the topology", ("placement",))
+    if len(set(spec.placement)) != n:
+        raise doc.error("two ranks placed on the same GPU", ("placement",))
+    return list(spec.placement)
+
+
+class _OpRefs:
+    """The op ids of a trace (one instance per rank of a rank op; one id per collective)
+    and the resolution of dependencies to them."""
+
+    def __init__(self, spec: TraceSpec, doc: Document, groups: dict[str, list[int]]) -> None:
+        self.doc = doc
+        self.instances: dict[str, dict[int, str]] = {}  # base id -> rank -> instance id
+        self.collective_ids: set[str] = set()
+        for i, o in enumerate(spec.ops):
+            if o.id in self.instances or o.id in self.collective_ids:
+                raise doc.error(f"op id {o.id!r} is used twice", ("ops", i, "id"))
+            if o.kind == "collective":
+                self.collective_ids.add(o.id)
+                continue
+            if o.ranks is None:
+                raise doc.error("ranks is required (e.g. ranks: all)", ("ops", i, "ranks"))
+            ranks = _expand(doc, o.ranks, spec.ranks, groups, ("ops", i, "ranks"))
+            self.instances[o.id] = {r: f"{o.id}@{r}" for r in ranks}
+
+    def resolve(self, dep: str, ranks: list[int], loc: tuple) -> list[str]:
+        """The op ids dependency `dep` of an op on `ranks` stands for (module docstring)."""
+        if dep in self.collective_ids:
             return [dep]
         if "@" in dep:
             base, _, r = dep.partition("@")
-            if base in instances and r.isdigit() and int(r) in instances[base]:
+            if base in self.instances and r.isdigit() and int(r) in self.instances[base]:
                 return [dep]
-            raise doc.error(f"unknown op instance {dep!r}", loc)
-        if dep not in instances:
-            raise doc.error(f"unknown op {dep!r} in deps", loc)
-        inst = instances[dep]
+            raise self.doc.error(f"unknown op instance {dep!r}", loc)
+        if dep not in self.instances:
+            raise self.doc.error(f"unknown op {dep!r} in deps", loc)
+        inst = self.instances[dep]
         mine = [inst[r] for r in ranks if r in inst]
         if mine:
             return mine
         if len(inst) == 1:
             return list(inst.values())
-        raise doc.error(f"{dep!r} runs on several ranks, none of them this op's; name one as {dep}@RANK", loc)
+        raise self.doc.error(
+            f"{dep!r} runs on several ranks, none of them this op's; name one as {dep}@RANK", loc
+        )
 
+    def deps(self, o: TraceOpSpec, ranks: list[int], loc: tuple) -> tuple[str, ...]:
+        """All dependencies of op `o` on `ranks`, resolved."""
+        return tuple(d for dep in o.deps for d in self.resolve(dep, ranks, loc))
+
+
+class _Transfers:
+    """Sends and recvs by (sender, receiver), in file order, to be paired into transfers."""
+
+    def __init__(self) -> None:
+        self.sends: dict[tuple[int, int], list[Op]] = {}
+        self.recvs: dict[tuple[int, int], list[tuple[str, list[str]]]] = {}
+
+    def pair(self, ops: list[Op], doc: Document) -> None:
+        """Merge the n-th recv from a to b into the n-th send: the send waits for the recv's
+        deps too, and deps on the recv become deps on the send."""
+        alias: dict[str, str] = {}
+        for key, sends in self.sends.items():
+            recvs = self.recvs.pop(key, [])
+            if len(recvs) != len(sends):
+                raise InputError(
+                    f"{len(sends)} send(s) from rank {key[0]} to {key[1]} but {len(recvs)} matching recv(s)",
+                    file=doc.path,
+                    field="ops",
+                )
+            for op, (rid, rdeps) in zip(sends, recvs, strict=False):
+                alias[rid] = op.id
+                op.deps = tuple(dict.fromkeys((*op.deps, *rdeps)))
+        if self.recvs:
+            (a, b), _ = next(iter(self.recvs.items()))
+            raise InputError(f"recv on rank {b} from {a} has no matching send", file=doc.path, field="ops")
+        # a recv's id now names its send; rewrite deps
+        for op in ops:
+            op.deps = tuple(dict.fromkeys(alias.get(d, d) for d in op.deps))
+
+
+def _build_ops(
+    spec: TraceSpec, doc: Document, groups: dict[str, list[int]], refs: _OpRefs
+) -> tuple[list[Op], _Transfers]:
+    """The ops of the trace in file order (sends in place, recvs set aside for pairing)."""
     ops: list[Op] = []
-    alias: dict[str, str] = {}
-    pending_sends: dict[tuple[int, int], list[Op]] = {}
-    pending_recvs: dict[tuple[int, int], list[tuple[str, list[str]]]] = {}
-    p2p_ops: list[Op] = []
+    transfers = _Transfers()
     for i, o in enumerate(spec.ops):
         loc = ("ops", i)
         if o.kind == "collective":
-            grp = _expand(doc, o.group, n, groups, (*loc, "group"))  # type: ignore[arg-type]
-            mirrors = tuple(
-                tuple(_expand(doc, m, n, groups, (*loc, "mirrors", j))) for j, m in enumerate(o.mirrors)
-            )
-            for j, m in enumerate(mirrors):
-                if len(m) != len(grp):
-                    raise doc.error(
-                        f"mirror group has {len(m)} ranks, the group {len(grp)}", (*loc, "mirrors", j)
-                    )
-            deps = tuple(d for dep in o.deps for d in resolve(dep, grp, (*loc, "deps")))
-            ops.append(
-                Op(
-                    o.id,
-                    "collective",
-                    tuple(grp),
-                    o.stream or COMM_STREAM,
-                    deps,
-                    o.tag or o.collective or "",
-                    collective=o.collective,
-                    group=tuple(grp),
-                    mirrors=mirrors,
-                    size_bytes=o.size,
-                    algorithm=o.algorithm,
-                )
-            )
+            ops.append(_collective_op(o, doc, spec.ranks, groups, refs, loc))
             continue
-        for r, iid in instances[o.id].items():
-            deps = tuple(d for dep in o.deps for d in resolve(dep, [r], (*loc, "deps")))
+        for r, iid in refs.instances[o.id].items():
+            deps = refs.deps(o, [r], (*loc, "deps"))
             if o.kind == "compute":
                 ops.append(
                     Op(
@@ -287,48 +318,67 @@ def program_from_trace(spec: TraceSpec, doc: Document, gpus: list[str]) -> StepP
                     )
                 )
             elif o.kind == "send":
-                if o.peer == r or not 0 <= o.peer < n:  # type: ignore[operator]
-                    raise doc.error(f"send peer {o.peer} is not another rank", (*loc, "peer"))
-                op = Op(
-                    iid,
-                    "p2p",
-                    (r, o.peer),
-                    o.stream or COMM_STREAM,
-                    deps,
-                    o.tag or "p2p",  # type: ignore[arg-type]
-                    collective="send_recv",
-                    group=(r, o.peer),
-                    size_bytes=o.size,
-                )  # type: ignore[arg-type]
-                pending_sends.setdefault((r, o.peer), []).append(op)  # type: ignore[arg-type]
+                peer = _peer(o, doc, loc)
+                op = _send_op(o, iid, r, peer, deps, spec.ranks, doc, loc)
+                transfers.sends.setdefault((r, peer), []).append(op)
                 ops.append(op)
-                p2p_ops.append(op)
             else:  # recv
-                pending_recvs.setdefault((o.peer, r), []).append((iid, list(deps)))  # type: ignore[arg-type]
-    for key, sends in pending_sends.items():
-        recvs = pending_recvs.pop(key, [])
-        if len(recvs) != len(sends):
-            raise InputError(
-                f"{len(sends)} send(s) from rank {key[0]} to {key[1]} but {len(recvs)} matching recv(s)",
-                file=doc.path,
-                field="ops",
-            )
-        for op, (rid, rdeps) in zip(sends, recvs, strict=False):
-            alias[rid] = op.id
-            op.deps = tuple(dict.fromkeys((*op.deps, *rdeps)))
-    if pending_recvs:
-        (a, b), _ = next(iter(pending_recvs.items()))
-        raise InputError(f"recv on rank {b} from {a} has no matching send", file=doc.path, field="ops")
-    # a recv's id now names its send; rewrite deps
-    for op in ops:
-        op.deps = tuple(dict.fromkeys(alias.get(d, d) for d in op.deps))
-    # the merged transfer sits at the send's position in program order, for both ranks
-    program = StepProgram(spec.name, rank_gpus, ops, meta=dict(spec.meta))
-    try:
-        program.validate()
-    except ValueError as exc:
-        raise _program_error(str(exc), program, spec, doc) from None
-    return program
+                peer = _peer(o, doc, loc)
+                transfers.recvs.setdefault((peer, r), []).append((iid, list(deps)))
+    return ops, transfers
+
+
+def _peer(o: TraceOpSpec, doc: Document, loc: tuple) -> int:
+    """The other rank of send/recv `o`."""
+    if o.peer is None:
+        raise doc.error(f"a {o.kind} needs a peer", (*loc, "peer"))
+    return o.peer
+
+
+def _send_op(
+    o: TraceOpSpec, iid: str, rank: int, peer: int, deps: tuple[str, ...], n: int, doc: Document, loc: tuple
+) -> Op:
+    """The transfer op of send `o` from `rank` to `peer` (its recv's deps are added when paired)."""
+    if peer == rank or not 0 <= peer < n:
+        raise doc.error(f"send peer {peer} is not another rank", (*loc, "peer"))
+    return Op(
+        iid,
+        "p2p",
+        (rank, peer),
+        o.stream or COMM_STREAM,
+        deps,
+        o.tag or "p2p",
+        collective="send_recv",
+        group=(rank, peer),
+        size_bytes=o.size,
+    )
+
+
+def _collective_op(
+    o: TraceOpSpec, doc: Document, n: int, groups: dict[str, list[int]], refs: _OpRefs, loc: tuple
+) -> Op:
+    """The op of collective `o`: its group, mirrors of the same size, resolved deps."""
+    if o.group is None:
+        raise doc.error("a collective needs a group", (*loc, "group"))
+    grp = _expand(doc, o.group, n, groups, (*loc, "group"))
+    mirrors = tuple(tuple(_expand(doc, m, n, groups, (*loc, "mirrors", j))) for j, m in enumerate(o.mirrors))
+    for j, m in enumerate(mirrors):
+        if len(m) != len(grp):
+            raise doc.error(f"mirror group has {len(m)} ranks, the group {len(grp)}", (*loc, "mirrors", j))
+    deps = refs.deps(o, grp, (*loc, "deps"))
+    return Op(
+        o.id,
+        "collective",
+        tuple(grp),
+        o.stream or COMM_STREAM,
+        deps,
+        o.tag or o.collective or "",
+        collective=o.collective,
+        group=tuple(grp),
+        mirrors=mirrors,
+        size_bytes=o.size,
+        algorithm=o.algorithm,
+    )
 
 
 def _program_error(message: str, program: StepProgram, spec: TraceSpec, doc: Document) -> InputError:

@@ -1,4 +1,4 @@
-"""Shared fixtures of the calibration tests: the sample folder and a synthetic-log writer."""
+"""Shared fixtures of the calibration tests: the shipped sample folder and a synthetic-log writer."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 import typer
 
-SAMPLES = Path(__file__).resolve().parents[2].parent / "shared" / "calibration" / "nccl-tests"
+ROOT = Path(__file__).resolve().parents[2]
+SAMPLES = ROOT / "topologies" / "calibration" / "samples"
 DATA = Path(__file__).resolve().parent / "data"
 
 PERF_NAME = {
@@ -23,13 +24,13 @@ PERF_NAME = {
 
 
 def sample_files() -> list[Path]:
-    return sorted(SAMPLES.glob("*.txt")) if SAMPLES.is_dir() else []
+    """The nccl-tests / rccl-tests logs shipped in `topologies/calibration/samples/`."""
+    return sorted(SAMPLES.glob("*.txt"))
 
 
 @pytest.fixture
 def samples() -> Path:
-    if not SAMPLES.is_dir():
-        pytest.skip(f"sample folder {SAMPLES} is absent (clone shared/ beside the repo)")
+    """The folder of the shipped sample logs."""
     return SAMPLES
 
 
@@ -74,9 +75,12 @@ def synthetic_log(
         )
     lines += [
         "#",
-        "#                                                              out-of-place                       in-place",
-        "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong",
-        "#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)",
+        "#                                                    "
+        "          out-of-place                       in-place",
+        "#       size         count      type   redop    root     time"
+        "   algbw   busbw #wrong     time   algbw   busbw #wrong",
+        "#        (B)    (elements)                            "
+        "   (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)",
     ]
     for s in sizes:
         us = (alpha_s + s * f / busbw_bytes_per_s) * 1e6

@@ -1,7 +1,7 @@
 """End to end: calibrate from a sample, then the *simulator* (engine, flows, fabric) reproduces
 the sample's measured times.
 
-For every table of every sample in ../shared/calibration/nccl-tests, a profile is fitted on
+For every table of every sample in topologies/calibration/samples/, a profile is fitted on
 that file (what `clustersim calibrate FILE` does) and replayed through the engine
 (`simulator.calibration.replay`). Bar (issue: calibration): median absolute error at most
 10% for sizes >= 1 MiB and at most 25% at any size.
@@ -9,21 +9,18 @@ that file (what `clustersim calibrate FILE` does) and replayed through the engin
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pytest
+from conftest import SAMPLES, sample_files
 
 from simulator.calibration.fit import fit_table
 from simulator.calibration.parser import read_benchmark
 from simulator.calibration.profile import build_profile
 from simulator.calibration.replay import replay
 
-SAMPLES = Path(__file__).resolve().parents[2].parent / "shared" / "calibration" / "nccl-tests"
-FILES = sorted(SAMPLES.glob("*.txt")) if SAMPLES.is_dir() else []
+FILES = sample_files()
 
 
-@pytest.mark.skipif(not FILES, reason=f"sample folder {SAMPLES} is absent (clone shared/ beside the repo)")
 @pytest.mark.parametrize("path", FILES, ids=lambda p: p.name)
 def test_calibrated_simulator_reproduces_each_sample(path):
     for table in read_benchmark(path):
@@ -39,8 +36,6 @@ def test_calibrated_simulator_reproduces_each_sample(path):
 
 def test_replay_matches_the_fitted_curve_alone_on_the_fabric():
     """Alone on the fabric, a calibrated collective takes exactly the profile's fitted time."""
-    if not FILES:
-        pytest.skip("no samples")
     table = read_benchmark(SAMPLES / "h100-16gpu-2node-allreduce-aws-p5-efa.txt")[0]
     profile = build_profile("p", [fit_table(table)])
     res = replay(table, profile)

@@ -8,8 +8,10 @@ import numpy as np
 import pytest
 from conftest import DATA, SAMPLES, sample_files, synthetic_log
 
+from simulator.calibration.build import DEFAULT_OUT, DEFAULT_SAMPLES
 from simulator.calibration.collective import busbw_factor, normalize_kind
-from simulator.calibration.parser import parse_text, read_benchmark, strip_prefix
+from simulator.calibration.nccl_log import strip_prefix
+from simulator.calibration.parser import parse_text, read_benchmark
 from simulator.errors import InputError
 
 SAMPLE_IDS = [p.name for p in sample_files()] or ["<no samples>"]
@@ -166,4 +168,9 @@ def test_busbw_factors_golden() -> None:
 
 
 def test_samples_folder_location() -> None:
-    assert SAMPLES.name == "nccl-tests" and SAMPLES.parent.name == "calibration"
+    """The samples ship in the repository beside the profiles, and sources.md names each one."""
+    assert SAMPLES == DEFAULT_SAMPLES and SAMPLES.name == "samples" and SAMPLES.parent == DEFAULT_OUT
+    listed = (SAMPLES / "sources.md").read_text(encoding="utf-8")
+    files = sample_files()
+    assert len(files) == 28
+    assert all(f"`{p.name}`" in listed for p in files)

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from conftest import synthetic_log
 
-from simulator.calibration.build import DEFAULT_OUT, PROFILES, build
+from simulator.calibration.build import DEFAULT_OUT, PROFILE_HEADER, PROFILES, build, main
 from simulator.calibration.fit import fit_table
 from simulator.calibration.parser import parse_text, read_benchmark, read_benchmarks
 from simulator.calibration.profile import CalibrationProfile, build_profile, load_profile
@@ -147,6 +147,21 @@ def test_committed_profiles_load_and_match_the_samples(samples: Path, name: str)
         assert a.alpha_s == pytest.approx(b.alpha_s, rel=1e-3, abs=1e-9)
         assert a.busbw_bytes_per_s == pytest.approx(b.busbw_bytes_per_s, rel=1e-3)
         assert a.max_abs_error == pytest.approx(b.max_abs_error, abs=1e-3)
+
+
+def test_make_profiles_rebuilds_every_committed_profile(tmp_path: Path) -> None:
+    """`make profiles` (`python -m simulator.calibration.build`) run into another folder: from
+    the shipped samples it writes every committed profile again, with the same sources and
+    collective entries (compared as loaded data, so the comment header does not matter)."""
+    main(["--out", str(tmp_path)])
+    assert sorted(p.stem for p in tmp_path.glob("*.yaml")) == sorted(PROFILES)
+    for name in sorted(PROFILES):
+        fresh = load_profile(tmp_path / f"{name}.yaml")
+        committed = load_profile(PROFILE_DIR / f"{name}.yaml")
+        assert fresh.sources == committed.sources
+        assert fresh.collectives == committed.collectives
+        assert fresh == committed
+        assert (PROFILE_DIR / f"{name}.yaml").read_text(encoding="utf-8").startswith(PROFILE_HEADER)
 
 
 def test_required_machines_are_profiled() -> None:

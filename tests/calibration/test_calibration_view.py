@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import yaml
-from conftest import SAMPLES, synthetic_log
+from conftest import synthetic_log
 from typer.testing import CliRunner
 
 from simulator.calibration.profile import CollectiveFit, load_profile
@@ -28,7 +28,6 @@ from simulator.viz.calibration import (
 ROOT = Path(__file__).resolve().parents[2]
 H100 = ROOT / "topologies" / "calibration" / "h100-nvswitch-efa.yaml"
 SIZES = [2**k for k in range(3, 31)]
-needs_samples = pytest.mark.skipif(not SAMPLES.is_dir(), reason=f"no samples in {SAMPLES}")
 
 
 def _frame(profile_path: Path, samples: list[Path] | None = None):
@@ -38,7 +37,6 @@ def _frame(profile_path: Path, samples: list[Path] | None = None):
     return profile, located, profile_frame(profile, tables), notes
 
 
-@needs_samples
 def test_fitted_busbw_is_the_profile_entry_and_errors_match_the_recorded_ones() -> None:
     profile, located, frame, notes = _frame(H100)
     assert all(s.path is not None for s in located.values()) and notes == []

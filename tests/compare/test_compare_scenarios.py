@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from simulator.study import compare as C
-from simulator.study.compare import deep_merge
+from simulator.study.merge import deep_merge
 
 from .conftest import ROOT
 

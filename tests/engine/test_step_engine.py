@@ -13,7 +13,7 @@ from simulator.engine.cost import ComputeCost
 from simulator.engine.step import StepSimulator
 from simulator.metrics import frames as fr
 from simulator.network.cluster import Cluster
-from simulator.network.generator import SwitchSpec, build_switch
+from simulator.network.design.clos import SwitchSpec, build_switch
 from simulator.network.hardware import GPUSpec
 from simulator.workload.program import Op, StepProgram
 

@@ -54,7 +54,10 @@ def test_bad_key_in_a_mapping_value_points_at_that_value(tmp_path):
 
 
 def test_bad_key_in_a_block_mapping_value_points_at_the_key(tmp_path):
-    old = "      - {kind: hot_spares, pool_hosts: 1, interval_min: 30, restart: {detection_min: 2, queue_min: 5}}\n"
+    old = (
+        "      - {kind: hot_spares, pool_hosts: 1, interval_min: 30, "
+        "restart: {detection_min: 2, queue_min: 5}}\n"
+    )
     assert old in TEXT
     text = TEXT.replace(
         old,

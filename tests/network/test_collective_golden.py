@@ -8,7 +8,7 @@ from simulator.engine.context import SimContext
 from simulator.engine.cost import ComputeCost
 from simulator.engine.step import StepSettings, StepSimulator
 from simulator.network.cluster import Cluster
-from simulator.network.generator import RailClosSpec, SwitchSpec, build_rail_clos, build_switch
+from simulator.network.design.clos import RailClosSpec, SwitchSpec, build_rail_clos, build_switch
 from simulator.network.hardware import GPUSpec
 from simulator.workload.program import Op, StepProgram
 

@@ -14,7 +14,8 @@ from simulator.network.cost import (
     load_prices,
     lookup,
 )
-from simulator.network.design import DESIGN_SPECS, FatTreeSpec, SuperPodSpec, build_design
+from simulator.network.design.clos import FatTreeSpec, SuperPodSpec
+from simulator.network.design.registry import DESIGN_SPECS, build_design
 
 
 @pytest.fixture(scope="module")

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from simulator.errors import InputError
-from simulator.network.design import DESIGN_SPECS, build_design_file, load_design_file
+from simulator.network.design.registry import DESIGN_SPECS, build_design_file, load_design_file
 from simulator.network.facts import topology_facts
 
 TOPOLOGIES = Path(__file__).resolve().parents[2] / "topologies"

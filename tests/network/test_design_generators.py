@@ -3,26 +3,23 @@
 from __future__ import annotations
 
 import math
-import time
 from collections import Counter
 
 import networkx as nx
 import pytest
 
 from simulator.errors import InputError
-from simulator.network.design import (
-    DESIGN_SPECS,
-    DragonflySpec,
+from simulator.network.design.clos import (
     FatTreeSpec,
     MI300XClusterSpec,
     MultiPlaneFatTreeSpec,
-    PCIeNodeSpec,
     RailOnlySpec,
-    StorageSpec,
     SuperPodSpec,
-    TorusSpec,
-    build_design,
 )
+from simulator.network.design.direct import DragonflySpec, TorusSpec
+from simulator.network.design.registry import DESIGN_SPECS, build_design
+from simulator.network.design.scale_up import PCIeNodeSpec
+from simulator.network.design.storage import StorageSpec
 from simulator.network.graph import validate_graph
 
 
@@ -97,13 +94,10 @@ def test_superpod_two_tier_counts() -> None:
         assert media(g)["nvlink"] == N * G
 
 
-def test_superpod_16k_gpus_three_tiers_builds_fast() -> None:
+def test_superpod_16k_gpus_three_tiers() -> None:
     """2,048 nodes, 64-port switches: L = 512 leaves > R, so pods of R/2 = 32 leaves;
     16 pods x u = 32 spines = 512 spines; cores = u * ceil(pods/2) = 32 * 8 = 256."""
-    t0 = time.perf_counter()
     g = build_design(SuperPodSpec(nodes=2048))
-    elapsed = time.perf_counter() - t0
-    assert elapsed < 5.0
     assert kinds(g)["gpu"] == 16384
     assert switches_by_tier(g) == {0: 2048, 1: 512, 2: 512, 3: 256}
     assert max(d["ports"] for _, d in g.nodes(data=True) if d["kind"] == "switch") <= 64

@@ -18,8 +18,8 @@ def _chain(bws: list[float], lats: list[float]) -> nx.Graph:
     names = ["gpu0", *[f"sw{i}" for i in range(len(bws) - 1)], "gpu1"]
     for n in names:
         g.add_node(n, kind="gpu" if n.startswith("gpu") else "switch", tier=1)
-    for i, (b, l) in enumerate(zip(bws, lats, strict=False)):
-        g.add_edge(names[i], names[i + 1], bandwidth_bytes_per_s=b, latency_s=l, medium="ib")
+    for i, (bw, lat) in enumerate(zip(bws, lats, strict=False)):
+        g.add_edge(names[i], names[i + 1], bandwidth_bytes_per_s=bw, latency_s=lat, medium="ib")
     return g
 
 

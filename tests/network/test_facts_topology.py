@@ -7,17 +7,16 @@ import math
 import networkx as nx
 import pytest
 
-from simulator.network.design import (
-    DragonflySpec,
+from simulator.network.design.clos import (
     FatTreeSpec,
     MI300XClusterSpec,
     MultiPlaneFatTreeSpec,
-    PCIeNodeSpec,
     RailOnlySpec,
     SuperPodSpec,
-    TorusSpec,
-    build_design,
 )
+from simulator.network.design.direct import DragonflySpec, TorusSpec
+from simulator.network.design.registry import build_design
+from simulator.network.design.scale_up import PCIeNodeSpec
 from simulator.network.facts import (
     bisection,
     diameter,

@@ -26,10 +26,12 @@ CANDIDATES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-st
 _HEAD = """<script>
 window.__errors = [];
 window.addEventListener('error', function (e) {
-  window.__errors.push('error: ' + (e.message || e.type) + ' at ' + (e.filename || '') + ':' + (e.lineno || 0));
+  window.__errors.push('error: ' + (e.message || e.type) + ' at ' + (e.filename || '') + ':'
+    + (e.lineno || 0));
 });
 window.addEventListener('unhandledrejection', function (e) {
-  window.__errors.push('unhandled rejection: ' + (e.reason && (e.reason.stack || e.reason.message) || e.reason));
+  window.__errors.push('unhandled rejection: '
+    + (e.reason && (e.reason.stack || e.reason.message) || e.reason));
 });
 (function () {
   var orig = console.error;
@@ -52,7 +54,9 @@ _TAIL = """<script>
       if (p.querySelector('.plot-container svg.main-svg')) { rendered += 1; }
     });
     var pre = document.getElementById('clustersim-report');
-    if (!pre) { pre = document.createElement('pre'); pre.id = 'clustersim-report'; document.body.appendChild(pre); }
+    if (!pre) {
+      pre = document.createElement('pre'); pre.id = 'clustersim-report'; document.body.appendChild(pre);
+    }
     pre.textContent = JSON.stringify({
       errors: window.__errors, plots: plots.length, rendered: rendered,
       sync_ms: syncMs, final: final
@@ -61,7 +65,9 @@ _TAIL = """<script>
   report(false);
   function done() {
     var plots = Array.prototype.slice.call(document.querySelectorAll('.js-plotly-plot'));
-    var waits = plots.map(function (p) { return p._promises ? Promise.all(p._promises) : Promise.resolve(); });
+    var waits = plots.map(function (p) {
+      return p._promises ? Promise.all(p._promises) : Promise.resolve();
+    });
     Promise.all(waits).then(function () {
       requestAnimationFrame(function () { report(true); });
     }, function (err) { window.__errors.push('plot promise: ' + err); report(true); });

@@ -22,7 +22,7 @@ from browser import find_chromium, render_page
 from real_outputs import run_compare, run_sweep
 
 ROOT = Path(__file__).resolve().parents[2]
-SAMPLES = ROOT.parent / "shared" / "calibration" / "nccl-tests"
+SAMPLES = ROOT / "topologies" / "calibration" / "samples"
 
 pytestmark = [
     pytest.mark.browser,
@@ -149,7 +149,6 @@ def test_study_dashboard_from_a_saved_sweep(tmp_path: Path) -> None:
     _check_quick(folder / "sweep.html", tmp_path / "shots", expected=2)  # goodput and ETTR
 
 
-@pytest.mark.skipif(not SAMPLES.is_dir(), reason="no calibration samples in ../shared/calibration")
 def test_calibration_figure_page(tmp_path: Path) -> None:
     files = sorted(SAMPLES.glob("h100-8gpu-1node-allreduce*.txt"))[:2]
     if not files:

@@ -38,7 +38,14 @@ def test_trace_command_writes_valid_json_whose_events_are_the_ops(run_dir: Path)
     assert len(xs) == len(ops)
     got = sorted((e["name"], e["args"]["rank"], e["args"]["step"], e["ts"], e["dur"]) for e in xs)
     want = sorted(
-        zip(ops["op_id"], ops["rank"], ops["step"], ops["started_at_s"] * 1e6, ops["duration_s"] * 1e6, strict=False)
+        zip(
+            ops["op_id"],
+            ops["rank"],
+            ops["step"],
+            ops["started_at_s"] * 1e6,
+            ops["duration_s"] * 1e6,
+            strict=False,
+        )
     )
     assert [g[:3] for g in got] == [w[:3] for w in want]
     np.testing.assert_allclose([g[4] for g in got], [w[4] for w in want], rtol=1e-12, atol=1e-9)

@@ -16,7 +16,19 @@ from simulator.metrics.store import read_frames, read_summary
 from simulator.scenario.execute import RunResult, execute
 from simulator.scenario.prepare import prepare
 from simulator.viz import dashboard as D
-from simulator.viz import figures as F
+from simulator.viz.breakdown import breakdown_figure, breakdown_frame, breakdown_group_frame
+from simulator.viz.faults import incidents_figure
+from simulator.viz.links import (
+    busiest,
+    link_heatmap_figure,
+    link_heatmap_frame,
+    link_mean_utilization,
+    link_series,
+    link_utilization_figure,
+)
+from simulator.viz.rank_groups import rank_groups
+from simulator.viz.style import aggregation_note
+from simulator.viz.timeline import timeline_figure
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -84,11 +96,11 @@ def test_cards_show_headline_figures() -> None:
 def test_breakdown_sums_to_step_time_per_rank(run_dir) -> None:
     _, result = run_dir
     steps = result.frames["steps"]
-    tidy = F.breakdown_frame(steps)
+    tidy = breakdown_frame(steps)
     total = tidy.groupby("rank")["seconds"].sum()
     expect = steps.groupby("rank")["step_time_s"].mean()
     np.testing.assert_allclose(total.to_numpy(), expect.loc[total.index].to_numpy(), rtol=1e-9)
-    fig = F.breakdown_figure(steps)
+    fig = breakdown_figure(steps)
     bar_sum = pd.concat([pd.Series(t.y, index=t.x) for t in fig.data]).groupby(level=0).sum()
     np.testing.assert_allclose(
         bar_sum.loc[[f"r{r}" for r in expect.index]].to_numpy(), expect.to_numpy() * 1e3, rtol=1e-9
@@ -108,20 +120,20 @@ def test_group_breakdown_is_the_weighted_mean_of_its_ranks() -> None:
             "weight": [1, 3, 1],
         }
     )
-    g = F.breakdown_group_frame(steps, {0: "a", 1: "a", 2: "b"})
+    g = breakdown_group_frame(steps, {0: "a", 1: "a", 2: "b"})
     a = g[g["group"] == "a"].set_index("part")["seconds"]
     assert a["compute"] == pytest.approx((0.5 + 3 * 0.7) / 4)
     assert a.sum() == pytest.approx(1.0)
-    fig = F.breakdown_figure(steps, max_ranks=2, groups={0: "a", 1: "a", 2: "b"})
+    fig = breakdown_figure(steps, max_ranks=2, groups={0: "a", 1: "a", 2: "b"})
     assert list(fig.data[0].x) == ["a (2)", "b (1)"]
-    assert "averaged" in F.aggregation_note(fig)
+    assert "averaged" in aggregation_note(fig)
 
 
 def test_timeline_bars_are_the_ops(run_dir) -> None:
     _, result = run_dir
     ops = result.frames["ops"]
     step = int(ops["step"].max())
-    fig = F.timeline_figure(ops)
+    fig = timeline_figure(ops)
     t0 = ops.loc[ops["step"] == step, "ready_at_s"].min()
     bars = [t for t in fig.data if t.x is not None and len(t.x) and t.x[0] is not None]
     got = sorted(
@@ -191,13 +203,13 @@ def _synthetic_ops(n_ranks: int, roles: int) -> pd.DataFrame:
 
 def test_large_timeline_groups_by_role_with_a_dropdown_and_samples() -> None:
     ops = _synthetic_ops(1024, 4)
-    fig = F.timeline_figure(ops, max_ranks=32)
+    fig = timeline_figure(ops, max_ranks=32)
     menu = fig.layout.updatemenus[0]
     labels = [b.label for b in menu.buttons]
     assert labels[-4:] == [f"pp{i} (32 ranks)" for i in range(4)]
     ranks_drawn = {y.split(" ")[1] for t in fig.data if t.y is not None for y in t.y if y}
     assert len(ranks_drawn) == 128
-    assert "128 of 1024" in F.aggregation_note(fig)
+    assert "128 of 1024" in aggregation_note(fig)
     # every button's visibility list covers every trace
     assert all(len(b.args[0]["visible"]) == len(fig.data) for b in menu.buttons)
     # waits (ready -> start) are drawn, with the ops' gaps
@@ -207,36 +219,36 @@ def test_large_timeline_groups_by_role_with_a_dropdown_and_samples() -> None:
 
 def test_groups_fall_back_to_servers_and_merge_past_the_cap() -> None:
     ops = _synthetic_ops(256, 0)
-    g = F.rank_groups(ops, max_groups=8)
+    g = rank_groups(ops, max_groups=8)
     assert g.nunique() == 8 and g[0] == "n0…n3" and g[255] == "n28…n31"
-    assert F.rank_groups(ops, max_groups=100)[9] == "n1"
+    assert rank_groups(ops, max_groups=100)[9] == "n1"
 
 
 def test_heatmap_mean_utilization_matches_link_bytes(run_dir) -> None:
     _, result = run_dir
     links = result.frames["links"]
-    hm = F.link_heatmap_frame(links, bins=37)
+    hm = link_heatmap_frame(links, bins=37)
     grp = links["medium"] + " tier " + links["tier"].astype(str)
     for g, df in hm.groupby("group"):
         busy_s = (links.loc[grp == g, "bytes"] / links.loc[grp == g, "capacity_bytes_per_s"]).sum()
         area = (df["utilization"] * (df["bin_end_s"] - df["bin_start_s"]) * df["links"]).sum()
         assert area == pytest.approx(busy_s, rel=1e-9)
-    fig = F.link_heatmap_figure(links, bins=37)
+    fig = link_heatmap_figure(links, bins=37)
     assert np.asarray(fig.data[0].z).shape == (hm["group"].nunique(), 37)
 
 
 def test_link_series_integrates_to_link_bytes(run_dir) -> None:
     _, result = run_dir
     links = result.frames["links"]
-    name = F.busiest(links, 1)[0]
+    name = busiest(links, 1)[0]
     mine = links[links["link"] == name]
     want = (mine["bytes"] / mine["capacity_bytes_per_s"]).sum()
     for max_points in (10_000, 7):
-        xs, ys, binned = F.link_series(links, name, max_points)
+        xs, ys, binned = link_series(links, name, max_points)
         assert binned == (max_points == 7)
         assert float((np.diff(xs) * ys[:-1]).sum()) == pytest.approx(want, rel=1e-9)
-    fig = F.link_utilization_figure(links, top=3)
-    assert [t.name for t in fig.data] == F.busiest(links, 3)
+    fig = link_utilization_figure(links, top=3)
+    assert [t.name for t in fig.data] == busiest(links, 3)
 
 
 def test_failures_figure_from_incidents_and_segments() -> None:
@@ -257,7 +269,7 @@ def test_failures_figure_from_incidents_and_segments() -> None:
             "useful_s": [5400.0, 0.0, 6500.0],
         }
     )
-    fig = F.incidents_figure(inc, seg)
+    fig = incidents_figure(inc, seg)
     names = [t.name for t in fig.data]
     assert names[:3] == ["checkpoint", "failure", "restart"] and "ideal" in names
     useful = next(t for t in fig.data if t.name == "useful work (kept)")
@@ -281,7 +293,7 @@ def test_topology_drawn_when_the_graph_is_saved(run_dir, tmp_path: Path) -> None
     html = D.run_dashboard_from_folder(tmp_path)
     assert "<meta name='clustersim-figures' content='5'>" in html
     steps = result.frames["steps"]
-    util = F.link_mean_utilization(
+    util = link_mean_utilization(
         result.frames["links"], steps["finished_at_s"].max() - steps["started_at_s"].min()
     )
     assert util.max() == pytest.approx(read_summary(out)["busiest_links"][0]["mean_utilization"], rel=1e-9)

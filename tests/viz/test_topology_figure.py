@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import pandas as pd
 
-from simulator.network.design import FatTreeSpec, SuperPodSpec, TorusSpec, build_design
+from simulator.network.design.clos import FatTreeSpec, SuperPodSpec
+from simulator.network.design.direct import TorusSpec
+from simulator.network.design.registry import build_design
 from simulator.viz.topology import topology_figure
 
 

@@ -14,18 +14,28 @@ from simulator.workload.flops import (
     layer_ops,
     layer_program,
     mfu_flops_per_step,
-    narayanan_flops_per_step,
     output_program,
     pp_comms,
     step_flops,
 )
 from simulator.workload.layout import LayoutSpec, end_rank_params, stage_rank_params
-from simulator.workload.model import load_model
+from simulator.workload.model import ModelSpec, load_model
 
 MODELS = Path(__file__).resolve().parents[2] / "workloads" / "models"
 GPT3 = load_model(MODELS / "gpt3-175b.yaml")
 MIXTRAL = load_model(MODELS / "mixtral-8x7b.yaml")
 DSV3 = load_model(MODELS / "deepseek-v3.yaml")
+
+
+def narayanan_flops_per_step(model: ModelSpec, batch_size: int) -> float:
+    """Model FLOPs per step by Narayanan et al., SC'21, eq. 3.
+
+    `96·B·s·l·h²·(1 + s/(6h) + V/(16·l·h))`: GPT blocks (MHA, ffn = 4h, non-gated), full
+    activation recomputation (four forward passes per layer: fwd, recompute, 2× in bwd),
+    logits counted without recomputation, attention without causal halving.
+    """
+    B, s, layers, h, V = batch_size, model.seq_len, model.layers, model.hidden_size, model.vocab_size
+    return 96.0 * B * s * layers * h * h * (1 + s / (6 * h) + V / (16 * layers * h))
 
 
 def _matmul(ops: list) -> float:
@@ -84,8 +94,8 @@ def test_mfu_convention_palm() -> None:
     tokens = 1000 * GPT3.seq_len
     per_token = mfu_flops_per_step(GPT3, tokens) / tokens
     N = GPT3.matmul_params()
-    l, h, s = GPT3.layers, GPT3.hidden_size, GPT3.seq_len
-    assert per_token == pytest.approx(6 * N + 12 * l * h * s)
+    layers, h, s = GPT3.layers, GPT3.hidden_size, GPT3.seq_len
+    assert per_token == pytest.approx(6 * N + 12 * layers * h * s)
     eq3 = narayanan_flops_per_step(GPT3, 1000) / tokens
     assert per_token == pytest.approx(0.75 * eq3, rel=0.01)
 

@@ -12,10 +12,10 @@ from simulator.workload.layout import (
     LayoutSpec,
     RankGrid,
     check_layout,
-    in_flight_micro_batches,
     stage_layers,
 )
 from simulator.workload.model import ModelSpec, load_model
+from simulator.workload.schedule import in_flight_micro_batches
 
 MODELS = Path(__file__).resolve().parents[2] / "workloads" / "models"
 LLAMA70 = load_model(MODELS / "llama3-70b.yaml")
@@ -171,5 +171,5 @@ def test_in_flight_micro_batches() -> None:
     assert [in_flight_micro_batches(L, s) for s in range(4)] == [4, 3, 2, 1]
     G = LayoutSpec(pp=4, pp_schedule="gpipe", global_batch_size=16)
     assert in_flight_micro_batches(G, 3) == 16
-    I = LayoutSpec(pp=4, pp_schedule="interleaved_1f1b", virtual_stages=2, global_batch_size=16)
-    assert in_flight_micro_batches(I, 0) == pytest.approx(4 * (1 + 3 / 8))
+    interleaved = LayoutSpec(pp=4, pp_schedule="interleaved_1f1b", virtual_stages=2, global_batch_size=16)
+    assert in_flight_micro_batches(interleaved, 0) == pytest.approx(4 * (1 + 3 / 8))

@@ -14,11 +14,12 @@ from simulator.engine.context import SimContext
 from simulator.engine.cost import ComputeCost
 from simulator.engine.step import StepSimulator
 from simulator.network.cluster import Cluster
-from simulator.network.generator import SwitchSpec, build_switch
+from simulator.network.design.clos import SwitchSpec, build_switch
 from simulator.network.hardware import GPUSpec
-from simulator.workload.generate import bubble_fraction, build_program, stage_schedule
+from simulator.workload.generate import build_program
 from simulator.workload.layout import LayoutSpec
 from simulator.workload.model import ModelSpec
+from simulator.workload.schedule import bubble_fraction, stage_schedule
 
 GPU = GPUSpec(
     name="t",

@@ -1,0 +1,275 @@
+"""What one run of the run level records: incidents, segments and headline figures.
+
+What is modelled: every second of a run belongs to one phase (compute, checkpoint stall,
+restart, elastic rejoin); a `Segment` is one stretch of a phase in one cluster state, and
+an incident row is one event (failure, checkpoint, restart, repair, degradation, rejoin).
+`summarize` turns the two frames into the headline figures defined in `metrics.py`
+(goodput, ETTR, job MTTI, lost work, time per phase).
+
+What is simplified: a segment's steps are fractional and identical (one step time per
+segment); the `state` column of a segment is the `repr` of its cluster state's
+performance key, kept as text for reading, not for parsing.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import pandas as pd
+
+from simulator.faults.state import ClusterState
+
+INCIDENT_COLUMNS = [
+    "time_s",  # when it happened (start of the incident)
+    "kind",  # failure | checkpoint | restart | repair | degradation | rejoin
+    "component_class",  # gpu, hbm, host, ... for failures and degradations
+    "component",  # component index / name
+    "cause",  # failure cause label, degradation kind, checkpoint mode, restart resume point
+    "duration_s",  # stall / restart / episode length
+    "lost_work_s",  # compute time to redo because of this failure (+ aborted checkpoint stall)
+    "gpus",  # GPUs the failure takes out (0: none)
+    "hosts",  # hosts removed from the job, as 'h1,h2'
+    "interrupted",  # did the failure interrupt the job
+    "committed",  # checkpoint: completed and committed (False: aborted)
+    "detect_s",
+    "queue_s",
+    "wait_s",
+    "init_s",
+    "load_s",
+    "load_source",
+    "step",  # progress (steps) at the incident
+    "resume_step",  # failure: step the job resumes from
+    "out_until_s",  # failure: failed hosts unusable by the job until then
+]
+
+SEGMENT_COLUMNS = [
+    "start_s",
+    "end_s",
+    "phase",  # compute | checkpoint | restart | rejoin
+    "step_time_s",
+    "steps",  # steps computed (fractional)
+    "steps_kept",  # steps not rolled back by a later failure
+    "useful_s",  # steps_kept * step_time_s
+    "dp_replicas",
+    "gpus_in_use",
+    "excluded_replicas",  # replicas not in use, as '3,17'
+    "n_stragglers",
+    "n_degraded_links",
+    "n_down_links",
+    "draining",
+    "degraded",  # step slower than healthy for a reason other than a drain
+    "state",  # repr of the ClusterState
+]
+
+
+@dataclasses.dataclass
+class RunLevelResult:
+    """What one run produces: incidents, segments and headline figures.
+
+    Attributes:
+        incidents: one row per incident (`INCIDENT_COLUMNS`), sorted by time.
+        segments: one row per stretch of a phase in one state (`SEGMENT_COLUMNS`).
+        summary: headline figures (see `summarize`) plus the run's settings.
+        seed: the root of the run's random streams.
+    """
+
+    incidents: pd.DataFrame
+    segments: pd.DataFrame
+    summary: dict[str, float]
+    seed: int
+
+    def frames(self) -> dict[str, pd.DataFrame]:
+        """The run's tables by name (`incidents`, `segments`)."""
+        return {"incidents": self.incidents, "segments": self.segments}
+
+
+@dataclasses.dataclass(slots=True)
+class Segment:
+    """One stretch of one phase in one cluster state.
+
+    Attributes:
+        start_s: start of the stretch, s.
+        end_s: end of the stretch, s.
+        phase: compute, checkpoint, restart or rejoin.
+        step_time_s: duration of one step (0 outside compute), s.
+        step_from: progress (steps) at the start.
+        step_to: progress (steps) at the end.
+        state: the cluster state of the stretch.
+        gpus_in_use: GPUs the job computes on.
+        excluded: data-parallel replicas left out of the job.
+        kept_to: progress up to which the computed steps are kept (a later failure
+            lowers it); starts at `step_to`.
+    """
+
+    start_s: float
+    end_s: float
+    phase: str
+    step_time_s: float
+    step_from: float
+    step_to: float
+    state: ClusterState
+    gpus_in_use: int
+    excluded: frozenset[int]
+    kept_to: float = dataclasses.field(init=False)
+
+    def __post_init__(self) -> None:
+        self.kept_to = self.step_to
+
+
+@dataclasses.dataclass
+class RestartParts:
+    """The parts of a restart in flight (all durations in seconds).
+
+    Attributes:
+        start_s: when the restart began (the failure).
+        resume: where the job resumes from (storage, memory or live).
+        detect_s: time to notice the failure.
+        queue_s: time queued for replacement hosts.
+        wait_s: time waiting for repairs (grows if more hardware fails meanwhile).
+        init_s: process and communicator initialization.
+        load_s: checkpoint load.
+        load_source: where the checkpoint is loaded from ('' for none).
+    """
+
+    start_s: float
+    resume: str
+    detect_s: float
+    queue_s: float
+    wait_s: float
+    init_s: float
+    load_s: float
+    load_source: str
+
+    @property
+    def total_s(self) -> float:
+        """Length of the restart as planned, s."""
+        return self.detect_s + self.queue_s + self.wait_s + self.init_s + self.load_s
+
+    def incident_values(self) -> dict[str, Any]:
+        """The restart's parts as incident columns."""
+        return {
+            "cause": self.resume,
+            "detect_s": self.detect_s,
+            "queue_s": self.queue_s,
+            "wait_s": self.wait_s,
+            "init_s": self.init_s,
+            "load_s": self.load_s,
+            "load_source": self.load_source,
+        }
+
+
+def incident_row(kind: str, time_s: float, **values: Any) -> dict[str, Any]:
+    """One incident row: every column of `INCIDENT_COLUMNS`, defaults overridden by `values`.
+
+    Args:
+        kind: failure, checkpoint, restart, repair, degradation or rejoin.
+        time_s: when the incident happened (its start), s.
+        **values: the incident's other columns.
+    """
+    row: dict[str, Any] = {c: None for c in INCIDENT_COLUMNS}
+    row.update(
+        time_s=time_s,
+        kind=kind,
+        duration_s=0.0,
+        lost_work_s=0.0,
+        gpus=0,
+        interrupted=False,
+        committed=False,
+    )
+    row.update(values)
+    return row
+
+
+def indices_label(indices: Iterable[int]) -> str:
+    """Host or replica indices as text, sorted: `'3,12'`."""
+    return ",".join(map(str, sorted(indices)))
+
+
+def segment_frame(segments: Sequence[Segment], full_dp_replicas: int) -> pd.DataFrame:
+    """The segments of a run as a frame of `SEGMENT_COLUMNS`.
+
+    Args:
+        segments: the run's segments, in time order.
+        full_dp_replicas: the job's data-parallel replicas when nothing is left out (a
+            compute segment on fewer is degraded).
+    """
+    rows = []
+    reprs: dict[int, str] = {}
+    for s in segments:
+        kept = max(0.0, min(s.kept_to, s.step_to) - s.step_from) if s.phase == "compute" else 0.0
+        st = s.state
+        rows.append(
+            (
+                s.start_s,
+                s.end_s,
+                s.phase,
+                s.step_time_s,
+                s.step_to - s.step_from,
+                kept,
+                kept * s.step_time_s,
+                st.dp_replicas,
+                s.gpus_in_use,
+                indices_label(s.excluded),
+                len(st.stragglers),
+                len(st.degraded_links),
+                len(st.down_links),
+                st.draining,
+                s.phase == "compute" and (not st.healthy or st.dp_replicas < full_dp_replicas),
+                reprs.get(id(st)) or reprs.setdefault(id(st), repr(st.performance_key())),
+            )
+        )
+    return pd.DataFrame(rows, columns=SEGMENT_COLUMNS)
+
+
+def incident_frame(incidents: Sequence[dict[str, Any]]) -> pd.DataFrame:
+    """The incident rows of a run as a frame of `INCIDENT_COLUMNS`, sorted by time (stable)."""
+    frame = pd.DataFrame(incidents, columns=INCIDENT_COLUMNS)
+    return frame.sort_values("time_s", kind="stable").reset_index(drop=True)
+
+
+def summarize(
+    segments: pd.DataFrame, incidents: pd.DataFrame, wall_s: float, healthy_step_s: float
+) -> dict[str, float]:
+    """Headline figures of one run from its frames (see `metrics.py` for definitions).
+
+    Args:
+        segments: the run's segment frame.
+        incidents: the run's incident frame.
+        wall_s: wall time of the run, s.
+        healthy_step_s: step time of the healthy cluster, s.
+    """
+    phase_s = (segments["end_s"] - segments["start_s"]).groupby(segments["phase"]).sum()
+    compute = segments[segments["phase"] == "compute"]
+    fail = incidents[(incidents["kind"] == "failure")]
+    inter = fail[fail["interrupted"].astype(bool)]
+    restarts = incidents[incidents["kind"] == "restart"]
+    ckpt = incidents[(incidents["kind"] == "checkpoint") & (incidents["cause"] != "drain")]
+    n_int = len(inter)
+    useful_s = float(compute["useful_s"].sum())
+    compute_s = float(phase_s.get("compute", 0.0))
+    steps_kept = float(compute["steps_kept"].sum())
+    return {
+        "wall_s": wall_s,
+        "goodput": steps_kept * healthy_step_s / wall_s,
+        "ettr": useful_s / wall_s,
+        "steps_kept": steps_kept,
+        "useful_s": useful_s,
+        "compute_s": compute_s,
+        "recompute_s": compute_s - useful_s,
+        "checkpoint_s": float(phase_s.get("checkpoint", 0.0)),
+        "restart_s": float(phase_s.get("restart", 0.0)),
+        "rejoin_s": float(phase_s.get("rejoin", 0.0)),
+        "restart_wait_s": float(restarts["wait_s"].fillna(0).astype(float).sum()),
+        "degraded_s": float((compute["end_s"] - compute["start_s"])[compute["degraded"]].sum()),
+        "failures": float(len(fail)),
+        "interruptions": float(n_int),
+        "job_mtti_s": wall_s / n_int if n_int else math.inf,
+        "lost_work_s": float(inter["lost_work_s"].sum()),
+        "lost_work_per_interruption_s": float(inter["lost_work_s"].mean()) if n_int else 0.0,
+        "restart_per_interruption_s": float(phase_s.get("restart", 0.0)) / n_int if n_int else 0.0,
+        "checkpoints": float(ckpt["committed"].astype(bool).sum()),
+        "min_gpus_in_use": float(compute["gpus_in_use"].min()) if len(compute) else math.nan,
+    }

@@ -1,0 +1,283 @@
+"""The state of one run of the run level and the primitives every part of its engine uses.
+
+What is modelled: one training job on a fixed allocation (`JobShape`) under one policy.
+`RunCore` holds what the run knows at any instant: the phase in flight and its end, the
+progress in (fractional) steps and the next checkpoint target, what the last checkpoints
+captured (in storage, in host memory, being written, being drained), which hosts are out
+of service until when, which data-parallel replicas are left out, and the current
+`ClusterState` with the oracle's memoized answers for it. It also records: `_close` turns
+the phase in flight up to now into a `Segment`, `_incident` appends an incident row. It is
+the `RunView` a policy sees when it recovers the job.
+
+What is simplified: hosts are out of service as a whole (a failure takes down every host
+its GPUs sit on) and a data-parallel replica is usable only when all its hosts are; the
+oracle's answers are asked again only when the state's performance key changes.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import simpy
+
+from simulator.errors import SimulationError
+from simulator.faults.degradation import sample_degradations
+from simulator.faults.failure import job_mtbf_s, sample_failures
+from simulator.faults.policy import Policy
+from simulator.faults.records import RestartParts, Segment, incident_row
+from simulator.faults.state import CachedOracle, JobShape, StepOracle
+
+
+@dataclasses.dataclass(frozen=True)
+class HostsRepaired:
+    """Interrupt cause: `hosts` are back from repair (usable by the job again)."""
+
+    hosts: frozenset[int]
+
+
+class RunCore:
+    """State and primitives of one run of one job under one policy.
+
+    Args:
+        job: the job's shape (GPUs, hosts, replicas, component counts).
+        oracle: step-level answers per cluster state (wrapped in a cache unless it is one).
+        failures: failure specs; their timeline is sampled here, before the run.
+        policy: a policy spec (or a built `Policy`).
+        duration_s: wall time of the run, s.
+        seed: root of every random stream.
+        degradations: degradation specs; their timeline is sampled here, before the run.
+        mtbf_scale: multiplies every MTBF.
+
+    Raises:
+        SimulationError: a duration or MTBF scale that is not positive.
+    """
+
+    def __init__(
+        self,
+        job: JobShape,
+        oracle: StepOracle,
+        failures: Sequence[Any],
+        policy: Any,
+        duration_s: float,
+        seed: int,
+        degradations: Sequence[Any] = (),
+        mtbf_scale: float = 1.0,
+    ) -> None:
+        if not duration_s > 0:
+            raise SimulationError("run duration must be > 0")
+        if mtbf_scale <= 0:
+            raise SimulationError("mtbf_scale must be > 0")
+        self.job = job
+        self.oracle = oracle if isinstance(oracle, CachedOracle) else CachedOracle(oracle)
+        self.policy: Policy = policy if isinstance(policy, Policy) else policy.build()
+        self.duration_s = float(duration_s)
+        self.seed = seed
+        self.failure_specs = list(failures)
+        self.failures = sample_failures(self.failure_specs, job, duration_s, seed, mtbf_scale)
+        self.degradations = sample_degradations(list(degradations), job, duration_s, seed)
+        self.mtbf_s = job_mtbf_s(self.failure_specs, job, mtbf_scale)
+        self.env = simpy.Environment()
+        self.policy.start(job)
+
+        self.healthy = job.healthy_state()
+        self.healthy_step_s = self.oracle.step_time_s(self.healthy)
+        if self.policy.mode == "blocking":
+            self.delta_s = self.oracle.checkpoint_write_s(self.healthy)
+        else:
+            self.delta_s = self.oracle.checkpoint_snapshot_s(self.healthy)
+        self.interval_steps = self.policy.spec.interval_steps_for(
+            self.healthy_step_s, self.delta_s, self.mtbf_s
+        )
+        self.min_gpus = self.policy.min_gpus(job)
+        self._init_run_state()
+
+    def _init_run_state(self) -> None:
+        """The state at the start of the run: healthy, computing towards the first checkpoint."""
+        self.state = self.healthy
+        self._answers: dict[str, float] = {}
+        self.progress = 0.0
+        self.target = float(self.interval_steps)
+        self.commit_storage = 0.0  # step captured by the last checkpoint committed to storage
+        self.commit_memory: float | None = None  # step of the last in-memory snapshot
+        self.snapshot: float | None = None  # step captured by the checkpoint being written
+        self.checkpoint_started_s = 0.0  # when the checkpoint being written began
+        self.draining: float | None = None  # step captured by the snapshot being drained
+        self.drain_end_s = math.inf
+        self.snapshots = 0
+        self.down_until: dict[int, float] = {}
+        self.excluded: frozenset[int] = frozenset()
+        self.pending_rejoin = False
+        self.phase = "compute"
+        self.phase_start = 0.0
+        self.phase_end = math.inf
+        self.restart: RestartParts | None = None
+        self._stragglers: dict[str, list[float]] = {}
+        self._slow_links: dict[str, list[float]] = {}
+        self._down_links: dict[str, int] = {}
+        self.segments: list[Segment] = []
+        self._compute_segs: list[Segment] = []
+        self.incidents: list[dict[str, Any]] = []
+        self.process: simpy.Process | None = None
+
+    # --- RunView: what policies may ask and do -------------------------------------------
+
+    @property
+    def now(self) -> float:
+        """The simulated time, s."""
+        return float(self.env.now)
+
+    def take_down(self, hosts: frozenset[int], until_s: float) -> None:
+        """Keep `hosts` out of the job until `until_s` (their repair)."""
+        for h in hosts:
+            self.down_until[h] = max(self.down_until.get(h, 0.0), until_s)
+        if until_s > self.env.now:
+            self.env.process(self._repair_timer(until_s, hosts))
+
+    def down_hosts(self) -> set[int]:
+        """Hosts out of service now."""
+        now = self.env.now
+        return {h for h, t in self.down_until.items() if t > now}
+
+    def latest_repair_s(self) -> float:
+        """When the last host out of service comes back (now if none is out), s."""
+        return max(self.down_until.values(), default=self.env.now)
+
+    def memory_checkpoint_newer(self) -> bool:
+        """Whether the last in-memory snapshot is newer than the last checkpoint in storage."""
+        return self.commit_memory is not None and self.commit_memory > self.commit_storage
+
+    def replica_ready_s(self) -> list[float]:
+        """Per replica, when all its hosts are usable again (<= now: usable)."""
+        ready = [0.0] * self.job.dp_replicas
+        for h, t in self.down_until.items():
+            for r in self.job.replicas_of_host(h):
+                ready[r] = max(ready[r], t)
+        return ready
+
+    # --- primitives ----------------------------------------------------------------------
+
+    def _repair_timer(self, until_s: float, hosts: frozenset[int]):  # type: ignore[no-untyped-def]
+        """Process: interrupt the job when `hosts` come back from repair."""
+        yield self.env.timeout(until_s - self.env.now)
+        if self.process is not None and self.process.is_alive:
+            self.process.interrupt(HostsRepaired(hosts))
+
+    def _enough_replicas_ready_s(self) -> float:
+        """When enough replicas are usable for the job to compute on its fewest GPUs, s."""
+        need = -(-self.min_gpus // self.job.gpus_per_replica)
+        return sorted(self.replica_ready_s())[need - 1]
+
+    def _ready_excluded(self) -> frozenset[int]:
+        """Replicas with a host out of service now (to leave out of the job)."""
+        now = self.env.now
+        down = {h for h, t in self.down_until.items() if t > now}
+        return frozenset(r for h in down for r in self.job.replicas_of_host(h))
+
+    def _restart_in_flight(self) -> RestartParts:
+        """The parts of the restart in flight.
+
+        Raises:
+            SimulationError: no restart is in flight.
+        """
+        if self.restart is None:
+            raise SimulationError("no restart in flight")
+        return self.restart
+
+    def _step_s(self) -> float:
+        """Step time in the current state, s (memoized until the state changes)."""
+        v = self._answers.get("step")
+        if v is None:
+            v = self._answers["step"] = self.oracle.step_time_s(self.state)
+        return v
+
+    def _ckpt_cost_s(self, question: str) -> float:
+        """Checkpoint `write` or `snapshot` time in the current state, s (memoized)."""
+        v = self._answers.get(question)
+        if v is None:
+            if question == "write":
+                v = self.oracle.checkpoint_write_s(self.state)
+            else:
+                v = self.oracle.checkpoint_snapshot_s(self.state)
+            self._answers[question] = v
+        return v
+
+    def _gpus_in_use(self) -> int:
+        """GPUs the job computes on (its allocation less the excluded replicas)."""
+        return self.job.n_gpus - len(self.excluded) * self.job.gpus_per_replica
+
+    def _close(self) -> None:
+        """Account the phase in flight up to now (one segment row)."""
+        now = self.env.now
+        dt = now - self.phase_start
+        if dt <= 0:
+            self.phase_start = now
+            return
+        if self.phase == "compute":
+            step_s = self._step_s()
+            new = self.progress + dt / step_s
+            if abs(new - self.target) <= 1e-9 * max(1.0, self.target):
+                new = self.target
+            seg = Segment(
+                self.phase_start,
+                now,
+                "compute",
+                step_s,
+                self.progress,
+                new,
+                self.state,
+                self._gpus_in_use(),
+                self.excluded,
+            )
+            self._compute_segs.append(seg)
+            self.progress = new
+        else:
+            seg = Segment(
+                self.phase_start,
+                now,
+                self.phase,
+                0.0,
+                self.progress,
+                self.progress,
+                self.state,
+                self._gpus_in_use(),
+                self.excluded,
+            )
+        self.segments.append(seg)
+        self.phase_start = now
+
+    def _set_phase(self, phase: str, duration_s: float = math.inf) -> None:
+        """Enter `phase` now, for `duration_s` (inf: until something else ends it)."""
+        self.phase = phase
+        self.phase_start = self.env.now
+        self.phase_end = self.env.now + duration_s
+
+    def _refresh_state(self, **changes: Any) -> None:
+        """Update the cluster state (failed and spare GPUs, and `changes`)."""
+        spare = self.policy.spare_hosts(self.env.now) * self.job.gpus_per_node
+        failed = sum(1 for t in self.down_until.values() if t > self.env.now) * self.job.gpus_per_node
+        new = self.state.replace(spare_gpus=spare, failed_gpus=failed, **changes)
+        if new != self.state:
+            if new.performance_key() != self.state.performance_key():
+                self._answers = {}
+            self.state = new
+
+    def _incident(self, kind: str, time_s: float | None = None, **values: Any) -> None:
+        """Record an incident that happened at `time_s` (None: now), with its other columns."""
+        self.incidents.append(incident_row(kind, self.env.now if time_s is None else time_s, **values))
+
+    def _record_restart(self, committed: bool) -> None:
+        """Record the restart in flight: completed now (`committed`, stamped now) or cut
+        short by a failure or the run's end (stamped at its start)."""
+        parts = self._restart_in_flight()
+        now = self.env.now
+        self._incident(
+            "restart",
+            time_s=now if committed else parts.start_s,
+            duration_s=now - parts.start_s,
+            committed=committed,
+            step=self.progress,
+            **parts.incident_values(),
+        )

@@ -1,0 +1,170 @@
+"""Human units to SI: one table of unit suffixes and one converter for input mappings.
+
+What is modelled: input files may give a quantity in the unit people quote it in
+(`mtbf_h`, `interval_min`, `duration_days`, `latency_us`, `bandwidth_gbps`, `size_mib`),
+while every schema stores SI (`_s`, `_bytes`, `_bytes_per_s`, `_flops_per_s`). The unit is
+the key's suffix: `HUMAN_UNITS` maps each human suffix to its SI suffix and factor, and
+`to_si` rewrites the human spellings of named SI fields of a mapping into those fields.
+A quantity given in two spellings (`duration_h` and `duration_days`, or `interval_min`
+and `interval_s`) is an error, never a silent choice.
+
+What is simplified: a unit is recognised by its key's suffix alone, and only for the SI
+fields a schema names (so a field stored in human units, such as `checkpoint_gbyte`, is
+left alone). Bytes use decimal prefixes for GB and TB (1e9, 1e12) and binary ones for MiB
+and GiB; `_mb` reads as MiB (2**20 bytes), as the layout's `grad_bucket_mb` always has. A
+Gbit/s is 1e9 / 8 bytes/s. Each value is converted as `float(value) * factor`, with one
+factor per unit.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import numbers
+from collections.abc import Mapping
+from typing import Any
+
+from simulator.errors import InputError
+
+
+@dataclasses.dataclass(frozen=True)
+class HumanUnit:
+    """One human unit: the SI suffix it converts to and the factor to multiply by."""
+
+    si_suffix: str
+    factor: float
+
+
+#: Human suffix -> SI suffix and factor. The factors are exact products of the unit
+#: definitions (1e9 / 8 is exactly 125000000.0, so `x * 1e9 / 8 == x * (1e9 / 8)`).
+HUMAN_UNITS: dict[str, HumanUnit] = {
+    # durations -> seconds
+    "_us": HumanUnit("_s", 1e-6),
+    "_ms": HumanUnit("_s", 1e-3),
+    "_min": HumanUnit("_s", 60.0),
+    "_h": HumanUnit("_s", 3600.0),
+    "_days": HumanUnit("_s", 86400.0),
+    # data rates -> bytes per second
+    "_gbps": HumanUnit("_bytes_per_s", 1e9 / 8),
+    "_gbyte_per_s": HumanUnit("_bytes_per_s", 1e9),
+    "_tbyte_per_s": HumanUnit("_bytes_per_s", 1e12),
+    # sizes -> bytes
+    "_mb": HumanUnit("_bytes", float(2**20)),
+    "_mib": HumanUnit("_bytes", float(2**20)),
+    "_gib": HumanUnit("_bytes", float(2**30)),
+    "_gbyte": HumanUnit("_bytes", 1e9),
+    # compute rates -> FLOP per second
+    "_tflops": HumanUnit("_flops_per_s", 1e12),
+}
+
+#: SI suffixes the table converts to, longest first (`_bytes_per_s` before `_s`).
+SI_SUFFIXES: tuple[str, ...] = tuple(
+    sorted({u.si_suffix for u in HUMAN_UNITS.values()}, key=len, reverse=True)
+)
+
+
+class UnitsError(InputError, ValueError):
+    """A human-unit key that cannot be converted: a quantity given in two spellings, or a
+    value that is not a number.
+
+    It is also a `ValueError`, so that raised inside a schema validator it is reported
+    like any other invalid value, with the file, line and path of the mapping.
+    """
+
+
+def split_si(si_name: str) -> tuple[str, str]:
+    """Split an SI field name into its base and SI suffix.
+
+    Args:
+        si_name: a field name ending in one of `SI_SUFFIXES`, e.g. `latency_s`.
+
+    Returns:
+        The base and the suffix, e.g. `("latency", "_s")`.
+
+    Raises:
+        ValueError: the name ends in no SI suffix of the table.
+    """
+    for suffix in SI_SUFFIXES:
+        if si_name.endswith(suffix) and len(si_name) > len(suffix):
+            return si_name[: -len(suffix)], suffix
+    raise ValueError(f"{si_name!r} does not end in an SI suffix ({', '.join(SI_SUFFIXES)})")
+
+
+def _human_units_of(si_name: str, human_base: str | None) -> dict[str, HumanUnit]:
+    """The human spellings of `si_name` and their units."""
+    base, si_suffix = split_si(si_name)
+    human = base if human_base is None else human_base
+    return {human + s: unit for s, unit in HUMAN_UNITS.items() if unit.si_suffix == si_suffix}
+
+
+def spellings(si_name: str, human_base: str | None = None) -> tuple[str, ...]:
+    """Every key that spells the quantity `si_name`: the SI name first, then its human ones.
+
+    Args:
+        si_name: the SI field, e.g. `interval_s`.
+        human_base: the base of the human spellings when it differs from the SI one (the
+            GPU's `hbm_gbyte` spells `hbm_capacity_bytes`: base `hbm`).
+
+    Returns:
+        For `interval_s`: `interval_s`, `interval_us`, `interval_ms`, `interval_min`,
+        `interval_h`, `interval_days`.
+    """
+    return (si_name, *_human_units_of(si_name, human_base))
+
+
+def _scaled(key: str, value: Any, factor: float, allow_text: bool) -> Any:
+    """`float(value) * factor`, element by element for lists and mappings of numbers."""
+    if isinstance(value, list):
+        return [_scaled(key, v, factor, allow_text) for v in value]
+    if isinstance(value, Mapping):
+        return {k: _scaled(key, v, factor, allow_text) for k, v in value.items()}
+    if isinstance(value, numbers.Real) and not isinstance(value, bool):
+        return float(value) * factor
+    if allow_text and isinstance(value, str):
+        try:
+            return float(value) * factor
+        except ValueError:
+            pass
+    raise UnitsError(f"must be a number, found {value!r}", field=key)
+
+
+def to_si(
+    data: Any, *si_names: str, human_bases: Mapping[str, str] | None = None, allow_text: bool = False
+) -> Any:
+    """Rewrite the human-unit spellings of the SI fields `si_names` in a mapping.
+
+    Each key that spells one of the quantities in a human unit (see `spellings`) is
+    replaced by the SI field, its value multiplied by the unit's factor; lists and
+    mappings of numbers convert element by element. Other keys are left as they are.
+
+    Args:
+        data: the mapping read from a file; anything else is returned unchanged (the
+            schema then reports it).
+        *si_names: the SI fields to look for, e.g. `"duration_s"`, `"bandwidth_bytes_per_s"`.
+        human_bases: per SI field, the base of its human spellings when it differs from
+            the SI one (`{"hbm_capacity_bytes": "hbm"}` reads `hbm_gbyte`).
+        allow_text: read numbers written as text (`"400"`), as graph files store every
+            attribute; YAML inputs give numbers as numbers, so a quoted one is an error.
+
+    Returns:
+        A converted shallow copy of `data` (or `data` itself if it is not a mapping).
+
+    Raises:
+        UnitsError: a quantity is given in more than one spelling, or a human-unit value
+            is not a number.
+    """
+    if not isinstance(data, Mapping):
+        return data
+    out = dict(data)
+    for si_name in si_names:
+        units = _human_units_of(si_name, (human_bases or {}).get(si_name))
+        given = [k for k in out if k == si_name or k in units]
+        if len(given) > 1:
+            names = ", ".join(given[:-1]) + " and " + given[-1]
+            raise UnitsError(f"{names} spell the same quantity; give only one of them", field=si_name)
+        if given and given[0] != si_name:
+            key = given[0]
+            out[si_name] = _scaled(key, out.pop(key), units[key].factor, allow_text)
+    return out
+
+
+__all__ = ["HUMAN_UNITS", "SI_SUFFIXES", "HumanUnit", "UnitsError", "spellings", "split_si", "to_si"]

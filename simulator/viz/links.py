@@ -1,0 +1,186 @@
+"""Figures of the links of one run: utilization over time and by tier, mean utilization.
+
+* `link_utilization_figure`: utilization over time of the busiest directed links (by
+  bytes per unit capacity), as step lines; past `max_points` intervals per link, binned
+  into time-weighted means (the title says so).
+* `link_heatmap_figure`: mean utilization of the loaded links of each medium and tier in
+  time bins.
+* `link_mean_utilization`: mean utilization per undirected link over the run, to colour
+  the topology drawing.
+
+Simplified: utilization is the links frame's rate over capacity, piecewise constant
+between recorded intervals; a link that never carries traffic is not in the frame, so the
+per-tier mean is over loaded links only.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+
+from simulator.viz.style import TIME_MS_DECIMALS, natural_key, with_aggregation_note
+
+
+def _integral_at(s: np.ndarray, e: np.ndarray, u: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """F(x) = sum_i u_i * |[s_i, e_i] ∩ (-inf, x]| for every x (O((n + m) log n))."""
+
+    def ramp(t: np.ndarray) -> np.ndarray:  # sum_i u_i * max(x - t_i, 0)
+        order = np.argsort(t, kind="stable")
+        ts, us = t[order], u[order]
+        cu = np.concatenate([[0.0], np.cumsum(us)])
+        cut = np.concatenate([[0.0], np.cumsum(us * ts)])
+        k = np.searchsorted(ts, x, side="right")
+        return x * cu[k] - cut[k]
+
+    return ramp(s) - ramp(e)
+
+
+def link_series(
+    links: pd.DataFrame, link: str, max_points: int = 2000
+) -> tuple[np.ndarray, np.ndarray, bool]:
+    """Piecewise-constant utilization of one link (x: breakpoints in s, y: utilization
+    from each breakpoint on); binned into `max_points` time-weighted means when longer."""
+    df = links[links["link"] == link].sort_values("started_at_s", kind="stable")
+    s, e, u = (df[c].to_numpy(dtype=float) for c in ("started_at_s", "finished_at_s", "utilization"))
+    if len(s) > max_points:
+        t0, t1 = float(links["started_at_s"].min()), float(links["finished_at_s"].max())
+        edges = np.linspace(t0, t1, max_points + 1)
+        f = _integral_at(s, e, u, edges)
+        return edges, np.append(np.diff(f) / np.diff(edges), 0.0), True
+    xs, ys = [], []
+    cur = None
+    for a, b, v in zip(s, e, u, strict=False):
+        if cur is not None and a > cur:
+            xs.append(cur)
+            ys.append(0.0)
+        xs.append(a)
+        ys.append(v)
+        cur = b if cur is None else max(cur, b)
+    if cur is not None:
+        xs.append(cur)
+        ys.append(0.0)
+    return np.array(xs), np.array(ys), False
+
+
+def busiest(links: pd.DataFrame, top: int) -> list[str]:
+    """Links with the most bytes per unit capacity (= highest mean utilization), ties by name."""
+    agg = links.groupby("link").agg(bytes=("bytes", "sum"), cap=("capacity_bytes_per_s", "first"))
+    agg["score"] = agg["bytes"] / agg["cap"]
+    agg = agg.reset_index().sort_values(["score", "link"], ascending=[False, True], kind="stable")
+    return list(agg["link"][:top])
+
+
+def link_utilization_figure(links: pd.DataFrame, top: int = 8, max_points: int = 2000) -> go.Figure:
+    """Utilization over time of the `top` busiest directed links (step lines)."""
+    fig = go.Figure()
+    if links.empty:
+        fig.update_layout(title="Link utilization (no traffic)")
+        return fig
+    names = busiest(links, top)
+    t0 = links["started_at_s"].min()
+    binned = False
+    for name in names:
+        xs, ys, b = link_series(links, name, max_points)
+        binned |= b
+        fig.add_trace(
+            go.Scatter(
+                x=((xs - t0) * 1e3).round(TIME_MS_DECIMALS),
+                y=(ys * 100).round(4),
+                mode="lines",
+                line_shape="hv",
+                name=name,
+            )
+        )
+    note = f"binned into {max_points} time bins per link (time-weighted mean)" if binned else ""
+    title = f"Busiest {len(names)} of {links['link'].nunique()} loaded links"
+    if note:
+        title += f"<br><sub>{note}</sub>"
+    fig.update_layout(
+        title=title, xaxis_title="time (ms)", yaxis_title="utilization (%)", yaxis_range=[0, 105]
+    )
+    return with_aggregation_note(fig, note)
+
+
+def link_heatmap_frame(links: pd.DataFrame, bins: int = 60) -> pd.DataFrame:
+    """Mean utilization of loaded links per medium/tier and time bin (tidy: group,
+    bin_start_s, bin_end_s, utilization, links). The mean is over the links of the group that
+    carry traffic at some time in the run, time-weighted within the bin."""
+    cols = ["group", "bin_start_s", "bin_end_s", "utilization", "links"]
+    if links.empty:
+        return pd.DataFrame(columns=cols)
+    t0, t1 = float(links["started_at_s"].min()), float(links["finished_at_s"].max())
+    edges = np.linspace(t0, t1, bins + 1)
+    grp = links["medium"].astype(str) + " tier " + links["tier"].astype(str)
+    out = []
+    for group in sorted(grp.unique(), key=natural_key):
+        df = links[grp == group]
+        n_links = df["link"].nunique()
+        s, e, u = (df[c].to_numpy(dtype=float) for c in ("started_at_s", "finished_at_s", "utilization"))
+        f = _integral_at(s, e, u, edges)
+        width = np.diff(edges)
+        util = np.where(width > 0, np.diff(f) / np.where(width > 0, width, 1) / n_links, 0.0)
+        out.append(
+            pd.DataFrame(
+                {
+                    "group": group,
+                    "bin_start_s": edges[:-1],
+                    "bin_end_s": edges[1:],
+                    "utilization": util,
+                    "links": n_links,
+                }
+            )
+        )
+    return pd.concat(out, ignore_index=True)[cols]
+
+
+def link_heatmap_figure(links: pd.DataFrame, bins: int = 60) -> go.Figure:
+    """Heatmap: mean utilization of loaded links by medium and tier, in time bins."""
+    hm = link_heatmap_frame(links, bins)
+    if hm.empty:
+        return go.Figure(layout={"title": "Link utilization by tier (no traffic)"})
+    piv = hm.pivot(index="group", columns="bin_start_s", values="utilization")
+    piv = piv.loc[sorted(piv.index, key=natural_key)]
+    n_links = hm.groupby("group")["links"].first()
+    t0 = piv.columns.min()
+    fig = go.Figure(
+        go.Heatmap(
+            z=(piv.to_numpy() * 100).round(4),
+            x=[round((c - t0) * 1e3, TIME_MS_DECIMALS) for c in piv.columns],
+            y=[f"{g} ({n_links[g]} links)" for g in piv.index],
+            colorscale="Viridis",
+            zmin=0,
+            zmax=100,
+            colorbar_title="%",
+            hovertemplate="%{y}<br>from %{x:.3f} ms<br>%{z:.1f}%<extra></extra>",
+        )
+    )
+    note = f"{bins} time bins; mean over the links of each tier that carry traffic"
+    fig.update_layout(
+        title=f"Link utilization by medium and tier<br><sub>{note}</sub>",
+        xaxis_title="time (ms)",
+        height=max(260, 40 * len(piv.index) + 160),
+    )
+    return with_aggregation_note(fig, note)
+
+
+def link_mean_utilization(links: pd.DataFrame, run_time_s: float | None = None) -> pd.Series:
+    """Mean utilization per undirected link over the run (max of both directions), indexed by
+    (src, dst) tuples: the input of `simulator.viz.topology.topology_figure`.
+
+    `run_time_s` defaults to the span of the links frame; pass the run's simulated time
+    (steps frame) to match `summary.json`'s busiest links."""
+    if links.empty:
+        return pd.Series(dtype=float)
+    run = (
+        float(links["finished_at_s"].max() - links["started_at_s"].min())
+        if run_time_s is None
+        else run_time_s
+    )
+    agg = links.groupby(["src", "dst"]).agg(bytes=("bytes", "sum"), cap=("capacity_bytes_per_s", "first"))
+    util = agg["bytes"] / (agg["cap"] * run) if run > 0 else agg["bytes"] * 0.0
+    out: dict[tuple[str, str], float] = {}
+    for (s, d), v in util.items():
+        key = (s, d) if (d, s) not in out else (d, s)
+        out[key] = max(out.get(key, 0.0), float(v))
+    return pd.Series(out, dtype=float)

@@ -1,0 +1,262 @@
+"""Rebuilding a dashboard from saved results only (nothing is simulated again).
+
+What a path holds is recognized by its files, checked in this order:
+
+* a calibration profile given as a YAML file -> `simulator.viz.calibration.profile_dashboard_html`,
+  written as `PROFILE.html` beside it; its benchmark logs are looked for beside the
+  profile, in the `samples` folders and in topologies/calibration/samples/;
+* a comparison (`compare.resolved.yaml` or `comparison.parquet|csv`, one run folder per
+  variant) -> `simulator.viz.compare.comparison_html`, written as `comparison.html`;
+* a run-level study (`study.resolved.yaml` or `runs.parquet|csv`) -> a page of
+  `simulator.viz.faults.sweep_figure` (goodput, and ETTR when present), as `sweep.html`;
+* a run (`summary.json` and at least one step-level or failure frame) -> the run
+  dashboard, as `dashboard.html`;
+* a folder holding calibration profiles (YAML files with `sources:` and collective or
+  compute tables) -> the page of its only profile.
+
+Simplifications: recognition goes by file names (and, for a profile, the first 4000
+characters of the YAML text), not by validating the contents; the page is whatever the
+builder of that kind makes of the saved files, so it equals the page written at run time.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import yaml
+
+from simulator.errors import InputError
+from simulator.metrics.store import read_frames, read_table
+from simulator.viz.calibration import profile_dashboard_html
+from simulator.viz.compare import comparison_html
+from simulator.viz.dashboard import page, run_dashboard_from_folder
+from simulator.viz.faults import sweep_figure
+
+#: A dashboard builder: results path -> (page HTML, default file name beside the results).
+Builder = Callable[[Path], tuple[str, str]]
+
+#: Frames whose presence (with summary.json) marks a run folder.
+RUN_FRAMES = ("ops", "steps", "links", "incidents", "segments")
+
+#: Characters of a YAML file read to tell whether it is a calibration profile.
+PROFILE_HEAD_CHARS = 4000
+
+
+@dataclass(frozen=True)
+class RebuiltDashboard:
+    """A dashboard rebuilt from saved results.
+
+    Attributes:
+        kind: what the results are: "run", "comparison", "study" or "calibration".
+        html: the self-contained page.
+        default_path: where the page goes by default (in the results folder, or beside a
+            profile file).
+    """
+
+    kind: str
+    html: str
+    default_path: Path
+
+
+def _has_table(folder: Path, stem: str) -> bool:
+    return (folder / f"{stem}.parquet").is_file() or (folder / f"{stem}.csv").is_file()
+
+
+def _read_yaml(path: Path) -> dict[str, Any]:
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        raise InputError(f"malformed YAML: {exc}", file=path) from None
+    return data if isinstance(data, dict) else {}
+
+
+def build_run(folder: Path) -> tuple[str, str]:
+    """A run folder -> its run dashboard."""
+    return run_dashboard_from_folder(folder), "dashboard.html"
+
+
+def build_comparison(folder: Path) -> tuple[str, str]:
+    """A comparison folder -> the comparison dashboard, from its table and variant run folders.
+
+    Raises:
+        InputError: the comparison table or a variant's run folder is missing.
+    """
+    table = read_table(folder, "comparison")
+    if table is None:
+        raise InputError("comparison.parquet / comparison.csv not found", file=folder)
+    resolved = _read_yaml(folder / "compare.resolved.yaml")
+    spec = resolved.get("compare") or {}
+    name = str(spec.get("name") or folder.name)
+    frames: dict[str, list[pd.DataFrame]] = {"steps": [], "links": []}
+    for variant in table["variant"].astype(str):
+        vdir = folder / variant
+        if not vdir.is_dir():
+            raise InputError(f"run folder of variant {variant!r} not found", file=vdir)
+        run = read_frames(vdir)
+        for k, parts in frames.items():
+            if k in run:
+                df = run[k]
+                parts.append(df if "variant" in df else df.assign(variant=variant))
+    stacked = {k: pd.concat(v, ignore_index=True) if v else pd.DataFrame() for k, v in frames.items()}
+    notes = [str(spec["description"])] if spec.get("description") else []
+    return comparison_html(name, table, stacked, notes), "comparison.html"
+
+
+def _axis_names(axes: object) -> list[str]:
+    """Axis names of a resolved study: a mapping `{name: values}` or a list of
+    `{param, values, name}` items (the column is the name, else the param)."""
+    if isinstance(axes, dict):
+        return [str(a) for a in axes]
+    if isinstance(axes, list):
+        out = []
+        for a in axes:
+            if isinstance(a, dict) and (a.get("name") or a.get("param")):
+                out.append(str(a.get("name") or a["param"]))
+        return out
+    return []
+
+
+def _study_cards(runs: pd.DataFrame, axes: list[str], n_variants: int, n_seeds: int) -> list[tuple[str, str]]:
+    """Headline cards of a study: run count, mean goodput and ETTR, the best variant."""
+    cards = [("runs", f"{len(runs):,} <span class='s'>({n_variants} variants x {n_seeds} seeds)</span>")]
+    for col, label in (("goodput", "mean goodput"), ("ettr", "mean ETTR")):
+        if col in runs:
+            cards.append((label, f"{runs[col].mean() * 100:.1f}%"))
+    if "goodput" in runs and axes:
+        best = runs.groupby(axes, sort=False)["goodput"].mean().sort_values(ascending=False)
+        key = best.index[0] if isinstance(best.index[0], tuple) else (best.index[0],)
+        where = ", ".join(f"{a}={v}" for a, v in zip(axes, key, strict=True))
+        cards.append(
+            ("best mean goodput", f"{best.iloc[0] * 100:.1f}% <span class='s'>({html.escape(where)})</span>")
+        )
+    return cards
+
+
+def _interval_note(n_runs: int, n_variants: int, n_seeds: int) -> str:
+    """What the study page's lines and bands are, and how far to trust the bands."""
+    return (
+        f"{n_runs} runs: {n_variants} variants x {n_seeds} seeds. Lines are the mean over seeds, "
+        "bands the 95% Student-t interval of the mean"
+        + (
+            " (a single seed gives none)."
+            if n_seeds < 2
+            else f" ({n_seeds} seeds: with so few the interval is wide)."
+            if n_seeds < 5
+            else "."
+        )
+    )
+
+
+def build_study(folder: Path) -> tuple[str, str]:
+    """A run-level study folder -> its page: cards, then goodput (and ETTR) against the axes.
+
+    Raises:
+        InputError: the runs table is missing.
+    """
+    runs = read_table(folder, "runs")
+    if runs is None:
+        raise InputError("runs.parquet / runs.csv not found", file=folder)
+    resolved = _read_yaml(folder / "study.resolved.yaml")
+    study = resolved.get("study") or {}
+    if not runs.attrs.get("axes"):  # CSV keeps no attrs: take the axes from the resolved study
+        runs.attrs["axes"] = [a for a in _axis_names(study.get("axes")) if a in runs.columns]
+    axes = list(runs.attrs.get("axes", []))
+    name = str(study.get("name") or folder.name)
+    n_seeds = int(runs["seed"].nunique()) if "seed" in runs else 1
+    n_variants = int(runs["variant"].nunique()) if "variant" in runs else len(runs) // max(n_seeds, 1)
+    cards = _study_cards(runs, axes, n_variants, n_seeds)
+    notes = [str(study["description"])] if study.get("description") else []
+    notes.append(_interval_note(len(runs), n_variants, n_seeds))
+    figures = [sweep_figure(runs)]
+    if "ettr" in runs:
+        figures.append(sweep_figure(runs, metric="ettr"))
+    return page(f"clustersim study: {name}", cards, figures, notes), "sweep.html"
+
+
+def _looks_like_profile(p: Path) -> bool:
+    try:
+        head = p.read_text(encoding="utf-8")[:PROFILE_HEAD_CHARS]
+    except (OSError, UnicodeDecodeError):
+        return False
+    return "\nsources:" in head and ("collectives" in head or "compute" in head)
+
+
+def _calibration_profiles(folder: Path) -> list[Path]:
+    return [
+        p
+        for p in sorted([*folder.glob("*.yaml"), *folder.glob("*.yml")])
+        if not p.name.endswith(".resolved.yaml") and _looks_like_profile(p)
+    ]
+
+
+def build_calibration(path: Path, samples: Sequence[Path] = ()) -> tuple[str, str]:
+    """A calibration profile (a YAML file, or a folder holding exactly one) -> its page.
+
+    Raises:
+        InputError: the folder holds no profile, or several.
+    """
+    if path.is_dir():
+        found = _calibration_profiles(path)
+        if not found:
+            raise InputError("no calibration profile in this folder", file=path)
+        if len(found) > 1:
+            raise InputError(
+                f"{len(found)} calibration profiles in this folder "
+                f"({', '.join(p.name for p in found)}); name the one to show",
+                file=path,
+            )
+        path = found[0]
+    return profile_dashboard_html(path, samples=samples), f"{path.stem}.html"
+
+
+def detect_results(path: Path, samples: Sequence[Path] = ()) -> tuple[str, Builder]:
+    """What a results folder (or a calibration profile file) holds: (kind, builder).
+
+    Args:
+        path: a results folder, or a calibration profile's YAML file.
+        samples: extra folders to look for a calibration profile's benchmark logs in.
+
+    Raises:
+        InputError: the path does not exist, or holds none of the known results.
+    """
+    calibration = partial(build_calibration, samples=samples)
+    if path.is_file() and path.suffix.lower() in (".yaml", ".yml"):
+        return "calibration", calibration
+    if not path.is_dir():
+        raise InputError("results folder not found", file=path)
+    folder = path
+    if (folder / "compare.resolved.yaml").is_file() or _has_table(folder, "comparison"):
+        return "comparison", build_comparison
+    if (folder / "study.resolved.yaml").is_file() or _has_table(folder, "runs"):
+        return "study", build_study
+    if (folder / "summary.json").is_file() and any(_has_table(folder, n) for n in RUN_FRAMES):
+        return "run", build_run
+    if _calibration_profiles(folder):
+        return "calibration", calibration
+    raise InputError(
+        "not a results folder: expected a run (summary.json and frames), a comparison "
+        "(compare.resolved.yaml), a study (study.resolved.yaml) or a calibration profile",
+        file=folder,
+    )
+
+
+def rebuild_dashboard(path: Path, samples: Sequence[Path] = ()) -> RebuiltDashboard:
+    """Recognize what `path` holds and rebuild its dashboard (see the module docstring).
+
+    Args:
+        path: a results folder, or a calibration profile's YAML file.
+        samples: extra folders to look for a calibration profile's benchmark logs in.
+
+    Raises:
+        InputError: the path holds no known results, or they are incomplete or unreadable.
+    """
+    kind, build = detect_results(path, samples)
+    page_html, default_name = build(path)
+    base = path.parent if path.is_file() else path
+    return RebuiltDashboard(kind, page_html, base / default_name)

@@ -1,0 +1,319 @@
+"""Ops of the step program from per-rank cost items: fused compute and placed communication.
+
+Turns the items of one layer (or of the embedding or output layer) from `flops` into ops
+of the simulated ranks of one pipeline stage.
+
+Granularity: the compute items between two blocking communications are fused into one
+*segment*, emitted as at most three compute ops (GEMMs at the model dtype, attention at
+bf16 when the model trains in fp8, elementwise ops memory-bound) so the roofline prices
+compute-bound and memory-bound work apart. Communication placement:
+    * TP (all-reduce, or SP all-gather/reduce-scatter) and EP all-to-all are blocking: the
+      collective waits for the segment before it, the segment after waits for it (Megatron
+      without TP-comm overlap), so their exposure is real.
+    * CP ring exchange (modeled as a ring all-gather of the K/V chunks over the cp group:
+      cp - 1 steps of one chunk per rank) overlaps the attention core: issued before it,
+      awaited after it.
+    * ZeRO-3 per-layer all-gathers are prefetched one layer ahead (issued when the previous
+      layer's compute starts) on their own stream; gradient reduce-scatters run on the dp
+      stream after the layer's backward and nothing but the optimizer waits for them.
+    * A collective over a group of one rank is left out.
+
+Simplifies: TP communication does not overlap compute; a fused segment is priced as if its
+ops ran back to back at one efficiency per class; the ring exchange of CP is one
+all-gather rather than cp - 1 separate steps.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from simulator.workload.flops import CommCost, OpCost, Phase, layer_program
+from simulator.workload.layout import LayoutSpec
+from simulator.workload.model import ModelSpec
+from simulator.workload.placement import CollectiveGroup, SimulatedRanks
+from simulator.workload.program import COMPUTE_STREAM, Op
+
+_LOW_PRECISION = ("fp8", "fp4", "int8")
+_CORE = ("attn_score", "attn_softmax", "attn_value")
+_TAG = {"tp": "tp", "cp": "cp", "ep": "ep", "dp_cp": "dp", "edp": "dp", "pp": "pp"}
+
+
+def _is_core(name: str) -> bool:
+    """Whether compute item `name` is part of the attention core (recomputed or not)."""
+    n = name.removeprefix("recompute_")
+    return n.startswith(_CORE)
+
+
+def _is_gradient_reduction(item: CommCost) -> bool:
+    """Whether `item` reduces gradients (nothing but the optimizer waits for it)."""
+    name = item.name
+    return name.startswith("zero3_grad_rs") or (
+        item.group in ("dp_cp", "edp") and not name.startswith("zero3_gather")
+    )
+
+
+@dataclass
+class StageState:
+    """What the emission of one pipeline stage has recorded so far.
+
+    Attributes:
+        last_bwd: (rank, layer) -> (completion position, last compute op of its backward).
+        end_bwd: (rank, "emb" | "out") -> the same for the embedding and output layers.
+        last_compute: rank -> its latest compute op.
+        prev_first: rank -> first compute op of the items run last (ZeRO-3 prefetch point).
+        pos: the next completion position.
+    """
+
+    last_bwd: dict[tuple[int, int], tuple[int, str]] = field(default_factory=dict)
+    end_bwd: dict[tuple[int, str], tuple[int, str]] = field(default_factory=dict)
+    last_compute: dict[int, str] = field(default_factory=dict)
+    prev_first: dict[int, str] = field(default_factory=dict)
+    pos: int = 0
+
+
+class OpEmitter:
+    """Writes the ops of the step program, in program order.
+
+    Args:
+        model: the model.
+        layout: its parallel layout.
+        ranks: the simulated ranks and their collective groups.
+        causal_skip: attention kernels skip the masked half of causal attention.
+    """
+
+    def __init__(
+        self, model: ModelSpec, layout: LayoutSpec, ranks: SimulatedRanks, causal_skip: bool
+    ) -> None:
+        self.model, self.layout = model, layout
+        self.ranks = ranks
+        self.causal_skip = causal_skip
+        self.ops: list[Op] = []
+        self.dtype = model.dtype
+        self.attn_dtype = "bf16" if model.dtype in _LOW_PRECISION else model.dtype
+        self._item_cache: dict[tuple[str, str], list[OpCost | CommCost]] = {}
+        self._n = 0
+        #: (rank, stream) -> the latest collective issued there.
+        self.last_on: dict[tuple[int, str], str] = {}
+
+    def op_id(self, base: str) -> str:
+        """A fresh op id: `base` and a running number."""
+        self._n += 1
+        return f"{base}#{self._n}"
+
+    def compute(
+        self, rank: int, items: list[OpCost], deps: tuple[str, ...], tag: str, base: str
+    ) -> str | None:
+        """Fuse `items` into at most three compute ops on `rank`; return the last op id."""
+        classes: dict[tuple[str, str], list[float]] = {}
+        for it in items:
+            if it.kind == "gemm":
+                key = ("mm", self.dtype)
+            elif it.kind == "attention":
+                key = ("mm", self.attn_dtype)
+            else:
+                key = ("mem", self.dtype)
+            acc = classes.setdefault(key, [0.0, 0.0])
+            acc[0] += it.flops
+            acc[1] += it.bytes
+        last = None
+        for (cls, dtype), (flops, bytes_accessed) in classes.items():
+            if flops <= 0 and bytes_accessed <= 0:
+                continue
+            oid = self.op_id(f"{base}.{cls}@{rank}")
+            self.ops.append(
+                Op(
+                    oid,
+                    "compute",
+                    (rank,),
+                    COMPUTE_STREAM,
+                    deps,
+                    tag,
+                    flops=flops,
+                    bytes_accessed=bytes_accessed,
+                    dtype=dtype,
+                )
+            )
+            deps = ()
+            last = oid
+        return last
+
+    def collective(
+        self,
+        inst: CollectiveGroup,
+        kind: str,
+        size_bytes: float,
+        deps: tuple[str, ...],
+        tag: str,
+        stream: str,
+        base: str,
+    ) -> str:
+        """Emit collective `kind` of `size_bytes` on instance `inst`; return its op id."""
+        oid = self.op_id(f"{base}@g{inst.group[0]}")
+        for r in inst.ranks:
+            self.last_on[(r, stream)] = oid
+        op_kind = "p2p" if kind == "send_recv" else "collective"
+        self.ops.append(
+            Op(
+                oid,
+                op_kind,
+                inst.ranks,
+                stream,
+                deps,
+                tag,
+                collective=kind,
+                group=inst.group,
+                mirrors=inst.mirrors,
+                size_bytes=size_bytes,
+            )
+        )
+        return oid
+
+    def group_size(self, group_kind: str) -> int:
+        """Ranks in one group of `group_kind` (1 for a kind the layer items never use)."""
+        L = self.layout
+        sizes = {"tp": L.tp, "cp": L.cp, "ep": L.ep, "dp_cp": L.dp * L.cp, "edp": L.edp * L.cp}
+        return sizes.get(group_kind, 1)
+
+    def layer_items(self, layer: int, phase: Phase) -> list[OpCost | CommCost]:
+        """Items of block `layer` in `phase`, the CP exchange moved right before the core."""
+        kind: str = self.model.layer_kind(layer)
+        if self.layout.zero_stage == 3:
+            kind = f"{kind}:{layer}"  # ZeRO-3 gathers depend on the layer's parameters
+        key = (kind, phase)
+        items = self._item_cache.get(key)
+        if items is None:
+            items = list(layer_program(self.model, self.layout, layer, phase, causal_skip=self.causal_skip))
+            # the CP ring exchange overlaps the attention core: issue it just before the core
+            cp = [x for x in items if isinstance(x, CommCost) and x.group == "cp"]
+            if cp:
+                rest = [x for x in items if x not in cp]
+                i = next(
+                    (k for k, x in enumerate(rest) if isinstance(x, OpCost) and _is_core(x.name)),
+                    len(rest),
+                )
+                items = rest[:i] + cp + rest[i:]
+            self._item_cache[key] = items
+        return items
+
+    def issue_collective(self, ranks: list[int], item: CommCost, base: str, st: StageState) -> dict[int, str]:
+        """Emit communication `item` once per instance over `ranks`; rank -> its op id."""
+        insts = self.ranks.groups_of(item.group)
+        kind, size_bytes = item.collective, item.bytes
+        if item.group == "cp":  # ring exchange of K/V chunks = ring all-gather of cp chunks
+            kind, size_bytes = "all_gather", item.bytes * self.layout.cp
+        prefetch = item.name.startswith("zero3_gather")
+        if prefetch:
+            stream = "zero"
+        elif item.group in ("dp_cp", "edp"):
+            stream = "dp"
+        else:
+            stream = _TAG[item.group]
+        seen: dict[int, str] = {}
+        out: dict[int, str] = {}
+        for r in ranks:
+            inst = insts[r]
+            key = id(inst)
+            if key not in seen:
+                if prefetch:
+                    # prefetched one layer ahead: issued when the previous layer's compute starts
+                    cdeps = tuple(x for x in (st.prev_first.get(q) for q in inst.ranks) if x)
+                else:
+                    cdeps = tuple(x for x in (st.last_compute.get(q) for q in inst.ranks) if x)
+                seen[key] = self.collective(
+                    inst, kind, size_bytes, cdeps, _TAG[item.group], stream, f"{base}.{item.name}"
+                )
+            out[r] = seen[key]
+        return out
+
+    def run_items(
+        self,
+        ranks: list[int],
+        items: list[OpCost | CommCost],
+        tag: str,
+        base: str,
+        deps: dict[int, tuple[str, ...]],
+        st: StageState,
+    ) -> dict[int, tuple[str, ...]]:
+        """Emit one layer's (or end's) items for every simulated rank of a stage.
+
+        Args:
+            ranks: the simulated ranks of the stage.
+            items: compute and communication items, in issue order.
+            tag: category of the compute ops (fwd, bwd, recompute).
+            base: prefix of the op ids.
+            deps: per rank, what the next compute must wait for (updated in place).
+            st: the stage's emission record (updated).
+
+        Returns:
+            `deps` after the items: what the next compute of each rank must wait for.
+        """
+        run = _ItemRun(self, ranks, tag, base, deps, st)
+        for it in items:
+            if isinstance(it, OpCost):
+                run.add_compute(it)
+            else:
+                run.add_communication(it)
+        run.flush()
+        run.await_async()
+        st.prev_first.update(run.first_op)
+        return deps
+
+
+class _ItemRun:
+    """One `OpEmitter.run_items` call: the segment being fused and what is awaited later."""
+
+    def __init__(
+        self,
+        emitter: OpEmitter,
+        ranks: list[int],
+        tag: str,
+        base: str,
+        deps: dict[int, tuple[str, ...]],
+        st: StageState,
+    ) -> None:
+        self.emitter, self.ranks, self.tag, self.base = emitter, ranks, tag, base
+        self.deps, self.st = deps, st
+        self.segment: list[OpCost] = []
+        self.pending_async: dict[int, tuple[str, ...]] = {}  # CP exchange, awaited after the core
+        self.in_core = False
+        self.first_op: dict[int, str] = {}
+
+    def flush(self) -> None:
+        """Emit the gathered compute segment on every rank."""
+        if not self.segment:
+            return
+        for r in self.ranks:
+            oid = self.emitter.compute(r, self.segment, self.deps.get(r, ()), self.tag, self.base)
+            if oid is not None:
+                self.first_op.setdefault(r, oid)
+                self.st.last_compute[r] = oid
+                self.deps[r] = ()
+        self.segment = []
+
+    def await_async(self) -> None:
+        """Make the next compute wait for the pending CP exchange."""
+        for r, d in self.pending_async.items():
+            self.deps[r] = (*self.deps.get(r, ()), *d)
+        self.pending_async = {}
+
+    def add_compute(self, item: OpCost) -> None:
+        """Add `item` to the segment; leaving the attention core closes the segment."""
+        if self.in_core and not _is_core(item.name):
+            self.flush()
+            self.await_async()
+            self.in_core = False
+        self.segment.append(item)
+
+    def add_communication(self, item: CommCost) -> None:
+        """Close the segment and issue `item`: blocking, overlapping the core, or not awaited."""
+        if self.emitter.group_size(item.group) <= 1:
+            return
+        self.flush()
+        issued = self.emitter.issue_collective(self.ranks, item, self.base, self.st)
+        for r in self.ranks:
+            oid = issued[r]
+            if item.group == "cp":
+                self.pending_async[r] = (oid,)
+                self.in_core = True
+            elif not _is_gradient_reduction(item):
+                self.deps[r] = (*self.deps.get(r, ()), oid)

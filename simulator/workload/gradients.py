@@ -1,0 +1,200 @@
+"""Data-parallel gradient reduction and the optimizer step of one pipeline stage.
+
+Models what follows the last backward of a step on the simulated ranks of a stage:
+    * Gradients are bucketed (`grad_bucket_bytes`) in the order their last micro-batch's
+      backward finishes; a bucket is issued on the dp stream when the last of its layers
+      is done (or after the whole backward when `overlap_grad_reduce` is false). Dense
+      gradients reduce over dp·cp ranks, routed-expert gradients over (dp/ep)·cp.
+    * All-reduce (ZeRO 0) or reduce-scatter then, after the optimizer, all-gather of the
+      updated weights (ZeRO 1/2; ZeRO 3: embedding and output weights only, the layers'
+      gathers and reduce-scatters are per layer, see `emit`).
+    * The optimizer step is a memory-bound compute op (mixed-precision Adam, 28 bytes read
+      and written per local parameter) after the reduction.
+
+Simplifies: tied-embedding gradient sync between the first and last stage is not modeled;
+ZeRO-3 embedding/output weights are gathered after the optimizer (as ZeRO-1/2 do) rather
+than before the forward; the optimizer's FLOPs are a fixed count per parameter.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from simulator.workload.emit import OpEmitter, StageState
+from simulator.workload.layout import end_rank_params, layer_rank_params, stage_layers, stage_rank_params
+from simulator.workload.placement import CollectiveGroup
+from simulator.workload.program import COMPUTE_STREAM, Op
+
+#: Mixed-precision Adam bytes read + written per local parameter in the optimizer step:
+#: fp32 master weight, momentum, variance read and written (24), bf16 gradient read (2),
+#: bf16 weight written (2).
+OPTIMIZER_BYTES_PER_PARAM = 28.0
+#: FLOPs per parameter of an Adam update (moments, bias correction, sqrt, divide, update).
+OPTIMIZER_FLOPS_PER_PARAM = 12.0
+
+
+@dataclass(frozen=True)
+class _ReadyGradients:
+    """Gradients that become final when the last backward of one layer (or end) is done.
+
+    Attributes:
+        pos: completion position of that backward in the stage's schedule.
+        name: the layer (`L<i>`) or end (`emb`, `out`).
+        dense_params: dense parameters of one rank whose gradients are ready.
+        expert_params: routed-expert parameters of one rank whose gradients are ready.
+        ready_ops: rank -> the compute op after which they are ready.
+    """
+
+    pos: int
+    name: str
+    dense_params: float
+    expert_params: float
+    ready_ops: dict[int, str]
+
+
+def emit_gradient_sync(em: OpEmitter, stage: int, st: StageState) -> None:
+    """Emit the gradient reduction, optimizer step and weight gathers of pipeline `stage`.
+
+    Args:
+        em: the emitter holding the program so far.
+        stage: the pipeline stage.
+        st: the record of the stage's forward and backward emission.
+    """
+    ranks = em.ranks.stage_ranks[stage]
+    ready = _ready_gradients(em, stage, st)
+    last_ops = {r: st.last_compute[r] for r in ranks}
+    gathers = _reduce_gradients(em, stage, ready, last_ops)
+    optimizer_ops = _optimizer_step(em, stage)
+    if em.layout.zero_stage >= 1:
+        _gather_weights(em, stage, gathers, optimizer_ops)
+
+
+def _ready_gradients(em: OpEmitter, stage: int, st: StageState) -> list[_ReadyGradients]:
+    """What becomes ready when, in order of completion of the last micro-batch's backward."""
+    L, model = em.layout, em.model
+    ranks = em.ranks.stage_ranks[stage]
+    r0 = ranks[0]
+    ready: list[_ReadyGradients] = []
+    if L.zero_stage != 3:
+        for i in stage_layers(model, L, stage):
+            pos, _ = st.last_bwd[(r0, i)]
+            w = layer_rank_params(model, L, i)
+            ops = {r: st.last_bwd[(r, i)][1] for r in ranks}
+            ready.append(_ReadyGradients(pos, f"L{i}", w.dense, w.expert, ops))
+    ends = end_rank_params(model, L, stage)
+    emb = model.embedding_params()
+    first_part = (emb["input"] / L.tp + emb["position"]) if stage == 0 else 0.0
+    end_parts = {"emb": first_part, "out": ends.dense - first_part}
+    for kind, n in end_parts.items():
+        if n > 0 and (r0, kind) in st.end_bwd:
+            pos, _ = st.end_bwd[(r0, kind)]
+            ready.append(_ReadyGradients(pos, kind, n, 0.0, {r: st.end_bwd[(r, kind)][1] for r in ranks}))
+    ready.sort(key=lambda e: e.pos)
+    return ready
+
+
+def _reduce_gradients(
+    em: OpEmitter, stage: int, ready: list[_ReadyGradients], last_ops: dict[int, str]
+) -> list[tuple[str, float]]:
+    """Emit the bucketed gradient reductions; return (group kind, bytes) of every bucket."""
+    L = em.layout
+    element_bytes = em.model.element_bytes
+    reduce_kind = "all_reduce" if L.zero_stage == 0 else "reduce_scatter"
+    sizes = {"dp_cp": L.dp * L.cp, "edp": L.edp * L.cp}
+    buckets: list[tuple[str, float]] = []
+    for group_kind in ("dp_cp", "edp"):
+        if sizes[group_kind] <= 1:
+            continue
+        insts = em.ranks.groups_of(group_kind)
+        bucket_bytes, bucket_ops, b = 0.0, {}, 0
+        for ev in ready:
+            size_bytes = (ev.dense_params if group_kind == "dp_cp" else ev.expert_params) * element_bytes
+            if size_bytes <= 0:
+                continue
+            bucket_bytes += size_bytes
+            bucket_ops = ev.ready_ops
+            if bucket_bytes >= L.grad_bucket_bytes:
+                _bucket(em, stage, insts, group_kind, reduce_kind, bucket_bytes, bucket_ops, last_ops, b)
+                buckets.append((group_kind, bucket_bytes))
+                bucket_bytes, b = 0.0, b + 1
+        if bucket_bytes > 0:
+            _bucket(em, stage, insts, group_kind, reduce_kind, bucket_bytes, bucket_ops, last_ops, b)
+            buckets.append((group_kind, bucket_bytes))
+    return buckets
+
+
+def _bucket(
+    em: OpEmitter,
+    stage: int,
+    insts: dict[int, CollectiveGroup],
+    group_kind: str,
+    kind: str,
+    size_bytes: float,
+    ready_ops: dict[int, str],
+    last_ops: dict[int, str],
+    index: int,
+) -> None:
+    """Emit bucket `index` of `group_kind` once per collective instance of the stage."""
+    seen: set[int] = set()
+    for r in em.ranks.stage_ranks[stage]:
+        inst = insts[r]
+        if id(inst) in seen:
+            continue
+        seen.add(id(inst))
+        if em.layout.overlap_grad_reduce:
+            deps = tuple(ready_ops[q] for q in inst.ranks)
+        else:
+            deps = tuple(last_ops[q] for q in inst.ranks)
+        em.collective(inst, kind, size_bytes, deps, "dp", "dp", f"s{stage}.grad_{group_kind}[{index}]")
+
+
+def _optimizer_step(em: OpEmitter, stage: int) -> dict[int, str]:
+    """Emit memory-bound Adam over the local (ZeRO-sharded) parameters; rank -> its op."""
+    L = em.layout
+    params = stage_rank_params(em.model, L, stage)
+    if L.zero_stage >= 1:
+        local = params.dense / (L.dp * L.cp) + params.expert / (L.edp * L.cp)
+    else:
+        local = params.total
+    optimizer_ops = {}
+    for r in em.ranks.stage_ranks[stage]:
+        deps = tuple(x for x in (em.last_on.get((r, "dp")),) if x)
+        oid = em.op_id(f"opt.s{stage}@{r}")
+        em.ops.append(
+            Op(
+                oid,
+                "compute",
+                (r,),
+                COMPUTE_STREAM,
+                deps,
+                "optimizer",
+                flops=OPTIMIZER_FLOPS_PER_PARAM * local,
+                bytes_accessed=OPTIMIZER_BYTES_PER_PARAM * local,
+                dtype="fp32",
+            )
+        )
+        optimizer_ops[r] = oid
+    return optimizer_ops
+
+
+def _gather_weights(
+    em: OpEmitter, stage: int, buckets: list[tuple[str, float]], optimizer_ops: dict[int, str]
+) -> None:
+    """ZeRO 1-3: all-gather the updated weights of every bucket after the optimizer."""
+    for b, (group_kind, size_bytes) in enumerate(buckets):
+        insts = em.ranks.groups_of(group_kind)
+        seen: set[int] = set()
+        for r in em.ranks.stage_ranks[stage]:
+            inst = insts[r]
+            if id(inst) in seen:
+                continue
+            seen.add(id(inst))
+            em.collective(
+                inst,
+                "all_gather",
+                size_bytes,
+                tuple(optimizer_ops[q] for q in inst.ranks),
+                "dp",
+                "dp",
+                f"s{stage}.param_ag_{group_kind}[{b}]",
+            )
