@@ -1,10 +1,12 @@
-"""Shared fixtures: paths to the catalogs and small builders."""
+"""Shared fixtures: paths to the catalogs, the shipped calibration samples, a small compare
+file and a CLI app holding the calibrate command."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
+import typer
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -12,3 +14,50 @@ ROOT = Path(__file__).resolve().parents[1]
 @pytest.fixture
 def root() -> Path:
     return ROOT
+
+
+@pytest.fixture
+def samples() -> Path:
+    """The folder of the shipped sample logs."""
+    return ROOT / "topologies" / "calibration" / "samples"
+
+
+QUICKSTART = ROOT / "scenarios" / "quickstart.yaml"
+
+SMALL = f"""\
+name: small
+description: quickstart with three all-reduce algorithms
+base: {{file: {QUICKSTART}}}
+variants:
+  - name: ring
+  - name: tree
+    network: {{algorithms: {{all_reduce: tree}}}}
+  - name: hier-1step
+    network: {{algorithms: {{all_reduce: hierarchical}}}}
+    run: {{steps: 1}}
+"""
+
+
+@pytest.fixture
+def small_compare(tmp_path: Path) -> Path:
+    path = tmp_path / "compare-small.yaml"
+    path.write_text(SMALL)
+    return path
+
+
+@pytest.fixture
+def app(monkeypatch: pytest.MonkeyPatch) -> typer.Typer:
+    """A typer app holding only the calibrate command, with a wide console for CliRunner."""
+    from simulator.commands import common
+    from simulator.commands.calibrate import register
+
+    monkeypatch.setattr(common.console, "width", 250)  # CliRunner has no terminal
+    monkeypatch.setattr(common.err_console, "width", 250)
+    a = typer.Typer()
+    register(a)
+
+    @a.command("noop")  # a second command keeps typer from collapsing to a single command
+    def _noop() -> None:
+        pass
+
+    return a

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import SAMPLES, sample_files
 
 from simulator.calibration.fit import fit_table
 from simulator.calibration.parser import read_benchmark
 from simulator.calibration.profile import build_profile
 from simulator.calibration.replay import replay
+from tests.calibration.logs import SAMPLES, sample_files
 
 FILES = sample_files()
 

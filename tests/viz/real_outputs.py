@@ -10,7 +10,7 @@ from simulator.commands.app import app
 
 ROOT = Path(__file__).resolve().parents[2]
 COMPARE_FILE = ROOT / "scenarios" / "compare-oversubscription.yaml"
-STUDY_FILE = ROOT / "tests" / "faults" / "data" / "interval_study.yaml"
+STUDY_FILE = ROOT / "tests" / "study" / "data" / "interval_study.yaml"
 
 
 def run_compare(out: Path) -> Path:
@@ -22,7 +22,7 @@ def run_compare(out: Path) -> Path:
 
 
 def run_sweep(out: Path, seeds: int = 2) -> Path:
-    """`clustersim sweep tests/faults/data/interval_study.yaml -o OUT --seeds 2` (about 4 s)."""
+    """`clustersim sweep tests/study/data/interval_study.yaml -o OUT --seeds 2` (about 4 s)."""
     res = CliRunner().invoke(app, ["sweep", str(STUDY_FILE), "-o", str(out), "--seeds", str(seeds)])
     if res.exit_code != 0:
         raise RuntimeError(res.output)

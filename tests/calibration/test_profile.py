@@ -6,13 +6,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import synthetic_log
 
 from simulator.calibration.build import DEFAULT_OUT, PROFILE_HEADER, PROFILES, build, main
 from simulator.calibration.fit import fit_table
 from simulator.calibration.parser import parse_text, read_benchmark, read_benchmarks
 from simulator.calibration.profile import CalibrationProfile, build_profile, load_profile
 from simulator.errors import InputError
+from tests.calibration.logs import synthetic_log
 
 SIZES = [2**k for k in range(3, 35)]
 PROFILE_DIR = DEFAULT_OUT

@@ -9,7 +9,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 import yaml
-from conftest import synthetic_log
 from typer.testing import CliRunner
 
 from simulator.calibration.profile import CollectiveFit, load_profile
@@ -24,6 +23,7 @@ from simulator.viz.calibration import (
     read_sources,
     search_dirs,
 )
+from tests.calibration.logs import synthetic_log
 
 ROOT = Path(__file__).resolve().parents[2]
 H100 = ROOT / "topologies" / "calibration" / "h100-nvswitch-efa.yaml"

@@ -7,13 +7,13 @@ from pathlib import Path
 import pytest
 import typer
 import yaml
-from conftest import DATA, synthetic_log
 from typer.testing import CliRunner
 
 from simulator.calibration.fit import fit_table
 from simulator.calibration.parser import parse_text
 from simulator.calibration.profile import load_profile
 from simulator.viz.calibration import calibration_figure, fit_frame
+from tests.calibration.logs import DATA, synthetic_log
 
 SIZES = [2**k for k in range(3, 31)]
 

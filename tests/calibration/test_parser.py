@@ -6,13 +6,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import DATA, SAMPLES, sample_files, synthetic_log
 
 from simulator.calibration.build import DEFAULT_OUT, DEFAULT_SAMPLES
 from simulator.calibration.collective import busbw_factor, normalize_kind
 from simulator.calibration.nccl_log import strip_prefix
 from simulator.calibration.parser import parse_text, read_benchmark
 from simulator.errors import InputError
+from tests.calibration.logs import DATA, SAMPLES, sample_files, synthetic_log
 
 SAMPLE_IDS = [p.name for p in sample_files()] or ["<no samples>"]
 

@@ -1,12 +1,9 @@
-"""Shared fixtures of the calibration tests: the shipped sample folder and a synthetic-log writer."""
+"""Helpers of the calibration tests: the shipped sample folder and a synthetic-log writer."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-
-import pytest
-import typer
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLES = ROOT / "topologies" / "calibration" / "samples"
@@ -26,12 +23,6 @@ PERF_NAME = {
 def sample_files() -> list[Path]:
     """The nccl-tests / rccl-tests logs shipped in `topologies/calibration/samples/`."""
     return sorted(SAMPLES.glob("*.txt"))
-
-
-@pytest.fixture
-def samples() -> Path:
-    """The folder of the shipped sample logs."""
-    return SAMPLES
 
 
 def nccl_time(us: float) -> str:
@@ -96,21 +87,3 @@ def synthetic_log(
         f"# Collective test concluded: {PERF_NAME[kind]}",
     ]
     return "\n".join(prefix + ln for ln in lines) + "\n"
-
-
-@pytest.fixture
-def app(monkeypatch: pytest.MonkeyPatch) -> typer.Typer:
-    """A typer app holding only the calibrate command, with a wide console for CliRunner."""
-    from simulator.commands import common
-    from simulator.commands.calibrate import register
-
-    monkeypatch.setattr(common.console, "width", 250)  # CliRunner has no terminal
-    monkeypatch.setattr(common.err_console, "width", 250)
-    a = typer.Typer()
-    register(a)
-
-    @a.command("noop")  # a second command keeps typer from collapsing to a single command
-    def _noop() -> None:
-        pass
-
-    return a

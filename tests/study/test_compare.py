@@ -9,8 +9,7 @@ import pytest
 
 from simulator.study import compare as C
 from simulator.study.merge import deep_merge
-
-from .conftest import ROOT
+from tests.conftest import ROOT
 
 COMPARES = sorted((ROOT / "scenarios").glob("compare-*.yaml"))
 

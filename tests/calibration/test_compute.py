@@ -8,10 +8,10 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import DATA
 
 from simulator.calibration.compute import ComputeCalibration
 from simulator.errors import InputError
+from tests.calibration.logs import DATA
 
 REPO = Path(__file__).resolve().parents[2]
 

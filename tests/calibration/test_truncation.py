@@ -7,13 +7,13 @@ from pathlib import Path
 
 import pytest
 import typer
-from conftest import sample_files, synthetic_log
 from typer.testing import CliRunner
 
 from simulator.calibration.fit import fit_table
 from simulator.calibration.parser import parse_text, read_benchmark
 from simulator.calibration.profile import build_profile, load_profile
 from simulator.calibration.truncation import format_bytes
+from tests.calibration.logs import sample_files, synthetic_log
 
 SIZES = [2**k for k in range(3, 31)]
 DGX = "h100-8gpu-1node-allreduce-dgx-nvidia-dgxc.txt"

@@ -7,13 +7,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import sample_files, synthetic_log
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from simulator.calibration.collective import busbw_factor
 from simulator.calibration.fit import fit_line, fit_table
 from simulator.calibration.parser import parse_text, read_benchmark
+from tests.calibration.logs import sample_files, synthetic_log
 
 SIZES = [2**k for k in range(3, 35)]  # 8 B .. 16 GiB, as all_reduce_perf -b 8 -e 16G -f 2
 
