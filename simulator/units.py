@@ -71,6 +71,18 @@ class UnitsError(InputError, ValueError):
     """
 
 
+def factor(human_suffix: str) -> float:
+    """The SI factor of one human unit, for a field kept in human units until it is used.
+
+    Args:
+        human_suffix: a key of `HUMAN_UNITS`, e.g. `"_gbyte"` (GB) or `"_us"`.
+
+    Returns:
+        What one of that unit is in SI (`factor("_gbyte") == 1e9`).
+    """
+    return HUMAN_UNITS[human_suffix].factor
+
+
 def split_si(si_name: str) -> tuple[str, str]:
     """Split an SI field name into its base and SI suffix.
 
@@ -167,4 +179,13 @@ def to_si(
     return out
 
 
-__all__ = ["HUMAN_UNITS", "SI_SUFFIXES", "HumanUnit", "UnitsError", "spellings", "split_si", "to_si"]
+__all__ = [
+    "HUMAN_UNITS",
+    "SI_SUFFIXES",
+    "HumanUnit",
+    "UnitsError",
+    "factor",
+    "spellings",
+    "split_si",
+    "to_si",
+]

@@ -48,6 +48,7 @@ from simulator.network.cluster import Cluster
 from simulator.network.fabric import Fabric, usage
 from simulator.scenario.prepare import prepare, step_simulator
 from simulator.scenario.spec import ReliabilitySpec
+from simulator.units import factor
 
 log = logging.getLogger(__name__)
 
@@ -69,7 +70,7 @@ def _arrival_recorder(
 def checkpoint_bytes(prep: Any, settings: ReliabilitySpec) -> float:
     """Size of one full checkpoint, bytes."""
     if settings.checkpoint_gbyte is not None:
-        return settings.checkpoint_gbyte * 1e9
+        return settings.checkpoint_gbyte * factor("_gbyte")
     params = prep.program.meta.get("parameters")
     if not params:
         raise InputError(
@@ -178,7 +179,8 @@ class SimulatedOracle:
 
     def checkpoint_snapshot_s(self, state: ClusterState) -> float:
         return self._cached(
-            ("snapshot",), lambda: self._shard_bytes() / (self.settings.host_copy_gbyte_per_s * 1e9)
+            ("snapshot",),
+            lambda: self._shard_bytes() / (self.settings.host_copy_gbyte_per_s * factor("_gbyte_per_s")),
         )
 
     def checkpoint_load_s(self, state: ClusterState, source: LoadSource) -> float:
@@ -313,7 +315,7 @@ class SimulatedOracle:
         for x in gpus:
             by_server.setdefault(str(g.nodes[x].get("node", x)), []).append(x)
         servers = list(by_server.values())
-        copy_s = shard / (self.settings.host_copy_gbyte_per_s * 1e9)
+        copy_s = shard / (self.settings.host_copy_gbyte_per_s * factor("_gbyte_per_s"))
         if len(servers) < 2:
             return copy_s
         pairs = list(zip(servers[1], servers[0], strict=False))
@@ -328,7 +330,7 @@ class SimulatedOracle:
                 file=self.prep.scenario.path,
                 field="reliability.storage_gbyte_per_s",
             )
-        return size / (bw * 1e9)
+        return size / (bw * factor("_gbyte_per_s"))
 
 
 def oracle_from_scenario(path: str | Path) -> SimulatedOracle:

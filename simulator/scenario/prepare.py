@@ -22,6 +22,7 @@ from simulator.errors import InputError
 from simulator.network.cluster import Cluster
 from simulator.network.topology import Topology, load_topology
 from simulator.scenario.spec import Scenario, load_scenario
+from simulator.units import factor
 from simulator.workload.generate import program_from_workload
 from simulator.workload.program import StepProgram
 from simulator.workload.trace import load_trace
@@ -107,7 +108,7 @@ def step_simulator(
     settings = StepSettings(
         fidelity=sc.network.fidelity,
         algorithms=dict(sc.network.algorithms),
-        alpha_s=sc.network.alpha_us * 1e-6,
+        alpha_s=sc.network.alpha_us * factor("_us"),
         intra_node=sc.network.intra_node or str(prep.program.meta.get("intra_node_fidelity", "flow")),
         record_links=sc.network.record_links if record_links is None else record_links,
     )

@@ -43,6 +43,7 @@ from simulator.config.base import FileRef, Spec
 from simulator.config.loader import Document, validate
 from simulator.errors import InputError
 from simulator.network.topology import Topology, resolve
+from simulator.units import factor
 from simulator.workload.emit import OpEmitter, StageState
 from simulator.workload.flops import (
     embedding_program,
@@ -343,7 +344,10 @@ def program_from_workload(doc: Document, topology: Topology, cluster: Any) -> St
     try:
         check_layout(model, L, L.world_size, per_node)
         memory = check_memory(
-            model, L, topology.gpu.hbm_capacity_bytes, overhead_bytes=spec.memory_overhead_gb * 1e9
+            model,
+            L,
+            topology.gpu.hbm_capacity_bytes,
+            overhead_bytes=spec.memory_overhead_gb * factor("_gbyte"),
         )
     except InputError as exc:
         loc = tuple(exc.field.split(".")) if exc.field else ("layout",)

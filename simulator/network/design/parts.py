@@ -19,11 +19,13 @@ from typing import Any
 import networkx as nx
 
 from simulator.network.hardware import GPUSpec
+from simulator.units import factor
 
-# Specs keep the human units of the YAML; builders convert to SI once with these factors.
-GBPS_IN_BYTES_PER_S = 1e9 / 8  # one Gbit/s (network gear is sold in Gbit/s)
-GBYTE_PER_S_IN_BYTES_PER_S = 1e9  # one GB/s (NVLink, xGMI and PCIe are quoted in GB/s)
-US_IN_S = 1e-6  # one microsecond
+# Specs keep the human units of the YAML; builders convert to SI once with these factors
+# (from the one table of human units in `simulator.units`).
+GBPS_IN_BYTES_PER_S = factor("_gbps")  # one Gbit/s (network gear is sold in Gbit/s)
+GBYTE_PER_S_IN_BYTES_PER_S = factor("_gbyte_per_s")  # one GB/s (NVLink, xGMI, PCIe)
+US_IN_S = factor("_us")  # one microsecond
 
 
 class GraphParts:
