@@ -9,17 +9,14 @@ import pytest
 from simulator.workload.flops import (
     CommCost,
     OpCost,
-    dp_comms,
-    layer_comms,
-    layer_ops,
     layer_program,
     mfu_flops_per_step,
     output_program,
-    pp_comms,
     step_flops,
 )
 from simulator.workload.layout import LayoutSpec, end_rank_params, stage_rank_params
 from simulator.workload.model import ModelSpec, load_model
+from tests.workload.flops_reference import dp_comms, layer_comms, layer_ops, pp_comms
 
 MODELS = Path(__file__).resolve().parents[2] / "workloads" / "models"
 GPT3 = load_model(MODELS / "gpt3-175b.yaml")

@@ -10,9 +10,9 @@ import yaml
 from simulator.errors import InputError
 from simulator.scenario.execute import execute
 from simulator.scenario.prepare import prepare
-from simulator.workload.flops import dp_comms
 from simulator.workload.layout import LayoutSpec
 from simulator.workload.model import load_model
+from tests.workload.flops_reference import dp_comms
 
 ROOT = Path(__file__).resolve().parents[2]
 TOPO_2N = ROOT / "topologies" / "h100-rail-clos-2n.yaml"
