@@ -3,14 +3,20 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+DEV_STAMP := $(VENV)/.installed-dev
 
 .PHONY: setup demo test test-all lint bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[test,dev]'
+	$(BIN)/pip install --quiet -e '.[test]'
 	touch $(STAMP)
+
+# ruff, mypy and import-linter at the versions CI checks with (only `make lint` needs them)
+$(DEV_STAMP): $(STAMP)
+	$(BIN)/pip install --quiet -e '.[dev]'
+	touch $(DEV_STAMP)
 
 setup: $(STAMP)
 
@@ -21,7 +27,7 @@ test: $(STAMP)
 	$(BIN)/python -m pytest -m "not slow"
 
 # lint, format, types and the import contract (what CI checks before the tests)
-lint: $(STAMP)
+lint: $(DEV_STAMP)
 	$(BIN)/ruff check simulator tests benchmarks
 	$(BIN)/ruff format --check simulator tests benchmarks
 	$(BIN)/mypy simulator
@@ -39,4 +45,4 @@ profiles: $(STAMP)
 	$(BIN)/python -m simulator.calibration.build
 
 clean:
-	rm -rf $(VENV) results .pytest_cache .hypothesis .mypy_cache .ruff_cache .import_linter_cache
+	rm -rf $(VENV) results .pytest_cache .hypothesis .mypy_cache .ruff_cache .import_linter_cache .grimp_cache

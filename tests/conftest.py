@@ -1,5 +1,5 @@
 """Shared fixtures: paths to the catalogs, the shipped calibration samples, a small compare
-file and a CLI app holding the calibrate command."""
+file and the CLI app with a wide console."""
 
 from __future__ import annotations
 
@@ -47,17 +47,10 @@ def small_compare(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def app(monkeypatch: pytest.MonkeyPatch) -> typer.Typer:
-    """A typer app holding only the calibrate command, with a wide console for CliRunner."""
+    """The `clustersim` app, with a console wide enough that CliRunner output is not wrapped."""
     from simulator.commands import common
-    from simulator.commands.calibrate import register
+    from simulator.commands.app import app as clustersim
 
     monkeypatch.setattr(common.console, "width", 250)  # CliRunner has no terminal
     monkeypatch.setattr(common.err_console, "width", 250)
-    a = typer.Typer()
-    register(a)
-
-    @a.command("noop")  # a second command keeps typer from collapsing to a single command
-    def _noop() -> None:
-        pass
-
-    return a
+    return clustersim

@@ -25,6 +25,8 @@ from __future__ import annotations
 
 import re
 
+from simulator.network.collective import bus_factor
+
 KINDS = (
     "all_reduce",
     "all_gather",
@@ -99,13 +101,11 @@ def busbw_factor(kind: str, n_ranks: int) -> float:
     """
     if n_ranks < 1:
         raise ValueError(f"rank count must be at least 1, got {n_ranks}")
-    if kind == "all_reduce":
-        return 2.0 * (n_ranks - 1) / n_ranks
-    if kind in ("all_gather", "reduce_scatter", "all_to_all"):
-        return (n_ranks - 1) / n_ranks
-    if kind in ("broadcast", "reduce", "send_recv"):
-        return 1.0
-    raise ValueError(f"unknown collective {kind!r}; expected one of {list(KINDS)}")
+    if kind not in KINDS:
+        raise ValueError(f"unknown collective {kind!r}; expected one of {list(KINDS)}")
+    if n_ranks == 1 and kind in ("all_reduce", "all_gather", "reduce_scatter", "all_to_all"):
+        return 0.0  # nccl-tests' (n-1)/n on one rank: nothing crosses a link
+    return bus_factor(kind, n_ranks)
 
 
 def ranks_from_factor(kind: str, factor: float) -> float | None:

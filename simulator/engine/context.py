@@ -1,16 +1,16 @@
 """Run context: the SimPy environment, random streams and id counters of one run.
 
-No global simulator object: every entity gets the context it needs. Random streams are
-spawned from one `numpy.random.SeedSequence(seed)` by family name, so adding a new source
-of randomness does not change the draws of the others.
+No global simulator object: every entity gets the context it needs. Random streams come
+from `simulator.streams` by family name, so adding a new source of randomness does not
+change the draws of the others.
 """
 
 from __future__ import annotations
 
-import zlib
-
 import numpy as np
 import simpy
+
+from simulator.streams import step_stream
 
 
 class SimContext:
@@ -25,7 +25,6 @@ class SimContext:
         """The random stream of one component family (e.g. 'compute', 'gpu-failures')."""
         gen = self._streams.get(family)
         if gen is None:
-            key = zlib.crc32(family.encode())
-            gen = np.random.default_rng(np.random.SeedSequence([self.seed, key]))
+            gen = step_stream(self.seed, family)
             self._streams[family] = gen
         return gen

@@ -22,8 +22,8 @@ import numpy as np
 from pydantic import Field, model_validator
 
 from simulator.config.base import Spec
-from simulator.faults.failure import stream
 from simulator.faults.state import JobShape
+from simulator.streams import stream
 from simulator.units import to_si
 
 

@@ -8,8 +8,13 @@ replay the pre-sampled failure and degradation timelines (one process per source
 `failure.py` / `degradation.py`) and interrupt the job; the job catches `simpy.Interrupt`
 in one place (`_run`), closes the segment in flight and hands the cause on: a failure to
 `recovery.py` (the policy decides where to resume from and what the restart costs), a
-degradation to `_degrade`, a repair to the rejoin logic. Checkpoints are in
-`checkpointing.py`, the state and its primitives in `run_core.py`, the records in
+degradation to `_degrade`, a repair to the rejoin logic. The engine is one object
+whose event handlers live by phase: `run_core.RunCore` holds the run's state, what a
+policy may see of it (`RunView`) and the primitives every phase uses (close a segment,
+switch phase, record an incident); `checkpointing.CheckpointPhases` and
+`recovery.FailureRecovery` each add the handlers of one phase family on that core; and
+`RunLevelEngine` here joins them with the event loop. They share the core's state by
+design: a failure must close whatever checkpoint is in flight. The records are in
 `records.py`. Oracle answers are cached per state (`CachedOracle`), so the step-level
 oracle is asked once per distinct state.
 

@@ -25,7 +25,6 @@ from __future__ import annotations
 import dataclasses
 import math
 import re
-import zlib
 from typing import Annotated, Any, Literal
 
 import numpy as np
@@ -33,15 +32,10 @@ from pydantic import Field, model_validator
 
 from simulator.config.base import Spec
 from simulator.faults.state import JobShape
+from simulator.streams import stream
 from simulator.units import to_si
 
 ComponentClass = Literal["gpu", "hbm", "host", "nic", "link", "switch", "storage", "software"]
-
-
-def stream(seed: int, name: str) -> np.random.Generator:
-    """A random generator for one named stream, independent of every other name."""
-    key = zlib.crc32(name.encode("utf-8"))
-    return np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(key,)))
 
 
 # --- repair times ---------------------------------------------------------------------

@@ -316,20 +316,10 @@ class JobShape(Spec):
             return min(self.n_gpus, self.gpus_per_switch)
         return 0  # storage, software: nothing to replace, the job just restarts
 
-    def host_of(self, gpu: int) -> int:
-        """The host GPU `gpu` sits on."""
-        return gpu // self.gpus_per_node
-
     def replicas_of_host(self, host: int) -> range:
         """Data-parallel replicas with at least one GPU on `host`."""
         first = host * self.gpus_per_node // self.gpus_per_replica
         last = ((host + 1) * self.gpus_per_node - 1) // self.gpus_per_replica
-        return range(first, last + 1)
-
-    def hosts_of_replica(self, replica: int) -> range:
-        """Hosts holding at least one GPU of `replica`."""
-        first = replica * self.gpus_per_replica // self.gpus_per_node
-        last = ((replica + 1) * self.gpus_per_replica - 1) // self.gpus_per_node
         return range(first, last + 1)
 
     def healthy_state(self) -> ClusterState:

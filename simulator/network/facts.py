@@ -14,7 +14,7 @@ Pure functions of a graph that follows `simulator.network.graph`. What they meas
 * diameter: the largest, over pairs of GPUs, of the fewest scale-out switches (tier >= 1)
   a path crosses (0-1 BFS; in-server hops are free), and of the fewest links; exact from
   every GPU on graphs of at most `EXACT_DIAMETER_GPUS` GPUs, otherwise from a sample of
-  source GPUs spread over the list (exact for the symmetric designs of `design.py`).
+  source GPUs spread over the list (exact for the symmetric designs of `simulator.network.design`).
 * oversubscription per switch tier: bandwidth towards lower tiers and endpoints (down)
   over bandwidth towards higher tiers (up); links inside a tier are reported apart.
 """
@@ -22,7 +22,6 @@ Pure functions of a graph that follows `simulator.network.graph`. What they meas
 from __future__ import annotations
 
 import math
-import re
 from collections import Counter, deque
 from typing import Any
 
@@ -36,16 +35,9 @@ EXACT_DIAMETER_GPUS = 64
 DIAMETER_SAMPLES = 8
 
 
-def _natural(s: Any) -> tuple[Any, ...]:
-    return tuple(int(t) if t.isdigit() else t for t in re.split(r"(\d+)", str(s)))
-
-
 def ordered_gpus(g: nx.Graph) -> list[str]:
     """GPUs ordered by server then local rank, with numbers compared as numbers (n2 < n10)."""
-    return sorted(
-        gpu_list(g),
-        key=lambda n: (_natural(g.nodes[n].get("node", "")), g.nodes[n].get("local_rank", 0)),
-    )
+    return gpu_list(g)
 
 
 def _tier(g: nx.Graph, n: Any) -> int | None:

@@ -27,6 +27,7 @@ Graph attributes: `name`, and `gpu` (the `GPUSpec` of its GPUs) when a generator
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 
 import networkx as nx
 
@@ -43,17 +44,22 @@ def natural_key(name: object) -> tuple:
     return tuple(int(p) if p.isdigit() else p for p in re.split(r"(\d+)", str(name)))
 
 
-def gpus(g: nx.Graph) -> list[str]:
-    """GPU node names in a stable order: server (natural order), local rank, name."""
-    out = [n for n, d in g.nodes(data=True) if d.get("kind") == "gpu"]
+def server_major(g: nx.Graph, names: Iterable[str]) -> list[str]:
+    """GPUs of `g` by server (natural order of server names: n2 before n10), then local
+    rank, then name."""
     return sorted(
-        out,
+        names,
         key=lambda n: (
             natural_key(g.nodes[n].get("node", "")),
             g.nodes[n].get("local_rank", 0),
             natural_key(n),
         ),
     )
+
+
+def gpus(g: nx.Graph) -> list[str]:
+    """GPU node names in a stable order: server (natural order), local rank, name."""
+    return server_major(g, (n for n, d in g.nodes(data=True) if d.get("kind") == "gpu"))
 
 
 def validate_graph(g: nx.Graph, source: str = "topology") -> None:

@@ -44,6 +44,7 @@ from simulator.engine.context import SimContext
 from simulator.engine.step import StepSimulator
 from simulator.errors import InputError, SimulationError
 from simulator.faults.state import ClusterState, JobShape, LoadSource
+from simulator.metrics import frames as fr
 from simulator.network.cluster import Cluster
 from simulator.network.fabric import Fabric, usage
 from simulator.scenario.prepare import prepare, step_simulator
@@ -200,8 +201,6 @@ class SimulatedOracle:
     def _compute_per_rank_s(self) -> float:
         if self._compute_s is None:
             sim = self._run_step(self.prep.cluster)
-            from simulator.metrics import frames as fr
-
             ops = fr.ops_frame(sim.op_rows, self.prep.program.rank_gpus, self.prep.program.role)
             steps = fr.steps_frame(ops, sim.step_rows, self.prep.program.weight)
             self._compute_s = float(np.average(steps["compute_s"], weights=steps["weight"]))

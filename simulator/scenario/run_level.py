@@ -17,6 +17,7 @@ from simulator.faults.preset import PRESETS
 from simulator.faults.state import ClusterState
 from simulator.scenario.oracle import SimulatedOracle, job_shape
 from simulator.scenario.prepare import PreparedRun
+from simulator.units import factor
 
 
 def run_level(prep: PreparedRun, summary: dict[str, Any], seed: int) -> dict[str, pd.DataFrame]:
@@ -54,7 +55,7 @@ def run_level(prep: PreparedRun, summary: dict[str, Any], seed: int) -> dict[str
             summary[f"{key}_95ci"] = [float(agg[f"{key}_lo"]), float(agg[f"{key}_hi"])]
     summary["run_level"] = {
         "policy": sc.policy.kind if sc.policy is not None else None,
-        "duration_days": rel.duration_s / 86400.0,
+        "duration_days": rel.duration_s / factor("_days"),
         "seeds": rel.seeds,
         "checkpoint_write_s": oracle.checkpoint_write_s(_healthy(job)),
         "step_simulations": oracle.simulations,

@@ -19,7 +19,8 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from simulator.viz.style import TIME_MS_DECIMALS, natural_key, with_aggregation_note
+from simulator.network.graph import natural_key
+from simulator.viz.style import TIME_MS_DECIMALS, with_aggregation_note
 
 
 def _integral_at(s: np.ndarray, e: np.ndarray, u: np.ndarray, x: np.ndarray) -> np.ndarray:

@@ -13,7 +13,7 @@ import re
 import numpy as np
 import pandas as pd
 
-from simulator.viz.style import natural_key
+from simulator.network.graph import natural_key
 
 _SERVER = re.compile(r"^(.*?)[._:/-]?(gpu|g|dev|rank)?\d+$", re.IGNORECASE)
 

@@ -9,8 +9,6 @@ many tags a page has, so two rare tags may get close hues.
 
 from __future__ import annotations
 
-import re
-
 import plotly.graph_objects as go
 
 PALETTE = {
@@ -41,11 +39,6 @@ def color_of(tag: str) -> str:
         return PALETTE[tag]
     h = sum(map(ord, tag)) % 360
     return f"hsl({h},55%,55%)"
-
-
-def natural_key(name: object) -> tuple[object, ...]:
-    """Sort key putting `n2` before `n10`: digit runs compare as numbers."""
-    return tuple(int(t) if t.isdigit() else t for t in re.split(r"(\d+)", str(name)))
 
 
 def with_aggregation_note(fig: go.Figure, text: str) -> go.Figure:

@@ -20,7 +20,7 @@ import networkx as nx
 import pandas as pd
 import plotly.graph_objects as go
 
-from simulator.viz.style import natural_key
+from simulator.network.graph import natural_key
 
 KIND_COLORS = {
     "gpu": "#76b900",

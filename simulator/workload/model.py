@@ -193,11 +193,6 @@ class ModelSpec(Spec):
         return self.head_dim or self.hidden_size // self.attention_heads
 
     @property
-    def mlp_matrices(self) -> int:
-        """Weight matrices per MLP (3 gated, 2 not)."""
-        return 3 if self.gated_ffn else 2
-
-    @property
     def element_bytes(self) -> int:
         """Bytes per stored weight/activation element (see `element_bytes`)."""
         return element_bytes(self.dtype)

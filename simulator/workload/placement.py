@@ -24,33 +24,21 @@ between data-parallel replicas or tensor ranks is not modeled.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
 
 import networkx as nx
 
+from simulator.network.graph import server_major
 from simulator.workload.layout import LayoutSpec, RankGrid
 
 #: `mirrors: auto` keeps every mirror up to this many GPUs, then caps them to leaf groups.
 AUTO_MIRROR_LIMIT_GPUS = 4096
 
 
-def _natural(s: str) -> list[Any]:
-    return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", s)]
-
-
 def server_major_gpus(g: nx.Graph, gpus: Iterable[str]) -> list[str]:
     """GPUs by server (natural order of server names: n2 before n10), then local rank."""
-    return sorted(
-        gpus,
-        key=lambda n: (
-            _natural(str(g.nodes[n].get("node", ""))),
-            g.nodes[n].get("local_rank", 0),
-            _natural(str(n)),
-        ),
-    )
+    return server_major(g, gpus)
 
 
 def gpus_per_server(g: nx.Graph, gpus: list[str]) -> int:

@@ -19,7 +19,6 @@ order.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 import networkx as nx
@@ -124,10 +123,3 @@ def stream_ops(program: StepProgram) -> dict[tuple[int, str], list[Op]]:
         for r in op.ranks:
             out.setdefault((r, op.stream), []).append(op)
     return out
-
-
-def groups_by_size(groups: Iterable[tuple[int, ...]]) -> dict[int, int]:
-    counts: dict[int, int] = {}
-    for g in groups:
-        counts[len(g)] = counts.get(len(g), 0) + 1
-    return counts

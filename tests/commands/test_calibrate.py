@@ -1,4 +1,4 @@
-"""`clustersim calibrate` through typer's CliRunner, on a local app (not yet in cli.py)."""
+"""`clustersim calibrate` through typer's CliRunner."""
 
 from __future__ import annotations
 

@@ -62,7 +62,7 @@ def test_event_log_compute_then_allreduce_then_optimizer():
         Op("opt@1", "compute", (1,), deps=("ar",), duration_s=0.5),
     ]
     sim = _run(StepProgram("t", _cluster(2).gpus, ops), _cluster(2))
-    log = sorted((r[1], r[4], r[7], r[8]) for r in sim.op_rows)
+    log = sorted((r.op_id, r.rank, r.started_at_s, r.finished_at_s) for r in sim.op_rows)
     assert log == [
         ("ar", 0, 1.0, 2.0),
         ("ar", 1, 1.0, 2.0),
@@ -90,8 +90,10 @@ def test_collective_waits_for_the_slowest_member():
         ),
     ]
     sim = _run(StepProgram("t", _cluster(2).gpus, ops), _cluster(2))
-    rows = {(r[1], r[4]): r for r in sim.op_rows}
-    assert rows[("ar", 0)][6] == 1.0 and rows[("ar", 0)][7] == 3.0  # ready at 1, started at 3
+    rows = {(r.op_id, r.rank): r for r in sim.op_rows}
+    assert (
+        rows[("ar", 0)].ready_at_s == 1.0 and rows[("ar", 0)].started_at_s == 3.0
+    )  # ready at 1, started at 3
 
 
 def test_communication_overlaps_independent_compute():
@@ -114,7 +116,7 @@ def test_communication_overlaps_independent_compute():
         Op("b@1", "compute", (1,), duration_s=2.0),
     ]
     sim = _run(StepProgram("t", _cluster(2).gpus, ops), _cluster(2))
-    assert sim.step_rows[0][2] == pytest.approx(3.0)
+    assert sim.step_rows[0].finished_at_s == pytest.approx(3.0)
     ops_df = fr.ops_frame(sim.op_rows, sim.program.rank_gpus, {})
     steps = fr.steps_frame(ops_df, sim.step_rows, {})
     assert steps["exposed_comm_s"].tolist() == [0.0, 0.0]
@@ -208,4 +210,4 @@ def test_straggler_slows_the_synchronous_step():
     )
     g = _cluster(2)
     slow = Cluster(g.graph, GPU, stragglers={g.gpus[1]: 1.5})
-    assert _run(StepProgram("t", g.gpus, ops), slow).step_rows[0][2] == pytest.approx(1.5)
+    assert _run(StepProgram("t", g.gpus, ops), slow).step_rows[0].finished_at_s == pytest.approx(1.5)

@@ -39,7 +39,7 @@ def _time(
         StepSettings(fidelity=fidelity),
     )
     sim.run(1)
-    return sim.step_rows[0][2]
+    return sim.step_rows[0].finished_at_s
 
 
 @pytest.mark.parametrize("n", [2, 4, 8, 16])

@@ -9,7 +9,7 @@ import simpy
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from simulator.network.fabric import Fabric, max_min_rates
+from simulator.network.fabric import Fabric, Flow, max_min_rates
 from simulator.network.routing import LinkTable, Router
 
 
@@ -79,14 +79,32 @@ def test_rates_recomputed_when_a_flow_ends():
     assert ends == {"f1": pytest.approx(4.0), "f2": pytest.approx(8.0)}
 
 
-def test_three_one_byte_flows_carry_three_bytes():
-    """Regression: three 1-byte flows on a 1 B/s link carry 3 bytes, not 3 - 1e-3."""
+def _bytes_by_link(fab: Fabric, n_links: int) -> np.ndarray:
+    """Bytes each link carried, integrated from the fabric's rate intervals (rate x time)."""
+    idx, started, finished, rate = fab.link_intervals()
+    return np.bincount(idx, weights=rate * (finished - started), minlength=n_links)
+
+
+def test_staggered_one_byte_flows_finish_when_their_last_byte_arrives():
+    """Regression: a flow used to finish with up to 1e-3 bytes still to send. Three 1-byte
+    flows on a 1 B/s link, the second and third starting at 0.9995 s: the first has 0.0005
+    bytes left and gets a third of the link, so it ends at 0.9995 + 0.0015 = 1.001 s (not at
+    0.9995 s); the others then share the link and end at 3 s, when 3 bytes have crossed it."""
     env = simpy.Environment()
     fab = Fabric(env, np.array([1.0]))
-    events = [fab.transfer(np.array([0]), np.array([1.0]), 1.0) for _ in range(3)]
+    ends: list[float] = []
+
+    def start(at: float):
+        yield env.timeout(at)
+        flow = yield fab.transfer(np.array([0]), np.array([1.0]), 1.0)
+        ends.append(flow.finished_at_s)
+
+    for at in (0.0, 0.9995, 0.9995):
+        env.process(start(at))
     env.run()
-    assert fab.link_bytes[0] == pytest.approx(3.0, rel=1e-12, abs=0.0)
-    assert [ev.value.finished_at_s for ev in events] == pytest.approx([3.0, 3.0, 3.0], rel=1e-12)
+    assert ends == pytest.approx([1.001, 3.0, 3.0], rel=1e-12)
+    assert _bytes_by_link(fab, 1)[0] == pytest.approx(3.0, rel=1e-12)
+    assert fab.link_bytes[0] == pytest.approx(3.0, rel=1e-12)
 
 
 def test_multiplicity_counts_a_link_crossed_twice():
@@ -120,8 +138,9 @@ flows_strategy = st.lists(
     caps=st.lists(st.floats(1.0, 1e12), min_size=N_SHARED_LINKS, max_size=N_SHARED_LINKS),
 )
 def test_fabric_laws(flows, caps):
-    """Property: bytes delivered = bytes sent (to 1e-9 relative, per flow and per link), no link
-    above capacity, each flow ends after it starts.
+    """Property: bytes delivered = bytes sent (to 1e-9 relative, or to what the clock can
+    resolve, per flow and per link), no flow finishes before its last byte could arrive, no
+    link above capacity.
 
     Each flow also crosses a private link of its own (capacity 1e15 B/s, never the
     bottleneck), whose bytes are that flow's delivered bytes alone.
@@ -129,27 +148,33 @@ def test_fabric_laws(flows, caps):
     env = simpy.Environment()
     cap = np.array(list(caps) + [1e15] * MAX_FLOWS)
     fab = Fabric(env, cap)
-    done = []
+    done: dict[int, Flow] = {}
 
-    def start(links, size, at):
+    def start(i, links, size, at):
         yield env.timeout(at)
-        f = yield fab.transfer(np.array(sorted(links)), np.ones(len(links)), size)
-        done.append(f)
+        done[i] = yield fab.transfer(np.array(sorted(links)), np.ones(len(links)), size)
 
     for i, (links, size, at) in enumerate(flows):
-        env.process(start([*links, N_SHARED_LINKS + i], size, at))
+        env.process(start(i, [*links, N_SHARED_LINKS + i], size, at))
     env.run()
     assert len(done) == len(flows)
     idx, s, e, rate = fab.link_intervals()
     assert np.all(rate <= cap[idx] * (1 + 1e-9))
+    carried = _bytes_by_link(fab, len(cap))
     expected = np.zeros(len(cap))
     for i, (links, size, _) in enumerate(flows):
         expected[links] += size
         expected[N_SHARED_LINKS + i] = size
-    # per flow: its private link carried exactly its size
-    for i, (_, size, _) in enumerate(flows):
-        assert fab.link_bytes[N_SHARED_LINKS + i] == pytest.approx(size, rel=1e-9, abs=0.0)
-    # per link: bytes carried equal the bytes of the flows crossing it
-    assert fab.link_bytes == pytest.approx(expected, rel=1e-9, abs=0.0)
-    for f in done:
+    for i, f in done.items():
+        links, size, _ = flows[i]
+        bound_rate = min(caps[k] for k in links)
+        # the clock resolves time to a few ulps of `now`: rate x time is exact to that
+        clock_bytes = 8 * bound_rate * float(np.spacing(f.finished_at_s))
+        # delivered (rate x time on its private link) = sent, to 1e-9 or the clock's resolution
+        assert abs(carried[N_SHARED_LINKS + i] - size) <= 1e-9 * size + clock_bytes
+        # never finished before its last byte could have arrived at the bottleneck rate
+        earliest_s = f.started_at_s + size / bound_rate
+        assert f.finished_at_s >= earliest_s * (1 - 1e-12) - 8 * float(np.spacing(earliest_s))
         assert f.finished_at_s >= f.started_at_s
+    # the fabric's own per-link totals settle the clock's rounding: exact to 1e-9
+    assert fab.link_bytes == pytest.approx(expected, rel=1e-9, abs=0.0)

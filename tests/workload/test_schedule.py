@@ -86,11 +86,11 @@ def free_comm_bubble(p: int, m: int, schedule: str = "1f1b", v: int = 1) -> tupl
     ctx = SimContext(0)
     sim = StepSimulator(ctx, cluster, program, ComputeCost(GPU, None, 0.0, ctx.rng("compute")))
     sim.run(1)
-    rows = [r for r in sim.op_rows if r[2] == "compute" and r[3] in ("fwd", "bwd", "recompute")]
-    t0, t1 = min(r[7] for r in rows), max(r[8] for r in rows)
+    rows = [r for r in sim.op_rows if r.kind == "compute" and r.tag in ("fwd", "bwd", "recompute")]
+    t0, t1 = min(r.started_at_s for r in rows), max(r.finished_at_s for r in rows)
     fractions, times = [], []
     for s in range(p):
-        busy = sum(r[8] - r[7] for r in rows if r[4] == s)
+        busy = sum(r.finished_at_s - r.started_at_s for r in rows if r.rank == s)
         fractions.append(1 - busy / (t1 - t0))
         times.append((t1 - t0) - busy)
     return fractions, times

@@ -37,7 +37,7 @@ from tests.workload.flops_reference import dp_comms
 ROOT = Path(__file__).resolve().parents[2]
 L405 = load_model(ROOT / "workloads/models/llama3-405b.yaml")
 TOPO_2N = ROOT / "topologies/h100-rail-clos-2n.yaml"
-# Llama-3-8B-shaped, shrunk (as in test_generate_workload.py); `layers` set per test
+# Llama-3-8B-shaped, shrunk (as in test_generate.py); `layers` set per test
 TINY = {
     "name": "tiny-llama",
     "layers": 10,
