@@ -71,7 +71,9 @@ def test_no_function_over_80_lines() -> None:
 
 
 def test_nothing_refers_outside_the_repository() -> None:
-    needles = ("../shared", "shared/calibration")
+    # the folder beside a developer's checkout; spelled in parts so this file does not match itself
+    outside = "/".join(("..", "shared"))
+    needles = (outside, "/".join(("shared", "calibration")))
     places = [ROOT / "Makefile", ROOT / "pyproject.toml", ROOT / "README.md", ROOT / ".ci" / "run"]
     for folder in ("simulator", "tests", "benchmarks", "docs", "scenarios", "topologies", "workloads"):
         places += [
@@ -80,8 +82,6 @@ def test_nothing_refers_outside_the_repository() -> None:
             if p.is_file() and p.suffix in {".py", ".md", ".yaml", ".toml"}
         ]
     offenders = [
-        str(p.relative_to(ROOT))
-        for p in places
-        if p != Path(__file__) and any(n in p.read_text(errors="replace") for n in needles)
+        str(p.relative_to(ROOT)) for p in places if any(n in p.read_text(errors="replace") for n in needles)
     ]
     assert offenders == []
