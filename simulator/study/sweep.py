@@ -315,8 +315,12 @@ def study_from_data(data: dict[str, Any], path: str | Path = "<study>") -> Study
 
 def run_one(spec: StudySpec, seed: int, base_dir: Path | str = ".") -> dict[str, float]:
     """Simulate one seed of one study variant and return its summary."""
-    oracle = build_oracle(spec, Path(base_dir))
-    result = simulate_run(
+    return _simulate(spec, seed, build_oracle(spec, Path(base_dir))).summary
+
+
+def _simulate(spec: StudySpec, seed: int, oracle: StepOracle) -> Any:
+    """One run of a study variant on `oracle` (the `RunLevelResult`)."""
+    return simulate_run(
         spec.job,
         oracle,
         spec.all_failures(),
@@ -326,22 +330,12 @@ def run_one(spec: StudySpec, seed: int, base_dir: Path | str = ".") -> dict[str,
         degradations=spec.degradations,
         mtbf_scale=spec.mtbf_scale,
     )
-    return result.summary
 
 
 def _task(args: tuple[int, dict[str, Any], StudySpec, int, StepOracle]) -> dict[str, Any]:
     index, labels, spec, seed, oracle = args
     row: dict[str, Any] = {"variant": index, **labels, "seed": seed}
-    result = simulate_run(
-        spec.job,
-        oracle,
-        spec.all_failures(),
-        spec.policy,
-        spec.duration_s,
-        seed,
-        degradations=spec.degradations,
-        mtbf_scale=spec.mtbf_scale,
-    )
+    result = _simulate(spec, seed, oracle)
     row.update(result.summary)
     return row
 

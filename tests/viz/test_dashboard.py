@@ -12,6 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 from simulator.commands.app import app
+from simulator.engine.records import OpRecord
 from simulator.metrics.store import read_frames, read_summary
 from simulator.scenario.execute import RunResult, execute
 from simulator.scenario.prepare import prepare
@@ -177,22 +178,7 @@ def _synthetic_ops(n_ranks: int, roles: int) -> pd.DataFrame:
         )
     df = pd.DataFrame.from_records(
         rows,
-        columns=[
-            "step",
-            "op_id",
-            "kind",
-            "tag",
-            "rank",
-            "stream",
-            "ready_at_s",
-            "started_at_s",
-            "finished_at_s",
-            "size_bytes",
-            "flops",
-            "collective",
-            "algorithm",
-            "n_ranks",
-        ],
+        columns=OpRecord._fields,
     )
     df["duration_s"] = df["finished_at_s"] - df["started_at_s"]
     df["wait_s"] = df["started_at_s"] - df["ready_at_s"]
