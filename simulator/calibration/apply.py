@@ -9,9 +9,15 @@ contention stays real) and rescales them:
 * its bandwidth becomes `B·e(S)`: flows carry `S_flow · model_busbw / (B·e(S))` bytes, where
   `model_busbw` is what the uncalibrated flows reach alone on this topology.
 
-Alone on the fabric the calibrated collective therefore takes exactly the fitted time.
-An efficiency above 1 means the real library moves less data than the modeled algorithm
-(e.g. in-switch reduction); it is allowed up to 4x and said in the summary.
+Alone on the fabric the calibrated collective therefore takes exactly the fitted time,
+unless a clamp applies. An efficiency above 1 means the real library moves less data than
+the modeled algorithm (e.g. in-switch reduction); it is allowed up to `MAX_EFFICIENCY` (4x)
+and clamped above that, and below `MIN_EFFICIENCY` (1/1000, the engine's floor) likewise.
+Every clamp, every collective no profile can speak for (no entry of its kind and scope), and
+every collective a profile speaks for beyond what it measured (predicted across GPU or node
+counts, or beyond the largest measured size), is kept in `ProfileTuning.warnings`: one
+sentence each, naming the profile entry and why, which the run's `summary.json` lists under
+`calibration_warnings` and `clustersim run` prints.
 """
 
 from __future__ import annotations
@@ -21,16 +27,33 @@ from pathlib import Path
 import numpy as np
 
 from simulator.calibration.compute import ComputeCalibration
-from simulator.calibration.profile import CalibrationProfile, load_profile
+from simulator.calibration.profile import CalibrationProfile, CollectiveFit, load_profile
 
 MAX_EFFICIENCY = 4.0
+MIN_EFFICIENCY = 1e-3
+
+
+def _scope_text(n_ranks: int, n_nodes: int) -> str:
+    return f"{n_ranks} ranks on {n_nodes} node(s)"
 
 
 class ProfileTuning:
-    """`CollectiveTuning` backed by one or more calibration profiles."""
+    """`CollectiveTuning` backed by one or more calibration profiles.
+
+    Attributes:
+        profiles: (name, profile) in the scenario's order.
+        clamps: per (kind, ranks, nodes, profile source): [calls clamped, lowest raw
+            efficiency, highest raw efficiency].
+        unmatched: per (kind, ranks, nodes): why no profile speaks for it.
+        stretched: per (kind, ranks, nodes): the entry used where it was not measured (another
+            GPU or node count, or sizes beyond the largest measured), as its source says.
+    """
 
     def __init__(self, profiles: list[tuple[str, CalibrationProfile]]) -> None:
         self.profiles = profiles
+        self.clamps: dict[tuple[str, int, int, str], list[float]] = {}
+        self.unmatched: dict[tuple[str, int, int], str] = {}
+        self.stretched: dict[tuple[str, int, int], str] = {}
 
     def tune(
         self, kind: str, n_ranks: int, n_nodes: int, size_bytes: float, model_busbw_bytes_per_s: float
@@ -42,8 +65,60 @@ class ProfileTuning:
             e = float(np.asarray(fit.curve(size_bytes)).reshape(-1)[0]) if size_bytes > 0 else 1.0
             latency = fit.alpha_s / e
             eff = fit.peak_busbw_bytes_per_s * e / model_busbw_bytes_per_s
-            return latency, min(eff, MAX_EFFICIENCY), f"{name}: {fit.source}"
+            if fit.predicted or "extrapolated beyond" in fit.source:
+                self.stretched.setdefault((kind, n_ranks, n_nodes), f"{name}: {fit.source}")
+            return latency, self._clamp(eff, kind, n_ranks, n_nodes, name, fit), f"{name}: {fit.source}"
+        if n_ranks > 1:
+            self.unmatched[(kind, n_ranks, n_nodes)] = self._why_unmatched(kind, n_ranks, n_nodes)
         return None
+
+    def _clamp(
+        self, eff: float, kind: str, n_ranks: int, n_nodes: int, name: str, fit: CollectiveFit
+    ) -> float:
+        clamped = min(max(eff, MIN_EFFICIENCY), MAX_EFFICIENCY)
+        if clamped != eff:
+            key = (kind, n_ranks, n_nodes, f"{name}: {fit.source}")
+            rec = self.clamps.setdefault(key, [0.0, eff, eff])
+            rec[0] += 1
+            rec[1], rec[2] = min(rec[1], eff), max(rec[2], eff)
+        return clamped
+
+    def _why_unmatched(self, kind: str, n_ranks: int, n_nodes: int) -> str:
+        scope = "intra" if n_nodes == 1 else "inter"
+        parts = []
+        for name, profile in self.profiles:
+            same_kind = profile.entries(kind)
+            if not same_kind:
+                parts.append(f"{name} has no {kind} entry")
+            else:
+                others = ", ".join(e.describe() for e in same_kind)
+                parts.append(f"{name}'s {kind} entries ({others}) are all {same_kind[0].scope}-node, "
+                             f"not {scope}-node")  # fmt: skip
+        return (
+            f"no calibration for {kind} on {_scope_text(n_ranks, n_nodes)}: "
+            + "; ".join(parts)
+            + "; the uncalibrated model is used"
+        )
+
+    @property
+    def warnings(self) -> list[str]:
+        """Every clamp applied and every collective left uncalibrated, one sentence each, sorted."""
+        out = [why for _, why in sorted(self.unmatched.items())]
+        out += [
+            f"{kind} on {_scope_text(n, nodes)}: beyond what the profile measured; using {source}"
+            for (kind, n, nodes), source in sorted(self.stretched.items())
+        ]
+        for (kind, n_ranks, n_nodes, source), (calls, lo, hi) in sorted(self.clamps.items()):
+            if hi > MAX_EFFICIENCY:
+                what, effect = f"{hi:.3g}x capped at {MAX_EFFICIENCY:g}x", "slower"
+            else:
+                what, effect = f"{lo:.3g}x raised to {MIN_EFFICIENCY:g}x", "faster"
+            out.append(
+                f"{kind} on {_scope_text(n_ranks, n_nodes)}: calibrated bandwidth efficiency {what} "
+                f"({int(calls)} size(s); profile entry {source}); the run is {effect} than the "
+                "profile predicts there"
+            )
+        return out
 
 
 def tuning_from_profiles(paths: list[Path]) -> tuple[ProfileTuning, ComputeCalibration | None, list[str]]:

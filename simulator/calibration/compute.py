@@ -179,7 +179,8 @@ def _read_csv(p: Path) -> list[tuple[str, int, dict[str, str]]]:
     has_mem = {"bytes", "time_s"} <= cols
     if not has_gemm and not has_mem:
         raise InputError(
-            "expected CSV columns M,N,K,dtype,time_s (GEMM) or bytes,time_s (memory-bound)",
+            "expected CSV columns M,N,K,dtype,time_s (GEMM), bytes,time_s (memory-bound) or "
+            "size_bytes,time_us_oop,busbw_oop[,time_us_ip,busbw_ip] (collective)",
             file=p,
             line=1,
         )

@@ -230,6 +230,7 @@ def error_frame(
     table: BenchmarkTable,
     time_fn: Callable[[np.ndarray], np.ndarray],
     line_fn: Callable[[np.ndarray], np.ndarray] | None = None,
+    half: str = "faster",
 ) -> pd.DataFrame:
     """Measured vs modeled time and busbw at every size > 0 of `table`.
 
@@ -238,8 +239,9 @@ def error_frame(
         time_fn: modeled time (seconds) of an array of sizes (bytes).
         line_fn: the fitted line's time of an array of sizes, to add `line_time_s` and
             `line_rel_error` columns; None to leave them out.
+        half: which measured time is scored (`BenchmarkTable.sizes`).
     """
-    m = table.sizes()
+    m = table.sizes(half)
     m = m[m["size_bytes"] > 0].reset_index(drop=True)
     s = m["size_bytes"].to_numpy(dtype=float)
     t = m["time_s"].to_numpy(dtype=float)

@@ -200,6 +200,15 @@ class _LogScanner:
 
     def _row(self, lineno: int, tokens: list[str], size_bytes: int) -> None:
         cur = self.current
+        # size-0 rows repeat in real logs (one per small count that rounds to 0 bytes)
+        if cur is not None and not cur.ended and cur.rows and 0 < size_bytes == cur.last_size_bytes:
+            raise InputError(
+                f"sizes out of order: {size_bytes} again after line {cur.last_line}; expected "
+                "increasing sizes, one row each",
+                file=self.path,
+                line=lineno,
+                field="size",
+            )
         if cur is None or cur.ended or (cur.rows and size_bytes < cur.last_size_bytes):
             self.close()
             cur = self.current = self._open(lineno)

@@ -141,8 +141,8 @@ def check_algbw(size_bytes: int, time_us: float, algbw_gb_per_s: float, path: Pa
         InputError: the time is not positive, or algbw differs from size / time by more
             than the printed rounding allows (0.011 GB/s plus 2 %).
     """
-    if not time_us > 0:
-        raise InputError(f"time must be positive, found {time_us}", file=path, line=lineno)
+    if not (time_us > 0 and time_us < float("inf")):
+        raise InputError(f"expected a time above 0 us, found {time_us}", file=path, line=lineno, field="time")
     expect = size_bytes / time_us / 1e3
     if abs(expect - algbw_gb_per_s) > 0.011 + 0.02 * expect:
         raise InputError(
@@ -150,6 +150,7 @@ def check_algbw(size_bytes: int, time_us: float, algbw_gb_per_s: float, path: Pa
             "(columns misread or row cut?)",
             file=path,
             line=lineno,
+            field="algbw",
         )
 
 

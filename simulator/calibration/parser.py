@@ -29,6 +29,7 @@ from pathlib import Path
 import pandas as pd
 
 from simulator.calibration.collective import KINDS
+from simulator.calibration.csv_table import is_collective_csv, read_csv_table
 from simulator.calibration.inference import infer_collective, infer_gpus, infer_nodes, ratio_disagreement
 from simulator.calibration.nccl_log import RawTable, scan_log
 from simulator.calibration.table import BenchmarkTable
@@ -85,6 +86,24 @@ def _rows_frame(raw: RawTable) -> pd.DataFrame:
     return rows
 
 
+def _one_kind(raw: RawTable, p: Path) -> None:
+    """Reject a table the log attributes to two collectives (heading, start and end lines).
+
+    Raises:
+        InputError: two of them name different collectives.
+    """
+    named = {"heading": raw.heading_kind, "start line": raw.start_kind, "end line": raw.end_kind}
+    said = {where: kind for where, kind in named.items() if kind is not None}
+    if len(set(said.values())) > 1:
+        what = ", ".join(f"{where} {kind}" for where, kind in said.items())
+        raise InputError(
+            f"mixed collectives in one table ({what}); expected one collective per table",
+            file=p,
+            line=raw.first_line,
+            field="collective",
+        )
+
+
 def _benchmark_table(
     raw: RawTable,
     p: Path,
@@ -103,6 +122,7 @@ def _benchmark_table(
             the nodes.
     """
     rows = _rows_frame(raw)
+    _one_kind(raw, p)
     log_kind = raw.heading_kind or raw.start_kind or raw.end_kind
     kind, kind_note = infer_collective(log_kind, collective, p, raw.first_line)
     gpus, gpus_note = infer_gpus(raw.ranks, n_gpus, rows, kind, p, raw.first_line)
@@ -149,12 +169,15 @@ def read_benchmark(
     n_gpus: int | None = None,
     n_nodes: int | None = None,
 ) -> list[BenchmarkTable]:
-    """Read one nccl-tests / rccl-tests log file; see `parse_text`.
+    """Read one nccl-tests / rccl-tests log file (see `parse_text`) or collective CSV table
+    (a `.csv` whose header names `size_bytes`; see `simulator.calibration.csv_table`).
 
     Raises:
         InputError: missing or unreadable file, or anything `parse_text` rejects.
     """
     p = Path(path)
+    if p.suffix.lower() == ".csv" and is_collective_csv(p):
+        return [read_csv_table(p, collective=collective, n_gpus=n_gpus, n_nodes=n_nodes)]
     try:
         data = p.read_bytes()
     except FileNotFoundError:

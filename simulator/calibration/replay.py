@@ -38,11 +38,31 @@ def replay_cluster(n_gpus: int, n_nodes: int) -> Cluster:
     return Cluster(build_rail_clos(spec, _GPU), _GPU)
 
 
-def replay(table: BenchmarkTable, profile: CalibrationProfile, fidelity: str = "flow") -> pd.DataFrame:
-    """Simulated vs measured time per size (columns size_bytes, measured_s, simulated_s, rel_error)."""
-    measured = table.rows.groupby("size_bytes")["time_s"].min()
+def replay(
+    table: BenchmarkTable,
+    profile: CalibrationProfile,
+    fidelity: str = "flow",
+    *,
+    cluster: Cluster | None = None,
+    half: str = "faster",
+    tuning: ProfileTuning | None = None,
+) -> pd.DataFrame:
+    """Simulated vs measured time per size (columns size_bytes, measured_s, simulated_s, rel_error).
+
+    Args:
+        table: the measured table.
+        profile: the calibration applied (a profile without entries: the uncalibrated model).
+        fidelity: the engine's network fidelity.
+        cluster: the cluster to run on (its first `table.n_gpus` GPUs); default
+            `replay_cluster` (a generic NVSwitch server or rail-optimized Clos).
+        half: which measured time to compare with (`BenchmarkTable.sizes`).
+        tuning: the `ProfileTuning` to apply instead of a new one over `profile` (to read
+            its `warnings` afterwards).
+    """
+    sizes = table.sizes(half)
+    measured = sizes.set_index("size_bytes")["time_s"]
     measured = measured[measured.index > 0]
-    cluster = replay_cluster(table.n_gpus, table.n_nodes)
+    cluster = cluster or replay_cluster(table.n_gpus, table.n_nodes)
     n = table.n_gpus
     ops: list[Op] = []
     prev: tuple[str, ...] = ()
@@ -63,9 +83,9 @@ def replay(table: BenchmarkTable, profile: CalibrationProfile, fidelity: str = "
         SimContext(0),
         cluster,
         StepProgram("replay", cluster.gpus[:n], ops),
-        ComputeCost(_GPU),
+        ComputeCost(cluster.gpu),
         StepSettings(fidelity=fidelity),
-        ProfileTuning([(profile.name, profile)]),
+        tuning or ProfileTuning([(profile.name, profile)]),
     )
     sim.run(1)
     dur = {r.op_id: r.finished_at_s - r.started_at_s for r in sim.op_rows}

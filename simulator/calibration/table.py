@@ -5,8 +5,9 @@ A `BenchmarkTable` is what reading an nccl-tests / rccl-tests log gives (see
 keep both halves of every printed row (out-of-place and in-place) as the log printed them,
 converted to seconds and bytes/s; nothing is averaged or dropped here.
 
-Simplified: the per-size view (`BenchmarkTable.sizes`) keeps the faster of the two halves of
-each size, since benchmark noise only ever adds time.
+Simplified: the per-size view (`BenchmarkTable.sizes`) keeps, by default, the faster of the
+two halves of each size, since benchmark noise only ever adds time; checking against a log
+scores one named half instead (`half="out_of_place"` or `"in_place"`).
 """
 
 from __future__ import annotations
@@ -30,6 +31,9 @@ ROW_COLUMNS = (
     "in_place",
     "line",
 )
+
+#: which time `BenchmarkTable.sizes` keeps per size
+HALVES = ("faster", "out_of_place", "in_place")
 
 
 @dataclass(frozen=True)
@@ -112,13 +116,28 @@ class BenchmarkTable:
         )
         return df
 
-    def sizes(self) -> pd.DataFrame:
-        """One row per message size: `size_bytes`, `time_s` (the smaller of the out-of-place
-        and in-place times; benchmark noise only adds time), `busbw_bytes_per_s` (the log's,
-        out-of-place) and `n_rows`."""
-        g = self.rows.groupby("size_bytes", sort=True)
+    def sizes(self, half: str = "faster") -> pd.DataFrame:
+        """One row per message size: `size_bytes`, `time_s`, `busbw_bytes_per_s` (the log's,
+        out-of-place) and `n_rows`.
+
+        Args:
+            half: which time to keep per size: `faster` (the smaller of the out-of-place and
+                in-place times, what fitting uses; benchmark noise only adds time),
+                `out_of_place` or `in_place`.
+
+        Raises:
+            ValueError: unknown `half`, or `in_place` on a table that printed no in-place half.
+        """
+        if half not in HALVES:
+            raise ValueError(f"unknown half {half!r}; expected one of {HALVES}")
+        rows = self.rows
+        if half != "faster":
+            rows = rows[rows["in_place"] == (half == "in_place")]
+            if rows.empty:
+                raise ValueError(f"{self.label} has no {half.replace('_', '-')} times")
+        g = rows.groupby("size_bytes", sort=True)
         oop = self.rows[~self.rows["in_place"]].groupby("size_bytes")["busbw_bytes_per_s"].max()
         out = pd.DataFrame(
             {"time_s": g["time_s"].min(), "n_rows": g.size(), "busbw_bytes_per_s": oop}
         ).reset_index()
-        return out
+        return out.dropna(subset=["time_s"]).astype({"n_rows": int})

@@ -1,14 +1,18 @@
 """`clustersim calibrate`: fit a calibration profile from benchmark output, or check one.
 
     clustersim calibrate LOGS... [GEMM.csv ...] -o PROFILE.yaml [--collective K --gpus N --nodes M]
-    clustersim calibrate --check PROFILE.yaml LOGS...
+    clustersim calibrate --check PROFILE.yaml LOGS... [--in-place] [--max-error PCT]
 
-The first form reads nccl-tests / rccl-tests logs (and GEMM / memory-kernel CSV files),
+The first form reads nccl-tests / rccl-tests logs or collective CSV tables (columns
+size_bytes, time_us_oop, busbw_oop[, time_us_ip, busbw_ip]; `simulator.calibration.csv_table`),
+and GEMM / memory-kernel CSV files,
 fits every table, writes the profile (atomically) and its calibration page beside it
 (`PROFILE.html`, plotly.js embedded; `simulator.viz.calibration.profile_dashboard_html`,
 rebuilt by `clustersim dashboard PROFILE.yaml`), and prints the fit error per table. The second form
 predicts every measured size of the logs from the profile (across scales where the
-profile lacks that GPU/node count) and prints the error per size; a table the profile has
+profile lacks that GPU/node count) and prints the error per size against the out-of-place
+times (`--in-place`: the in-place times; it says which it scores); `--max-error PCT` exits 1
+when some table's median |error| over sizes >= 1 MiB is above PCT percent; a table the profile has
 no entry for is named in a note, and when no table at all could be checked the command
 fails (exit 2, one line per table: `FILE: no entry of PROFILE matches KIND on N GPUs / M nodes`).
 
@@ -26,6 +30,7 @@ import typer
 from rich.table import Table
 
 from simulator.calibration.collective import KINDS, normalize_kind
+from simulator.calibration.csv_table import is_collective_csv
 from simulator.commands.common import console, err_console, fail, progress_bar
 from simulator.errors import ClustersimError, InputError, InputErrors
 from simulator.io import write_atomic
@@ -142,9 +147,15 @@ def _print_fits(
 
 
 def check_tables(
-    profile: CalibrationProfile, tables: list[BenchmarkTable]
+    profile: CalibrationProfile, tables: list[BenchmarkTable], half: str = "out_of_place"
 ) -> list[tuple[BenchmarkTable, str, object]]:
-    """Per table: (table, source text of the fit used, error frame or None)."""
+    """Per table: (table, source text of the fit used, error frame or None).
+
+    Args:
+        profile: the profile that predicts.
+        tables: the measured tables.
+        half: which measured time is scored (`BenchmarkTable.sizes`).
+    """
     import numpy as np
 
     from simulator.calibration.fit import error_frame
@@ -168,16 +179,17 @@ def check_tables(
                 vals.append(fit.time_s(float(s)) if fit is not None else np.nan)
             return np.asarray(vals)
 
-        out.append((t, probe.source, error_frame(t, predict)))
+        out.append((t, probe.source, error_frame(t, predict, half=half)))
     return out
 
 
 def _check(profile_path: Path, logs: list[Path], collective: str | None, gpus: int | None,
-           nodes: int | None) -> None:  # fmt: skip
+           nodes: int | None, half: str, max_error: float | None) -> None:  # fmt: skip
     """Print the error per size of every table the profile can predict; a note for the others.
 
     Raises:
         InputErrors: no table could be checked (one line per table: why not).
+        CheckFailed: `max_error` (a fraction) is given and some table's median |error| is above it.
     """
     from simulator.calibration.parser import read_benchmark
     from simulator.calibration.profile import load_profile
@@ -189,8 +201,13 @@ def _check(profile_path: Path, logs: list[Path], collective: str | None, gpus: i
         found = read_benchmark(log, collective=collective, n_gpus=gpus, n_nodes=nodes)
         tables += found
         paths += [log] * len(found)
+    if not tables:
+        raise InputError("--check needs at least one nccl-tests log or collective CSV")
     _warn_cut(tables)
-    results = check_tables(profile, tables)
+    for path, t in zip(paths, tables, strict=True):
+        if half == "in_place" and not t.rows["in_place"].any():
+            raise InputError(f"--in-place: {t.label} has no in-place times", file=path, line=t.first_line)
+    results = check_tables(profile, tables, half)
     skipped: list[InputError] = []
     for path, (t, _, errors) in zip(paths, results, strict=True):
         if errors is not None:
@@ -202,35 +219,61 @@ def _check(profile_path: Path, logs: list[Path], collective: str | None, gpus: i
             why = "no size above 0 bytes to check"
         label = "" if t.label == t.source else f" ({t.label})"
         skipped.append(InputError(why + label, file=path))
-    if not results:
-        raise InputError("--check needs at least one nccl-tests log")
     if len(skipped) == len(results):
         raise InputErrors(skipped)
+    console.print(
+        f"scoring {half.replace('_', '-')} times"
+        + (" (--in-place scores the in-place half)" if half == "out_of_place" else ""),
+        markup=False,
+    )
+    worst: list[tuple[str, float]] = []
     for t, source, errors in results:
-        if errors is None:
-            continue
-        console.print(f"\n{t.label}: {t.collective}, {t.n_gpus} GPUs / {t.n_nodes} node(s)", markup=False)
-        console.print(f"  using {source}", markup=False, style="dim")
-        table = Table(show_header=True)
-        for col in ("size (B)", "measured (us)", "predicted (us)", "error"):
-            table.add_column(col, justify="right")
-        for _, r in errors.iterrows():  # type: ignore[attr-defined]
-            table.add_row(
-                f"{int(r['size_bytes'])}",
-                f"{r['measured_time_s'] * 1e6:.1f}",
-                f"{r['model_time_s'] * 1e6:.1f}",
-                f"{100 * r['rel_error']:+.1f}%",
-            )
-        console.print(table)
-        e = errors  # type: ignore[assignment]
-        big = e[e["size_bytes"] >= 2**20]["rel_error"].abs()  # type: ignore[index]
-        console.print(
-            f"  median |error| >= 1 MiB: {_pct(float(big.median()) if len(big) else float('nan'))}, "
-            f"max |error|: {_pct(float(e['rel_error'].abs().max()))}",  # type: ignore[index]
-            markup=False,
-        )
+        if errors is not None:
+            worst.append((t.label, _print_check(t, source, errors)))
     for err in skipped:
         console.print(f"note: {err}; not checked", markup=False)
+    if max_error is not None:
+        over = [(label, med) for label, med in worst if not med <= max_error]
+        if over:
+            raise CheckFailed(
+                "; ".join(
+                    f"{label}: median |error| {_pct(med)} above --max-error {_pct(max_error)}"
+                    for label, med in over
+                )  # fmt: skip
+            )
+
+
+class CheckFailed(ClustersimError):
+    """`--check --max-error`: a prediction misses the measurement by more than allowed (exit 1)."""
+
+    exit_code = 1
+
+
+def _print_check(t: BenchmarkTable, source: str, errors: object) -> float:
+    """Print the error per size of one table; return its scored median |error| (sizes >= 1 MiB,
+    every size when none is that large)."""
+    console.print(f"\n{t.label}: {t.collective}, {t.n_gpus} GPUs / {t.n_nodes} node(s)", markup=False)
+    console.print(f"  using {source}", markup=False, style="dim")
+    table = Table(show_header=True)
+    for col in ("size (B)", "measured (us)", "predicted (us)", "error"):
+        table.add_column(col, justify="right")
+    for _, r in errors.iterrows():  # type: ignore[attr-defined]
+        table.add_row(
+            f"{int(r['size_bytes'])}",
+            f"{r['measured_time_s'] * 1e6:.1f}",
+            f"{r['model_time_s'] * 1e6:.1f}",
+            f"{100 * r['rel_error']:+.1f}%",
+        )
+    console.print(table)
+    e = errors
+    rel = e["rel_error"].abs()  # type: ignore[index]
+    big = rel[e["size_bytes"] >= 2**20]  # type: ignore[index]
+    console.print(
+        f"  median |error| >= 1 MiB: {_pct(float(big.median()) if len(big) else float('nan'))}, "
+        f"max |error|: {_pct(float(rel.max()))}",
+        markup=False,
+    )
+    return float(big.median()) if len(big) else float(rel.median())
 
 
 def calibrate(
@@ -255,6 +298,19 @@ def calibrate(
     ] = None,
     name: Annotated[str | None, typer.Option(help="Profile name (default: the output file's stem).")] = None,
     description: Annotated[str, typer.Option(help="Profile description.")] = "",
+    in_place: Annotated[
+        bool,
+        typer.Option("--in-place", help="--check: score the in-place times (default: out-of-place)."),
+    ] = False,
+    max_error: Annotated[
+        float | None,
+        typer.Option(
+            "--max-error",
+            metavar="PCT",
+            min=0.0,
+            help="--check: exit 1 when a table's median |error| (sizes >= 1 MiB) is above PCT percent.",
+        ),
+    ] = None,
 ) -> None:
     """Fit a calibration profile from benchmark output (or --check one against it)."""
     try:
@@ -265,15 +321,21 @@ def calibrate(
                     f"--collective: unknown collective {collective!r}; expected one of {', '.join(KINDS)}"
                 )
             collective = kind
-        csvs = [f for f in files if f.suffix.lower() == ".csv"]
-        logs = [f for f in files if f.suffix.lower() != ".csv"]
+        csvs = [f for f in files if f.suffix.lower() == ".csv" and not is_collective_csv(f)]
+        logs = [f for f in files if f not in csvs]
         if check is not None:
             if csvs:
                 raise InputError(
-                    "--check compares collective logs; CSV files cannot be checked", file=csvs[0]
+                    "--check compares collective tables (logs, or CSV with columns "
+                    "size_bytes,time_us_oop,busbw_oop[,time_us_ip,busbw_ip]); this CSV has none",
+                    file=csvs[0],
+                    line=1,
                 )
-            _check(check, logs, collective, gpus, nodes)
+            half = "in_place" if in_place else "out_of_place"
+            _check(check, logs, collective, gpus, nodes, half, None if max_error is None else max_error / 100)
             return
+        if in_place or max_error is not None:
+            raise InputError("--in-place and --max-error go with --check PROFILE")
         if output is None:
             raise InputError("missing -o/--output PROFILE.yaml (or use --check PROFILE)")
         _fit_and_write(logs, csvs, output, html, collective, gpus, nodes, name, description)

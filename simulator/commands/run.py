@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich.table import Table
 
-from simulator.commands.common import console, fail, progress_bar
+from simulator.commands.common import console, err_console, fail, progress_bar
+from simulator.commands.topo import topology_schema_tables
 from simulator.errors import ClustersimError, InputError, InputErrors
 
 if TYPE_CHECKING:
@@ -113,6 +114,8 @@ def run(
     except ClustersimError as err:
         fail(err)
     console.print(summary_table(result.summary, f"{prep.scenario.name}"))
+    for warning in result.summary.get("calibration_warnings", []):
+        err_console.print(f"warning: {warning}", markup=False, soft_wrap=True)
     console.print(f"results: {out}/ (dashboard.html, summary.json, frames)")
 
 
@@ -159,14 +162,19 @@ def schema(
     kind: Annotated[
         str,
         typer.Argument(
-            help="scenario | trace | workload | model | topology-header | gpu | compare | study | profile"
+            help="scenario | trace | workload | model | topology | topology-header | gpu | compare | "
+            "study | profile (topology: every generator's parameters, units and the NIC presets)"
         ),
     ] = "scenario",
 ) -> None:
     """Print the JSON schema of an input file kind."""
+    if kind == "topology":
+        for table in topology_schema_tables():
+            console.print(table)
+        return
     kinds = _schema_models()
     if kind not in kinds:
-        fail(InputError(f"unknown schema {kind!r}; expected one of {sorted(kinds)}"))
+        fail(InputError(f"unknown schema {kind!r}; expected one of {sorted([*kinds, 'topology'])}"))
     console.print_json(json.dumps(kinds[kind].model_json_schema()))
 
 

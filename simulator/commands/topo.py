@@ -1,4 +1,6 @@
-"""`clustersim topo FILE [-o DIR]`: facts, cost and an offline drawing of a topology file."""
+"""`clustersim topo FILE [-o DIR]`: facts, cost and an offline drawing of a topology file;
+and `clustersim schema topology`: every generator's parameters with descriptions and units,
+and the NIC presets a topology file may name (`topology_schema_tables`)."""
 
 from __future__ import annotations
 
@@ -102,6 +104,75 @@ def topo(
     target = out / f"{file.stem}.html"
     write_atomic(target, html)
     console.print(f"drawing: {target}")
+
+
+#: display unit of a parameter, from its name's suffix (the human units of topology files)
+_UNIT_OF_SUFFIX = (
+    ("_gbyte_per_s", "GB/s"),
+    ("_tbyte_per_s", "TB/s"),
+    ("_gbps", "Gbit/s"),
+    ("_us", "µs"),
+    ("_ms", "ms"),
+    ("_gbyte", "GB"),
+    ("_tbyte", "TB"),
+    ("_w", "W"),
+)
+
+
+def unit_of(name: str) -> str:
+    """The unit a topology parameter is given in, read from its name ('' when unitless)."""
+    return next((unit for suffix, unit in _UNIT_OF_SUFFIX if name.endswith(suffix)), "")
+
+
+def _type_text(prop: dict[str, Any]) -> str:
+    if "enum" in prop:
+        return " | ".join(map(str, prop["enum"]))
+    if "const" in prop:
+        return str(prop["const"])
+    if "anyOf" in prop:
+        return " | ".join(_type_text(p) for p in prop["anyOf"])
+    if "$ref" in prop:
+        return str(prop["$ref"]).rsplit("/", 1)[-1]
+    if prop.get("type") == "array":
+        return f"list[{_type_text(prop.get('items', {}))}]"
+    return str(prop.get("type", "any"))
+
+
+def _params_table(title: str, model: Any) -> Table:
+    """One row per parameter of a spec model: name, type, default, unit, description."""
+    schema = model.model_json_schema()
+    required = set(schema.get("required", []))
+    t = Table(title=title, show_header=True, title_justify="left")
+    for col in ("parameter", "type", "default", "unit", "description"):
+        t.add_column(col, overflow="fold")
+    for name, prop in schema.get("properties", {}).items():
+        default = "(required)" if name in required else str(prop.get("default"))
+        t.add_row(name, _type_text(prop), default, unit_of(name), prop.get("description", ""))
+    return t
+
+
+def topology_schema_tables() -> list[Table]:
+    """Tables of every topology generator's parameters, the storage block and the NIC presets."""
+    from simulator.network.design.registry import GENERATORS
+    from simulator.network.design.storage import StorageSpec
+    from simulator.network.hardware import nic_presets
+
+    tables = []
+    for name in sorted(GENERATORS):
+        spec = GENERATORS[name].spec
+        doc = (spec.__doc__ or "").strip().splitlines()[0]
+        tables.append(_params_table(f"generator: {name} — {doc}", spec))
+    tables.append(_params_table("storage: (inside a design) — StorageSpec", StorageSpec))
+    t = Table(title="NIC presets (nic: NAME; topologies/nics/presets.yaml, sources.md beside it)")
+    for col in ("nic", "Gbit/s per GPU", "ports x Gbit/s per server", "medium", "latency µs", "description"):
+        t.add_column(col, overflow="fold")
+    for name, p in sorted(nic_presets().items()):
+        lat = "-" if p.latency_us is None else f"{p.latency_us:g}"
+        t.add_row(
+            name, f"{p.gbps_per_gpu:g}", f"{p.nics_per_node} x {p.port_gbps:g}", p.medium, lat, p.description
+        )
+    tables.append(t)
+    return tables
 
 
 def register(app: typer.Typer) -> None:

@@ -1,17 +1,31 @@
-"""Hardware specs: GPUs. YAML uses human units; the spec stores SI units only.
+"""Hardware specs: GPUs and named NIC presets.
 
 A GPU spec file (`topologies/gpus/*.yaml`) gives peak dense FLOP/s per dtype in TFLOP/s,
 HBM bandwidth in TB/s and HBM size in GB; `GPUSpec` keeps FLOP/s, bytes/s and bytes.
+
+NIC presets (`topologies/nics/presets.yaml`, sources in `sources.md` beside it) name a
+scale-out NIC by product (`connectx7-400g-ib`, `pollara-400`, `efa-p5`, ...): its port rate,
+NICs per server, the scale-out bandwidth per GPU that the one-NIC-per-GPU generators use,
+its medium and, where a public source states one, its latency. A topology file may say
+`nic: NAME` instead of `nic_gbps` (giving both is an error). Simplified: the preset's
+latency is carried as data (`NICPreset.latency_us`); the generators' hop latencies are
+their own fields.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
+from functools import cache
+from pathlib import Path
+from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
 from simulator.config.base import Spec
+from simulator.config.loader import load
 from simulator.units import to_si
+
+NIC_PRESETS_FILE = Path(__file__).resolve().parents[2] / "topologies" / "nics" / "presets.yaml"
 
 DTYPES = ("fp64", "fp32", "tf32", "fp16", "bf16", "fp8", "fp4", "int8")
 
@@ -64,3 +78,55 @@ class GPUSpec(Spec):
             if dtype in ("bf16", "fp16") and alt in self.peak_flops_per_s:
                 return self.peak_flops_per_s[alt]
         raise KeyError(f"GPU {self.name} has no peak FLOP/s for dtype {dtype!r}")
+
+
+class NICPreset(Spec):
+    """One named scale-out NIC configuration (human units, as in the preset file)."""
+
+    description: str = Field(description="What NIC, in which servers.")
+    port_gbps: float = Field(gt=0, description="Rate of one NIC port, Gbit/s per direction.")
+    nics_per_node: int = Field(ge=1, description="NICs (ports) per 8-GPU server for the GPU fabric.")
+    gbps_per_gpu: float = Field(
+        gt=0, description="Scale-out bandwidth per GPU, Gbit/s: port_gbps x nics_per_node / GPUs per server."
+    )
+    medium: Literal["ib", "ethernet"] = Field(description="Link medium.")
+    latency_us: float | None = Field(
+        None, ge=0, description="NIC latency a public source states, µs (None when none does)."
+    )
+
+
+class NICPresetFile(Spec):
+    """The preset file: `presets: {name: NICPreset}`."""
+
+    presets: dict[str, NICPreset] = Field(description="Presets by name.")
+
+
+@cache
+def nic_presets(path: Path = NIC_PRESETS_FILE) -> dict[str, NICPreset]:
+    """The NIC presets by name (read once per file)."""
+    return load(NICPresetFile, path).presets
+
+
+def apply_nic_preset(data: Any, rate_key: str = "nic_gbps", medium_key: str = "medium") -> Any:
+    """Fill `rate_key` and `medium_key` of a topology mapping from its `nic: NAME` preset.
+
+    Args:
+        data: the mapping read from a topology file (anything else is returned unchanged).
+        rate_key: the field holding the NIC rate in Gbit/s.
+        medium_key: the field holding the scale-out medium.
+
+    Raises:
+        ValueError: unknown preset, the rate given as well, or a medium unlike the preset's.
+    """
+    if not isinstance(data, Mapping) or data.get("nic") is None:
+        return data
+    presets = nic_presets()
+    name = data["nic"]
+    if name not in presets:
+        raise ValueError(f"unknown NIC preset {name!r}; expected one of {', '.join(sorted(presets))}")
+    if rate_key in data:
+        raise ValueError(f"give either nic ({name}) or {rate_key}, not both")
+    preset = presets[name]
+    if data.get(medium_key, preset.medium) != preset.medium:
+        raise ValueError(f"{medium_key} {data[medium_key]!r} contradicts NIC preset {name} ({preset.medium})")
+    return {**data, rate_key: preset.gbps_per_gpu, medium_key: preset.medium}

@@ -18,6 +18,7 @@ import pandas as pd
 import yaml
 
 import simulator
+from simulator.calibration.apply import ProfileTuning
 from simulator.io import write_atomic
 from simulator.metrics import frames as fr
 from simulator.metrics.store import write_frame, write_json
@@ -95,6 +96,9 @@ def execute(
         meta["peak_flops_per_s"] = prep.topology.gpu.peak(str(program.meta.get("dtype", "bf16")))
     if sim.tuned:
         meta["calibration_applied"] = dict(sim.tuned)
+    if isinstance(prep.tuning, ProfileTuning) and prep.tuning.warnings:
+        # clamps applied and collectives no profile speaks for (simulator.calibration.apply)
+        meta["calibration_warnings"] = prep.tuning.warnings
     summary = summarize(frames, meta)
     if sc.run_level:
         frames.update(run_level(prep, summary, seed))

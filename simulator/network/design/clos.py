@@ -19,7 +19,7 @@ or `structure` record), and `rail_clos` gives NIC-to-GPU PCIe links the NIC's ba
 from __future__ import annotations
 
 import math
-from typing import Literal
+from typing import Any, Literal
 
 import networkx as nx
 from pydantic import Field, model_validator
@@ -43,13 +43,14 @@ from simulator.network.design.spec import (
     ClosSpecBase,
     Gen5PcieGbytePerS,
     HostsSpecBase,
+    NicPreset,
     NvlinkGbytePerS,
     ScaleOutMedium,
     ScaleOutSpecBase,
 )
 from simulator.network.design.storage import attach_storage
 from simulator.network.design.tiers import ClosTiers, clos_above_leaves
-from simulator.network.hardware import GPUSpec
+from simulator.network.hardware import GPUSpec, apply_nic_preset
 
 
 class SwitchSpec(Spec):
@@ -84,6 +85,7 @@ class RailClosSpec(Spec):
         description="NVSwitch: per-GPU bandwidth per direction; xgmi_mesh: per-link, GB/s.",
     )
     scale_up_latency_us: float = Field(0.7, ge=0, description="Intra-server hop latency, us.")
+    nic: NicPreset = None
     nic_gbps: float = Field(400.0, gt=0, description="NIC speed, Gbit/s per direction.")
     nic_medium: Literal["ib", "ethernet"] = Field("ib", description="Scale-out medium.")
     servers_per_leaf: int = Field(32, ge=1, description="Servers whose rail-r NICs share a leaf.")
@@ -94,6 +96,11 @@ class RailClosSpec(Spec):
         None, ge=1, description="Spine count; default = uplinks per leaf (one to each spine)."
     )
     link_latency_us: float = Field(1.0, ge=0, description="Latency of each network hop, us.")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _nic_preset(cls, data: Any) -> Any:
+        return apply_nic_preset(data, medium_key="nic_medium")
 
     @model_validator(mode="after")
     def _check(self) -> RailClosSpec:

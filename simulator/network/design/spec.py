@@ -11,12 +11,13 @@ GB/s, `*_latency_us` microseconds); the builders convert them to SI.
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from simulator.config.base import FileRef, Spec
 from simulator.network.design.storage import StorageSpec
+from simulator.network.hardware import apply_nic_preset
 
 
 class DesignSpecBase(Spec):
@@ -52,14 +53,28 @@ NvlinkGbytePerS = Annotated[
 SwitchRadix = Annotated[int, Field(ge=4, description="Ports per leaf/spine switch.")]
 ScaleOutMedium = Annotated[Literal["ib", "ethernet"], Field(description="Scale-out link medium.")]
 LinkGbps = Annotated[float, Field(gt=0, description="Speed of every link and NIC, Gbit/s.")]
+NicPreset = Annotated[
+    str | None,
+    Field(
+        description="NIC preset name (topologies/nics/presets.yaml, e.g. connectx7-400g-ib, "
+        "pollara-400, efa-p5, gcp-tcpxo); sets the NIC speed per GPU (Gbit/s) and the medium. "
+        "Give it or the NIC speed, not both."
+    ),
+]
 
 
 class ScaleOutSpecBase(DesignSpecBase):
     """Fields of the designs whose GPU servers reach a switched fabric through NICs."""
 
+    nic: NicPreset = None
     nic_gbps: NicGbps = 400.0
     pcie_gbyte_per_s: PcieGbytePerS = 64.0
     medium: ScaleOutMedium = "ib"
+
+    @model_validator(mode="before")
+    @classmethod
+    def _nic_preset(cls, data: Any) -> Any:
+        return apply_nic_preset(data)
 
 
 class ClosSpecBase(ScaleOutSpecBase):

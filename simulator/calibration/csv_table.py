@@ -1,0 +1,204 @@
+"""A collective benchmark table kept as CSV, in nccl-tests' columns.
+
+Many people keep nccl-tests / rccl-tests results as a table rather than as the raw log.
+The CSV form read here has one row per message size and the columns
+
+    size_bytes, time_us_oop, busbw_oop[, time_us_ip, busbw_ip]
+
+(time in microseconds, bus bandwidth in GB/s = 1e9 B/s, as nccl-tests prints them; `_oop`
+is the out-of-place half, `_ip` the in-place half), and optionally `collective`, `n_gpus`,
+`n_nodes`, `count` and `type` (constant over the file, except count). The in-place pair is
+optional but comes as a pair. Collective, GPU and node counts come from the columns, else
+the CLI arguments, else the file name (`simulator.calibration.inference`).
+
+Checked, one line `file:line: column: message` each: missing columns, a size that is not a
+whole number or not larger than the one above it, a time or bandwidth that is not a finite
+positive number, two collectives (or GPU / node counts) in one file, and a table without
+rows. Simplified: the algorithm bandwidth is not a column; it is size / time.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import math
+from pathlib import Path
+
+import pandas as pd
+
+from simulator.calibration.collective import normalize_kind
+from simulator.calibration.inference import infer_collective, infer_gpus, infer_nodes
+from simulator.calibration.table import BenchmarkTable
+from simulator.errors import InputError
+
+REQUIRED = ("size_bytes", "time_us_oop", "busbw_oop")
+IN_PLACE = ("time_us_ip", "busbw_ip")
+SECONDS_PER_MICROSECOND = 1e-6
+BYTES_PER_GB = 1e9
+
+
+def is_collective_csv(path: Path) -> bool:
+    """True when the first line of `path` names a `size_bytes` column (a collective table,
+    not a GEMM or memory-kernel CSV); False for unreadable files (read errors come later)."""
+    try:
+        with path.open(encoding="utf-8", newline="") as fh:
+            header = next(csv.reader(fh), [])
+    except (OSError, UnicodeDecodeError):
+        return False
+    return "size_bytes" in [h.strip().lower() for h in header]
+
+
+def _positive(row: dict[str, str], col: str, path: Path, line: int) -> float:
+    raw = (row.get(col) or "").strip()
+    try:
+        val = float(raw)
+    except ValueError:
+        raise InputError(f"expected a number, found {raw!r}", file=path, line=line, field=col) from None
+    if not math.isfinite(val) or val <= 0:
+        raise InputError(f"expected a finite number above 0, found {raw}", file=path, line=line, field=col)
+    return val
+
+
+def _constant(rows: list[tuple[int, dict[str, str]]], col: str, path: Path) -> str | None:
+    """The one value a column holds on every row (None without the column)."""
+    first: str | None = None
+    for line, row in rows:
+        val = (row.get(col) or "").strip()
+        if col == "collective":
+            val = normalize_kind(val) or val
+        if first is None:
+            first = val
+        elif val != first:
+            what = "collectives" if col == "collective" else f"values of {col}"
+            raise InputError(
+                f"mixed {what} in one table ({first!r} above, {val!r} here); expected one per file",
+                file=path,
+                line=line,
+                field=col,
+            )
+    return first
+
+
+def _read_rows(path: Path) -> tuple[list[str], list[tuple[int, dict[str, str]]], str]:
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise InputError("file not found", file=path) from None
+    except OSError as exc:
+        raise InputError(f"cannot read file: {exc}", file=path) from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise InputError("not a text file", file=path, line=1) from None
+    reader = csv.DictReader(text.splitlines())
+    header = [h.strip().lower() for h in (reader.fieldnames or [])]
+    reader.fieldnames = header
+    rows = [(reader.line_num, dict(r)) for r in reader]
+    return header, rows, hashlib.sha256(data).hexdigest()
+
+
+def _records(header: list[str], rows: list[tuple[int, dict[str, str]]], path: Path) -> pd.DataFrame:
+    """Rows in the form of `BenchmarkTable.rows`: one record per size and half."""
+    halves = [("time_us_oop", "busbw_oop", False)]
+    if all(c in header for c in IN_PLACE):
+        halves.append(("time_us_ip", "busbw_ip", True))
+    dtype = _constant(rows, "type", path) if "type" in header else None
+    records: list[dict[str, object]] = []
+    last = -1
+    for line, row in rows:
+        raw = (row.get("size_bytes") or "").strip()
+        if not raw.isdigit():
+            raise InputError(f"expected a whole number of bytes, found {raw!r}", file=path, line=line,
+                             field="size_bytes")  # fmt: skip
+        size = int(raw)
+        if size <= last:
+            raise InputError(
+                f"sizes out of order: {size} after {last}; expected increasing sizes, one row each",
+                file=path,
+                line=line,
+                field="size_bytes",
+            )
+        last = size
+        count = (row.get("count") or "").strip()
+        for t_col, bw_col, in_place in halves:
+            time_s = _positive(row, t_col, path, line) * SECONDS_PER_MICROSECOND
+            busbw = _positive(row, bw_col, path, line) * BYTES_PER_GB
+            records.append(
+                {"size_bytes": size, "count": int(count) if count.isdigit() else 0, "dtype": dtype or "",
+                 "redop": None, "root": None, "time_s": time_s, "algbw_bytes_per_s": size / time_s,
+                 "busbw_bytes_per_s": busbw, "wrong": float("nan"), "in_place": in_place, "line": line}
+            )  # fmt: skip
+    frame = pd.DataFrame(records)
+    frame["root"] = frame["root"].astype("Int64")
+    return frame
+
+
+def read_csv_table(
+    path: str | Path,
+    *,
+    collective: str | None = None,
+    n_gpus: int | None = None,
+    n_nodes: int | None = None,
+) -> BenchmarkTable:
+    """Read one collective CSV (see the module docstring).
+
+    Args:
+        path: the CSV file.
+        collective: engine kind where the file has no `collective` column.
+        n_gpus: rank count where the file has no `n_gpus` column.
+        n_nodes: node count where the file has no `n_nodes` column.
+
+    Raises:
+        InputError: anything the module docstring lists as checked.
+    """
+    p = Path(path)
+    header, rows, sha256 = _read_rows(p)
+    missing = [c for c in REQUIRED if c not in header]
+    if missing:
+        raise InputError(
+            f"missing column(s) {', '.join(missing)}; expected {', '.join(REQUIRED + IN_PLACE)} "
+            "(nccl-tests columns; the in-place pair is optional)",
+            file=p,
+            line=1,
+            field=missing[0],
+        )
+    half_ip = [c for c in IN_PLACE if c in header]
+    if len(half_ip) == 1:
+        other = next(c for c in IN_PLACE if c not in header)
+        raise InputError(f"in-place columns come as a pair; {other} is missing", file=p, line=1, field=other)
+    if not rows:
+        raise InputError("no rows under the header; expected one row per message size", file=p, line=1,
+                         field="size_bytes")  # fmt: skip
+    first = rows[0][0]
+    kind_col = _constant(rows, "collective", p) if "collective" in header else None
+    if kind_col is not None and normalize_kind(kind_col) is None:
+        raise InputError(f"unknown collective {kind_col!r}", file=p, line=first, field="collective")
+    frame = _records(header, rows, p)
+    kind, kind_note = infer_collective(kind_col, collective, p, first)
+    gpus_col = _constant(rows, "n_gpus", p) if "n_gpus" in header else None
+    nodes_col = _constant(rows, "n_nodes", p) if "n_nodes" in header else None
+    gpus, gpus_note = infer_gpus({}, _int(gpus_col, p, first, "n_gpus") or n_gpus, frame, kind, p, first)
+    nodes, nodes_note = infer_nodes({}, None, _int(nodes_col, p, first, "n_nodes") or n_nodes, p, first)
+    if nodes > gpus:
+        raise InputError(f"impossible layout of {gpus} GPUs on {nodes} nodes", file=p, line=first,
+                         field="n_nodes")  # fmt: skip
+    return BenchmarkTable(
+        source=p.name,
+        sha256=sha256,
+        collective=kind,
+        n_gpus=gpus,
+        n_nodes=nodes,
+        rows=frame,
+        first_line=first,
+        notes=(kind_note, gpus_note, nodes_note),
+    )
+
+
+def _int(val: str | None, path: Path, line: int, col: str) -> int | None:
+    if val is None:
+        return None
+    if not val.isdigit() or int(val) < 1:
+        raise InputError(
+            f"expected a whole number of at least 1, found {val!r}", file=path, line=line, field=col
+        )
+    return int(val)

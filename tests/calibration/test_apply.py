@@ -1,0 +1,86 @@
+"""Applying profiles in a run: clamps and collectives no profile speaks for are said, not hidden."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import typer
+from typer.testing import CliRunner
+
+from simulator.calibration.apply import MAX_EFFICIENCY, ProfileTuning
+from simulator.calibration.fit import fit_table
+from simulator.calibration.parser import parse_text
+from simulator.calibration.profile import CalibrationProfile, build_profile
+from tests.calibration.logs import synthetic_log
+from tests.conftest import ROOT
+
+SIZES = [2**k for k in range(10, 31)]
+BUSBW = 400e9
+
+
+def _intra_profile() -> CalibrationProfile:
+    table = parse_text(synthetic_log("all_reduce", 8, 8, 15e-6, BUSBW, SIZES), "intra-allreduce.log")[0]
+    return build_profile("intra", [fit_table(table)])
+
+
+def test_unmatched_collective_is_a_warning_naming_the_entries() -> None:
+    tuning = ProfileTuning([("intra", _intra_profile())])
+    assert tuning.tune("all_reduce", 16, 2, 2**20, BUSBW) is None
+    assert tuning.tune("all_gather", 8, 1, 2**20, BUSBW) is None
+    assert tuning.warnings == [
+        "no calibration for all_gather on 8 ranks on 1 node(s): intra has no all_gather entry; "
+        "the uncalibrated model is used",
+        "no calibration for all_reduce on 16 ranks on 2 node(s): intra's all_reduce entries "
+        "(all_reduce 8 GPUs/1 node(s) from intra-allreduce.log) are all intra-node, not inter-node; "
+        "the uncalibrated model is used",
+    ]
+
+
+def test_efficiency_cap_is_reported() -> None:
+    tuning = ProfileTuning([("intra", _intra_profile())])
+    # the fitted busbw at 1 GiB is ~400 GB/s; a model reaching 50 GB/s asks for 8x, capped at 4x
+    res = tuning.tune("all_reduce", 8, 1, 2**30, 50e9)
+    assert res is not None and res[1] == MAX_EFFICIENCY
+    ok = tuning.tune("all_reduce", 8, 1, 2**30, 400e9)
+    assert ok is not None and 0.95 < ok[1] < 1.05  # no clamp: fitted busbw / model busbw ~ 1
+    (warning,) = tuning.warnings
+    assert warning.startswith("all_reduce on 8 ranks on 1 node(s): calibrated bandwidth efficiency 8")
+    assert "capped at 4x (1 size(s); profile entry intra: " in warning
+
+
+def test_run_summary_and_screen_name_unmatched_profile(app: typer.Typer, tmp_path: Path) -> None:
+    prof = tmp_path / "intra.yaml"
+    prof.write_text(_intra_profile().to_yaml())
+    scenario = tmp_path / "s.yaml"
+    scenario.write_text(
+        f"""name: s
+seed: 7
+topology: {{file: {ROOT / "topologies/h100-rail-clos-2n.yaml"}}}
+workload: {{file: {ROOT / "workloads/traces/dp16-gpt1p3b-step.yaml"}}}
+calibration: [{{file: {prof}}}]
+network: {{fidelity: flow, algorithms: {{all_reduce: ring}}}}
+run: {{steps: 1}}
+"""
+    )
+    r = CliRunner().invoke(app, ["run", str(scenario), "-o", str(tmp_path / "out"), "--no-dashboard"])
+    assert r.exit_code == 0, r.output
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    (warning,) = summary["calibration_warnings"]
+    assert "no calibration for all_reduce on 16 ranks on 2 node(s)" in warning
+    assert "warning: no calibration for all_reduce on 16 ranks on 2 node(s)" in " ".join(r.output.split())
+
+
+def test_speaking_beyond_the_measurement_is_a_warning() -> None:
+    tuning = ProfileTuning([("intra", _intra_profile())])
+    assert tuning.tune("all_reduce", 4, 1, 2**20, BUSBW) is not None  # 4 GPUs: predicted from 8
+    assert tuning.tune("all_reduce", 8, 1, 2**34, BUSBW) is not None  # 16 GiB: beyond 1 GiB x 4
+    assert tuning.tune("all_reduce", 8, 1, 2**30, BUSBW) is not None  # measured: no warning
+    assert tuning.warnings == [
+        "all_reduce on 4 ranks on 1 node(s): beyond what the profile measured; using intra: predicted "
+        "all_reduce 4 GPUs/1 node(s) from all_reduce 8 GPUs/1 node(s) from intra-allreduce.log: "
+        "alpha x 0.429 (ring steps), busbw kept",
+        "all_reduce on 8 ranks on 1 node(s): beyond what the profile measured; using intra: measured "
+        "all_reduce 8 GPUs/1 node(s) from intra-allreduce.log; extrapolated beyond 1 GiB, the largest "
+        "size measured",
+    ]

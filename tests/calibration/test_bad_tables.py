@@ -1,0 +1,121 @@
+"""Bad benchmark tables (logs and CSV): one line `file:line: field: message`, exit 2, no profile."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import typer
+from typer.testing import CliRunner
+
+from tests.calibration.logs import synthetic_log
+
+SIZES = [2**k for k in range(10, 20)]
+HEADER = "size_bytes,time_us_oop,busbw_oop,time_us_ip,busbw_ip"
+
+
+def _rows(n: int = 3) -> list[str]:
+    return [f"{2**k},{10.0 + k},1.0,{10.0 + k},1.0" for k in range(10, 10 + n)]
+
+
+def _log_lines() -> list[str]:
+    return synthetic_log("all_reduce", 8, 8, 10e-6, 400e9, SIZES).splitlines()
+
+
+def _first_row(lines: list[str]) -> int:
+    return next(i for i, ln in enumerate(lines) if ln.strip().startswith(str(SIZES[0])))
+
+
+def _no_rows(tmp: Path) -> tuple[Path, str]:
+    p = tmp / "empty-allreduce-8gpu-1node.log"
+    p.write_text("\n".join(ln for ln in _log_lines() if ln.startswith("#")) + "\n")
+    return p, f"{p}:1: no nccl-tests result table found (expected rows of: size count type"
+
+
+def _mixed_log(tmp: Path) -> tuple[Path, str]:
+    lines = _log_lines()
+    lines = [ln.replace("concluded: all_reduce_perf", "concluded: all_gather_perf") for ln in lines]
+    p = tmp / "mixed.log"
+    p.write_text("\n".join(lines) + "\n")
+    line = _first_row(lines) + 1
+    what = "mixed collectives in one table (start line all_reduce, end line all_gather)"
+    return p, f"{p}:{line}: collective: {what}"
+
+
+def _mixed_csv(tmp: Path) -> tuple[Path, str]:
+    p = tmp / "mixed-8gpu-1node.csv"
+    rows = [r + (",allreduce" if i != 2 else ",all_gather") for i, r in enumerate(_rows())]
+    p.write_text("\n".join([HEADER + ",collective", *rows]) + "\n")
+    return p, f"{p}:4: collective: mixed collectives in one table ('all_reduce' above, 'all_gather' here)"
+
+
+def _missing_column(tmp: Path) -> tuple[Path, str]:
+    p = tmp / "allreduce-8gpu-1node.csv"
+    p.write_text("size_bytes,time_us_ip,busbw_ip\n1024,10,1\n")
+    return p, f"{p}:1: time_us_oop: missing column(s) time_us_oop, busbw_oop; expected size_bytes,"
+
+
+def _csv_out_of_order(tmp: Path) -> tuple[Path, str]:
+    p = tmp / "allreduce-8gpu-1node.csv"
+    rows = _rows()
+    p.write_text("\n".join([HEADER, rows[1], rows[0], rows[2]]) + "\n")
+    return p, f"{p}:3: size_bytes: sizes out of order: 1024 after 2048; expected increasing sizes"
+
+
+def _log_out_of_order(tmp: Path) -> tuple[Path, str]:
+    lines = _log_lines()
+    i = _first_row(lines)
+    lines.insert(i + 1, lines[i])
+    p = tmp / "dup.log"
+    p.write_text("\n".join(lines) + "\n")
+    return p, f"{p}:{i + 2}: size: sizes out of order: 1024 again after line {i + 1}; expected increasing"
+
+
+def _csv_value(value: str, col: int) -> object:
+    def make(tmp: Path) -> tuple[Path, str]:
+        p = tmp / "allreduce-8gpu-1node.csv"
+        rows = _rows()
+        cells = rows[1].split(",")
+        cells[col] = value
+        rows[1] = ",".join(cells)
+        p.write_text("\n".join([HEADER, *rows]) + "\n")
+        name = HEADER.split(",")[col]
+        return p, f"{p}:3: {name}: expected a finite number above 0, found {value}"
+
+    return make
+
+
+def _log_nan_time(tmp: Path) -> tuple[Path, str]:
+    lines = _log_lines()
+    i = _first_row(lines) + 2
+    tok = lines[i].split()
+    tok[5] = "nan"
+    lines[i] = "  ".join(tok)
+    p = tmp / "nan.log"
+    p.write_text("\n".join(lines) + "\n")
+    return p, f"{p}:{i + 1}: time: expected a time above 0 us, found nan"
+
+
+CASES = {
+    "log with no rows": _no_rows,
+    "mixed collectives in a log table": _mixed_log,
+    "mixed collectives in a CSV": _mixed_csv,
+    "CSV with missing columns": _missing_column,
+    "CSV sizes out of order": _csv_out_of_order,
+    "log sizes out of order": _log_out_of_order,
+    "CSV NaN time": _csv_value("nan", 1),
+    "CSV negative time": _csv_value("-3.5", 3),
+    "CSV negative busbw": _csv_value("-1", 2),
+    "log NaN time": _log_nan_time,
+}
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_bad_table_is_one_line_exit_2_no_profile(app: typer.Typer, tmp_path: Path, case: str) -> None:
+    path, expected = CASES[case](tmp_path)  # type: ignore[operator]
+    out = tmp_path / "profile.yaml"
+    r = CliRunner().invoke(app, ["calibrate", str(path), "-o", str(out)])
+    assert r.exit_code == 2, r.output
+    lines = [ln for ln in r.output.splitlines() if ln.strip()]
+    assert len(lines) == 1 and lines[0].removeprefix("error: ").startswith(expected), r.output
+    assert not out.exists() and not out.with_suffix(".html").exists()

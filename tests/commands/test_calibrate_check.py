@@ -1,0 +1,79 @@
+"""`clustersim calibrate --check`: collective CSV tables, which half it scores, --max-error."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+from typer.testing import CliRunner
+
+from simulator.calibration.collective import busbw_factor
+from tests.calibration.logs import synthetic_log
+
+SIZES = [2**k for k in range(10, 31)]
+ALPHA_S, BUSBW = 20e-6, 400e9
+
+
+def _csv(path: Path, in_place_scale: float) -> Path:
+    """A 16-GPU all-reduce table whose out-of-place times follow the synthetic log's line
+    t = alpha + S * 2(n-1)/n / busbw exactly, and whose in-place times are that x scale."""
+    f = busbw_factor("all_reduce", 16)
+    rows = ["size_bytes,time_us_oop,busbw_oop,time_us_ip,busbw_ip"]
+    for s in SIZES:
+        t = (ALPHA_S + s * f / BUSBW) * 1e6
+        ti = t * in_place_scale
+        rows.append(f"{s},{t:.4f},{s / t / 1e3 * f:.4f},{ti:.4f},{s / ti / 1e3 * f:.4f}")
+    path.write_text("\n".join(rows) + "\n")
+    return path
+
+
+def _profile(app: typer.Typer, tmp_path: Path) -> Path:
+    log = tmp_path / "inter-allreduce.log"
+    log.write_text(synthetic_log("all_reduce", 16, 8, ALPHA_S, BUSBW, SIZES))
+    out = tmp_path / "p.yaml"
+    r = CliRunner().invoke(app, ["calibrate", str(log), "-o", str(out)])
+    assert r.exit_code == 0, r.output
+    return out
+
+
+def test_check_reads_csv_and_scores_out_of_place_by_default(app: typer.Typer, tmp_path: Path) -> None:
+    prof = _profile(app, tmp_path)
+    # in-place half twice as fast: the old min(out-of-place, in-place) scoring would say +100%
+    table = _csv(tmp_path / "allreduce-16gpu-2node.csv", 0.5)
+    r = CliRunner().invoke(app, ["calibrate", "--check", str(prof), str(table), "--max-error", "2"])
+    assert r.exit_code == 0, r.output
+    assert "scoring out-of-place times" in r.output
+    assert "all_reduce, 16 GPUs / 2 node(s)" in r.output
+    # the profile was fitted on the same line (printed to nccl-tests precision): well under 2 %
+    assert "+100.0%" not in r.output
+    r = CliRunner().invoke(app, ["calibrate", "--check", str(prof), str(table), "--in-place"])
+    assert r.exit_code == 0, r.output
+    assert "scoring in-place times" in r.output and "+100.0%" in r.output
+
+
+def test_max_error_exits_1_when_the_median_is_above_it(app: typer.Typer, tmp_path: Path) -> None:
+    prof = _profile(app, tmp_path)
+    table = _csv(tmp_path / "allreduce-16gpu-2node.csv", 0.5)
+    r = CliRunner().invoke(
+        app, ["calibrate", "--check", str(prof), str(table), "--in-place", "--max-error", "50"]
+    )
+    assert r.exit_code == 1, r.output
+    assert "median |error| 100.0% above --max-error 50.0%" in r.output
+    r = CliRunner().invoke(app, ["calibrate", str(table), "-o", str(tmp_path / "x.yaml"), "--max-error", "5"])
+    assert r.exit_code == 2 and "go with --check" in r.output
+
+
+def test_csv_tables_fit_like_logs(app: typer.Typer, tmp_path: Path) -> None:
+    table = _csv(tmp_path / "allreduce-16gpu-2node.csv", 1.0)
+    out = tmp_path / "from-csv.yaml"
+    r = CliRunner().invoke(app, ["calibrate", str(table), "-o", str(out)])
+    assert r.exit_code == 0, r.output
+    assert "all_reduce" in r.output and out.exists()
+
+
+def test_in_place_needs_an_in_place_half(app: typer.Typer, tmp_path: Path) -> None:
+    prof = _profile(app, tmp_path)
+    table = tmp_path / "allreduce-16gpu-2node.csv"
+    table.write_text("size_bytes,time_us_oop,busbw_oop\n1048576,30.0,65.5\n2097152,40.0,98.3\n")
+    r = CliRunner().invoke(app, ["calibrate", "--check", str(prof), str(table), "--in-place"])
+    assert r.exit_code == 2 and "no in-place times" in r.output
