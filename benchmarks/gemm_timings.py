@@ -1,14 +1,19 @@
 """Measure GEMM and memory-bound kernel timings with PyTorch, for compute calibration.
 
     python benchmarks/gemm_timings.py -o gemm.csv [--memory-csv memory.csv] \
-        [--device cuda|cpu] [--dtype bf16 --dtype fp32] [--sizes 1024,2048,4096] [--repeats 20]
+        [--device cuda|cpu] [--dtype bf16 --dtype fp32] [--sizes 1024,2048,4096] \
+        [--shapes 8192x6912x2304,8192x2304x9216] [--repeats 20]
 
 Writes the CSV files `clustersim calibrate` reads (`simulator.calibration.compute`):
-GEMM rows `M,N,K,dtype,time_s` (square and a few skinny shapes; median of `--repeats`
-timed runs after warm-up) and memory-bound rows `bytes,time_s` (a tensor copy; bytes =
-read + written). On CPU (`--device cpu`) it uses small default sizes and fp32 so that it
-runs anywhere in seconds. PyTorch is optional: without it the script exits with code 3
-and says how to install it. GPU timing uses CUDA events after `torch.cuda.synchronize()`.
+GEMM rows `M,N,K,dtype,time_s` (square and a few skinny shapes, plus `--shapes`, e.g. a
+model's own GEMMs; median of `--repeats` timed runs after warm-up) and memory-bound rows
+`bytes,time_s` (a tensor copy; bytes = read + written). On CPU (`--device cpu`) it uses
+small default sizes and fp32 so that it runs anywhere in seconds.
+`clustersim calibrate gemm.csv --gpu topologies/gpus/X.yaml -o P.yaml` fits the
+shape-aware GEMM model's achievable fraction of peak and per-kernel cost from the GEMM
+rows (rows that are memory-bound on that GPU are named and refused). PyTorch is optional:
+without it the script exits with code 3 and says how to install it. GPU timing uses CUDA
+events after `torch.cuda.synchronize()`.
 """
 
 from __future__ import annotations
@@ -53,6 +58,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--device", default=None, help="cuda, cuda:N or cpu (default: cuda if present).")
     parser.add_argument("--dtype", action="append", choices=sorted(DTYPES), help="Repeatable.")
     parser.add_argument("--sizes", help="Comma-separated square sizes (default by device).")
+    parser.add_argument("--shapes", help="Comma-separated MxNxK shapes to add (e.g. 8192x6912x2304).")
     parser.add_argument("--repeats", type=int, default=None)
     args = parser.parse_args(argv)
     try:
@@ -78,6 +84,10 @@ def main(argv: list[str] | None = None) -> int:
         torch.backends.cuda.matmul.allow_tf32 = "tf32" in dtypes
 
     shapes = [(s, s, s) for s in sizes] + [(sizes[-1], sizes[0], sizes[-1])]
+    for text in (args.shapes or "").split(","):
+        if text.strip():
+            m, n, k = (int(x) for x in text.lower().split("x"))
+            shapes.append((m, n, k))
     rows = []
     for name in dtypes:
         dt = getattr(torch, DTYPES[name])

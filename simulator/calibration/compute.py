@@ -15,9 +15,13 @@ least squares in relative error, then a robust refinement). The efficiency the c
 model asks for is the achieved rate over the device's peak:
 `gemm_efficiency = (flops / t) / peak_flops_per_s`, clipped to (0, 1].
 
-Simplified away: the shape of a GEMM beyond its FLOP count (tile quantization, skinny
-matrices) and cache effects of small memory kernels; the fit error per dtype says how much
-that costs on the measured sizes.
+Given the GPU the table was measured on (`clustersim calibrate --gpu FILE`), the GEMM rows
+also fit the shape-aware model's constants (achievable fraction of peak and fixed cost per
+kernel; `simulator.calibration.gemm_shape`), and `gemm_efficiency` then answers from that
+model (tile and wave quantization, memory-bound skinny shapes) instead of the line.
+
+Simplified away (line fit): the shape of a GEMM beyond its FLOP count and cache effects
+of small memory kernels; the fit error per dtype says how much that costs.
 """
 
 from __future__ import annotations
@@ -30,8 +34,10 @@ import numpy as np
 from pydantic import Field
 
 from simulator.calibration.fit import fit_line
+from simulator.calibration.gemm_shape import GemmRow, ShapeFit, fit_shapes
 from simulator.config.base import Spec
 from simulator.errors import InputError
+from simulator.network.hardware import GPUSpec
 
 _ALIASES = {"float16": "fp16", "half": "fp16", "bfloat16": "bf16", "float32": "fp32",
             "float": "fp32", "float64": "fp64", "double": "fp64", "tf32": "tf32"}  # fmt: skip
@@ -64,6 +70,9 @@ class ComputeCalibration(Spec):
         default_factory=dict, description="GEMM fit per dtype (fp16, bf16, fp32, ...)."
     )
     memory: RateFit | None = Field(None, description="Memory-bound kernel fit, if measured.")
+    shape: dict[str, ShapeFit] = Field(
+        default_factory=dict, description="GEMM shape-model fit per dtype (when the GPU was given)."
+    )
     sources: list[str] = Field(default_factory=list, description="CSV file names fitted on.")
 
     def gemm_efficiency(self, m: int, n: int, k: int, dtype: str, peak_flops_per_s: float) -> float:
@@ -76,6 +85,12 @@ class ComputeCalibration(Spec):
         if peak_flops_per_s <= 0 or min(m, n, k) <= 0:
             raise ValueError("GEMM dimensions and peak FLOP/s must be positive")
         d = _dtype(dtype)
+        shaped = self.shape.get(d)
+        if shaped is None and d in ("bf16", "fp16"):
+            shaped = self.shape.get("fp16" if d == "bf16" else "bf16")
+        if shaped is not None:
+            t = shaped.time_s(m, n, k, d)
+            return float(np.clip(2.0 * m * n * k / t / peak_flops_per_s, MIN_EFFICIENCY, 1.0))
         fit = self.gemm.get(d)
         if fit is None and d in ("bf16", "fp16"):
             fit = self.gemm.get("fp16" if d == "bf16" else "bf16")
@@ -100,13 +115,19 @@ class ComputeCalibration(Spec):
         return float(np.clip(achieved / peak_bytes_per_s, MIN_EFFICIENCY, 1.0))
 
     @classmethod
-    def from_csv(cls, paths: Sequence[str | Path]) -> ComputeCalibration:
+    def from_csv(cls, paths: Sequence[str | Path], gpu: GPUSpec | None = None) -> ComputeCalibration:
         """Fit GEMM and memory timings from CSV files (kind told by the columns).
+
+        Args:
+            paths: the CSV files.
+            gpu: the GPU they were measured on; given, the GEMM rows also fit the shape model.
 
         Raises:
             InputError: unreadable file, missing columns, or a value that is not a positive
                 number (names the file and line).
+            InputErrors: with `gpu`, one line per GEMM row the shape fit cannot use.
         """
+        rows: list[GemmRow] = []
         gemm: dict[str, tuple[list[float], list[float]]] = {}
         mem: tuple[list[float], list[float]] = ([], [])
         names = []
@@ -125,6 +146,8 @@ class ComputeCalibration(Spec):
                     if not d:
                         raise InputError("empty dtype", file=p, line=lineno, field="dtype")
                     w, t = gemm.setdefault(d, ([], []))
+                    dims = (_pos(row, "M", p, lineno), _pos(row, "N", p, lineno), _pos(row, "K", p, lineno))
+                    rows.append(GemmRow(p, lineno, *dims, d, _pos(row, "time_s", p, lineno)))
                 else:
                     flops = _pos(row, "bytes", p, lineno)
                     w, t = mem
@@ -149,6 +172,7 @@ class ComputeCalibration(Spec):
         return cls(
             gemm={d: fit(*wt) for d, wt in sorted(gemm.items())},
             memory=fit(*mem) if mem[0] else None,
+            shape=fit_shapes(rows, gpu) if gpu is not None and rows else {},
             sources=names,
         )
 

@@ -1,6 +1,7 @@
 """`clustersim calibrate`: fit a calibration profile from benchmark output, or check one.
 
     clustersim calibrate LOGS... [GEMM.csv ...] -o PROFILE.yaml [--collective K --gpus N --nodes M]
+        [--gpu GPU.yaml]
     clustersim calibrate --check PROFILE.yaml LOGS... [--in-place] [--max-error PCT]
 
 The first form reads nccl-tests / rccl-tests logs or collective CSV tables (columns
@@ -67,6 +68,7 @@ def _fit_and_write(
     nodes: int | None,
     name: str | None,
     description: str,
+    gpu_file: Path | None = None,
 ) -> None:
     # the fitting (numpy, scipy) and the calibration page (plotly) are imported inside the
     # functions of this module, so that `clustersim --help` stays fast
@@ -83,7 +85,13 @@ def _fit_and_write(
             fits.append(fit_table(t))
             on_done(i, None)
     _warn_cut(tables, {i: f.busbw_bytes_per_s for i, f in enumerate(fits)})
-    compute = ComputeCalibration.from_csv(csvs) if csvs else None
+    gpu = None
+    if gpu_file is not None:
+        from simulator.config.loader import load
+        from simulator.network.hardware import GPUSpec
+
+        gpu = load(GPUSpec, gpu_file)
+    compute = ComputeCalibration.from_csv(csvs, gpu) if csvs else None
     profile = build_profile(name or output.stem, fits, description=description, compute=compute)
     write_atomic(output, profile.to_yaml())
     html_path = html or output.with_suffix(".html")
@@ -135,6 +143,15 @@ def _print_fits(
             console.print(
                 f"GEMM {dtype}: overhead {fit.overhead_s * 1e6:.1f} us, "
                 f"{fit.rate_per_s / 1e12:.2f} TFLOP/s sustained, max error {_pct(fit.max_abs_error)}",
+                markup=False,
+            )
+        for dtype, sf in compute.shape.items():
+            given = sf.gpu.gemm_peak_fraction
+            console.print(
+                f"GEMM {dtype} shape model on {sf.gpu.name}: {100 * sf.peak_fraction:.1f}% of peak "
+                f"achievable (GPU file: {'-' if given is None else f'{100 * given:.1f}%'}), "
+                f"{sf.overhead_s * 1e6:.1f} us per kernel; median error {_pct(sf.median_abs_error)}, "
+                f"max {_pct(sf.max_abs_error)} over {sf.n_points} shapes",
                 markup=False,
             )
         if compute.memory is not None:
@@ -311,6 +328,14 @@ def calibrate(
             help="--check: exit 1 when a table's median |error| (sizes >= 1 MiB) is above PCT percent.",
         ),
     ] = None,
+    gpu: Annotated[
+        Path | None,
+        typer.Option(
+            "--gpu",
+            help="GPU file the GEMM CSV was measured on (topologies/gpus/*.yaml): also fit the "
+            "shape-aware GEMM model's achievable fraction and per-kernel cost.",
+        ),
+    ] = None,
 ) -> None:
     """Fit a calibration profile from benchmark output (or --check one against it)."""
     try:
@@ -338,7 +363,7 @@ def calibrate(
             raise InputError("--in-place and --max-error go with --check PROFILE")
         if output is None:
             raise InputError("missing -o/--output PROFILE.yaml (or use --check PROFILE)")
-        _fit_and_write(logs, csvs, output, html, collective, gpus, nodes, name, description)
+        _fit_and_write(logs, csvs, output, html, collective, gpus, nodes, name, description, gpu)
     except ClustersimError as err:
         fail(err)
 

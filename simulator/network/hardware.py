@@ -10,6 +10,14 @@ its medium and, where a public source states one, its latency. A topology file m
 `nic: NAME` instead of `nic_gbps` (giving both is an error). Simplified: the preset's
 latency is carried as data (`NICPreset.latency_us`); the generators' hop latencies are
 their own fields.
+
+The per-kernel compute model (`simulator.workload.kernels`) also reads the SM/CU count,
+the GEMM output tile, the achievable fraction of peak a saturated GEMM reaches, the fused
+attention kernels' fractions and the per-kernel fixed cost. These are optional here: a
+GPU spec that gives none of them is priced by the flat roofline (`compute_efficiency`,
+`memory_efficiency`); one that gives some but lacks a field a kernel needs fails, naming
+the field and the op.
+Sources of every figure: `topologies/gpus/sources.md`.
 """
 
 from __future__ import annotations
@@ -46,6 +54,38 @@ class GPUSpec(Spec):
         0.8, gt=0, le=1, description="Fraction of peak HBM bandwidth memory-bound kernels reach."
     )
     tdp_w: float | None = Field(None, gt=0, description="Board power, watts (for power estimates).")
+    arch: str | None = Field(None, description="Architecture family, e.g. ampere, hopper, blackwell, cdna3.")
+    sm_count: int | None = Field(
+        None, ge=1, description="Streaming multiprocessors (NVIDIA) or compute units (AMD)."
+    )
+    boost_clock_ghz: float | None = Field(
+        None, gt=0, description="Boost clock, GHz (the peak figures' clock)."
+    )
+    l2_cache_bytes: float | None = Field(None, gt=0, description="L2 (last-level on-die) cache, bytes.")
+    gemm_tile: tuple[int, int] | None = Field(
+        None,
+        description="Output tile (rows, columns) one SM/CU computes in a large GEMM; sets tile "
+        "and wave quantization.",
+    )
+    gemm_peak_fraction: float | None = Field(
+        None,
+        gt=0,
+        le=1,
+        description="Fraction of peak FLOP/s a large, tile- and wave-aligned GEMM sustains "
+        "(the family's measured maximum achievable matmul FLOP/s over peak).",
+    )
+    gemm_peak_fraction_by_dtype: dict[str, float] = Field(
+        default_factory=dict,
+        description="Per-dtype overrides of gemm_peak_fraction where measured apart (e.g. fp8).",
+    )
+    attention_efficiency: dict[str, float] = Field(
+        default_factory=dict,
+        description="Fraction of dense peak a fused attention kernel sustains, per variant "
+        "(flash2, flash3); a variant absent here cannot run on this GPU.",
+    )
+    kernel_overhead_s: float | None = Field(
+        None, ge=0, description="Fixed cost per kernel (launch and ramp), seconds (YAML: kernel_overhead_us)."
+    )
 
     @model_validator(mode="before")
     @classmethod
@@ -58,7 +98,14 @@ class GPUSpec(Spec):
             "peak_flops_per_s",
             "hbm_bandwidth_bytes_per_s",
             "hbm_capacity_bytes",
-            human_bases={"hbm_bandwidth_bytes_per_s": "hbm", "hbm_capacity_bytes": "hbm"},
+            "l2_cache_bytes",
+            "kernel_overhead_s",
+            human_bases={
+                "hbm_bandwidth_bytes_per_s": "hbm",
+                "hbm_capacity_bytes": "hbm",
+                "l2_cache_bytes": "l2",
+                "kernel_overhead_s": "kernel_overhead",
+            },
         )
 
     @model_validator(mode="after")
@@ -68,7 +115,31 @@ class GPUSpec(Spec):
             raise ValueError(f"unknown dtype(s) {unknown}; expected some of {list(DTYPES)}")
         if any(v <= 0 for v in self.peak_flops_per_s.values()):
             raise ValueError("peak FLOP/s must be positive")
+        if self.gemm_tile is not None and min(self.gemm_tile) < 1:
+            raise ValueError("gemm_tile must be two positive integers")
+        bad = {
+            k: v
+            for k, v in {**self.attention_efficiency, **self.gemm_peak_fraction_by_dtype}.items()
+            if not 0 < v <= 1
+        }
+        if bad:
+            raise ValueError(f"efficiencies must lie in (0, 1]; found {bad}")
         return self
+
+    @property
+    def has_kernel_model(self) -> bool:
+        """Whether the spec gives any field of the per-kernel model (else the flat roofline)."""
+        return bool(
+            self.sm_count is not None
+            or self.gemm_tile is not None
+            or self.gemm_peak_fraction is not None
+            or self.kernel_overhead_s is not None
+            or self.attention_efficiency
+        )
+
+    def gemm_fraction(self, dtype: str) -> float | None:
+        """Achievable fraction of peak for large GEMMs in `dtype` (None if not given)."""
+        return self.gemm_peak_fraction_by_dtype.get(dtype, self.gemm_peak_fraction)
 
     def peak(self, dtype: str) -> float:
         """Peak FLOP/s for `dtype`; falls back to fp16/bf16 equivalents where absent."""

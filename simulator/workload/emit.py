@@ -18,8 +18,10 @@ compute-bound and memory-bound work apart. Communication placement:
       stream after the layer's backward and nothing but the optimizer waits for them.
     * A collective over a group of one rank is left out.
 
-Simplifies: TP communication does not overlap compute; a fused segment is priced as if its
-ops ran back to back at one efficiency per class; the ring exchange of CP is one
+Each fused op carries its items (`Op.kernels`), so the engine prices it kernel by kernel
+(`simulator.workload.kernels`) as if they ran back to back.
+
+Simplifies: TP communication does not overlap compute; the ring exchange of CP is one
 all-gather rather than cp - 1 separate steps.
 """
 
@@ -105,6 +107,7 @@ class OpEmitter:
     ) -> str | None:
         """Fuse `items` into at most three compute ops on `rank`; return the last op id."""
         classes: dict[tuple[str, str], list[float]] = {}
+        kernels: dict[tuple[str, str], list[OpCost]] = {}
         for it in items:
             if it.kind == "gemm":
                 key = ("mm", self.dtype)
@@ -115,6 +118,7 @@ class OpEmitter:
             acc = classes.setdefault(key, [0.0, 0.0])
             acc[0] += it.flops
             acc[1] += it.bytes
+            kernels.setdefault(key, []).append(it)
         last = None
         for (cls, dtype), (flops, bytes_accessed) in classes.items():
             if flops <= 0 and bytes_accessed <= 0:
@@ -131,6 +135,7 @@ class OpEmitter:
                     flops=flops,
                     bytes_accessed=bytes_accessed,
                     dtype=dtype,
+                    kernels=tuple(kernels[(cls, dtype)]),
                 )
             )
             deps = ()

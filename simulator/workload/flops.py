@@ -13,8 +13,10 @@ Counting conventions:
       backward is twice forward. With `causal_skip=True` (default: what FlashAttention-style
       kernels execute) a causal mask halves them (factor 1/2, ignoring the diagonal);
       `causal_skip=False` counts the full s×s matrix as Narayanan et al. (SC'21) eq. 3 does.
-    * Attention is a fused kernel: the s×s scores never reach HBM, so the score / softmax /
-      value ops move only Q, K, V and O.
+    * The attention core depends on `layout.attention` (`attention.attention_core`): fused
+      (flash2/flash3/auto: the s×s scores never reach HBM, the ops move only Q, K, V and O)
+      or unfused (batched GEMMs and softmax/dropout kernels that write and read the s×s
+      scores; the full matrix is computed whatever `causal_skip` says).
     * Norms, activations, residual adds, router top-k, cross-entropy are `elementwise` ops
       costed by bytes (read + write); their FLOPs are a rough few per element and are not
       part of eq. 3 or 6·N.
@@ -24,7 +26,8 @@ Counting conventions:
 
 Simplifies: routing is perfectly balanced (each rank's experts see tokens·top_k pairs); with
 tp > 1 and no sequence parallelism the tp ranks split the (replicated) tokens for dispatch;
-shared experts are TP-sharded like a dense MLP; dropout is not an op; the gradient dtype is
+shared experts are TP-sharded like a dense MLP; hidden dropout (when the model trains with
+it) is part of the fused residual add (a one-byte mask per element); the gradient dtype is
 the weight dtype (bf16) for reductions.
 """
 
@@ -32,8 +35,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
-from typing import Literal
 
+from simulator.workload.attention import attention_core
+from simulator.workload.costs import ELEMENTWISE_FLOPS, CommCost, Item, OpCost, Phase
 from simulator.workload.layout import (
     LayoutSpec,
     kv_heads_per_rank,
@@ -42,54 +46,20 @@ from simulator.workload.layout import (
 )
 from simulator.workload.model import ModelSpec
 
-Phase = Literal["fwd", "bwd", "recompute"]
-OpKind = Literal["gemm", "attention", "elementwise"]
-Collective = Literal["all_reduce", "all_gather", "reduce_scatter", "all_to_all", "send_recv"]
-
-#: FLOPs per element charged to elementwise ops (norm ≈ 4-5, SwiGLU ≈ 4, softmax ≈ 5).
-ELEMENTWISE_FLOPS = 4.0
-
-
-@dataclass(frozen=True)
-class OpCost:
-    """One compute op of one rank for one micro-batch.
-
-    Attributes:
-        name: op name, unique within a layer and phase (`qkv`, `mlp_up_wgrad`, ...).
-        kind: `gemm`, `attention` or `elementwise` (picks the cost model).
-        flops: floating-point operations.
-        bytes: HBM bytes read plus written (weights, inputs, outputs).
-        gemm: (m, n, k) of a GEMM, for calibrated GEMM-time lookups; None for other ops.
-            For grouped expert GEMMs m is the total routed tokens over the local experts.
-    """
-
-    name: str
-    kind: OpKind
-    flops: float
-    bytes: float
-    gemm: tuple[int, int, int] | None = None
-
-
-@dataclass(frozen=True)
-class CommCost:
-    """One communication of one rank (see the module docstring for `bytes`).
-
-    Attributes:
-        name: e.g. `tp_attn_out`, `ep_dispatch`, `cp_kv_ring`, `dp_grad[3]`.
-        collective: all_reduce | all_gather | reduce_scatter | all_to_all | send_recv.
-        group: the `RankGrid` group kind it runs over (tp, cp, ep, pp, dp_cp, edp).
-        bytes: buffer size per the nccl-tests convention (per message for send_recv).
-        count: how many times it happens back to back (ring steps for cp send_recv).
-    """
-
-    name: str
-    collective: Collective
-    group: str
-    bytes: float
-    count: int = 1
-
-
-Item = OpCost | CommCost
+__all__ = [
+    "CommCost",
+    "Item",
+    "OpCost",
+    "Phase",
+    "layer_program",
+    "embedding_program",
+    "output_program",
+    "pp_send_bytes",
+    "stage_flops",
+    "step_flops",
+    "attention_flops_per_token",
+    "mfu_flops_per_step",
+]
 
 
 # ---- building blocks ------------------------------------------------------------------
@@ -230,34 +200,20 @@ def _attention(c: _Ctx) -> list[_Pair]:
                 core=True,
             )
         )
-    pairs_core = c.b * a_t * c.s_q * c.s_k * c.causal
-    f_score = 2.0 * pairs_core * dq
-    f_value = 2.0 * pairs_core * dv
-    q_bytes = p * T * a_t * dq
-    k_bytes = p * c.b * c.s_k * kv_r * dq
-    v_bytes = p * c.b * c.s_k * kv_r * dv
-    o_bytes = p * T * a_t * dv
-    pairs.append(
-        _Pair(
-            OpCost("attn_score", "attention", f_score, q_bytes + k_bytes),
-            [OpCost("attn_score_bwd", "attention", 2 * f_score, 2 * (q_bytes + k_bytes))],
-            core=True,
-        )
+    core = attention_core(
+        L.attention,
+        b=c.b,
+        heads=a_t,
+        kv_heads=kv_r,
+        s_q=c.s_q,
+        s_k=c.s_k,
+        d_qk=dq,
+        d_v=dv,
+        element_bytes=p,
+        causal=c.causal,
+        dropout=m.dropout,
     )
-    pairs.append(
-        _Pair(
-            OpCost("attn_softmax", "elementwise", 5.0 * pairs_core, 0.0),
-            [OpCost("attn_softmax_bwd", "elementwise", 5.0 * pairs_core, 0.0)],
-            core=True,
-        )
-    )
-    pairs.append(
-        _Pair(
-            OpCost("attn_value", "attention", f_value, v_bytes + o_bytes),
-            [OpCost("attn_value_bwd", "attention", 2 * f_value, 2 * (v_bytes + o_bytes))],
-            core=True,
-        )
-    )
+    pairs += [_Pair(fwd, list(bwd), core=True) for fwd, bwd in core]
     pairs.append(_gemm(c, "attn_out", T, h, a_t * dv))
     return pairs
 
@@ -334,7 +290,9 @@ def _layer_pairs(model: ModelSpec, layout: LayoutSpec, layer_index: int, causal_
     pairs += _tp_enter(c, "tp_attn_in", act)
     pairs += _attention(c)
     pairs += _tp_exit(c, "tp_attn_out", act)
-    pairs.append(_elt(c, "attn_residual", Tn * h, 3 * p * Tn * h))
+    # residual add (with dropout: Megatron's fused bias-dropout-add also writes a 1-byte mask)
+    res_bytes = (3 * p + (1 if model.dropout else 0)) * Tn * h
+    pairs.append(_elt(c, "attn_residual", Tn * h, res_bytes))
     pairs.append(_norm(c, "mlp_norm", h, Tn))
     if model.is_moe_layer(layer_index):
         pairs += _moe(c)
@@ -342,7 +300,7 @@ def _layer_pairs(model: ModelSpec, layout: LayoutSpec, layer_index: int, causal_
         pairs += _tp_enter(c, "tp_mlp_in", act)
         pairs += _mlp(c, "mlp", T, model.ffn_hidden_size)
         pairs += _tp_exit(c, "tp_mlp_out", act)
-    pairs.append(_elt(c, "mlp_residual", Tn * h, 3 * p * Tn * h))
+    pairs.append(_elt(c, "mlp_residual", Tn * h, res_bytes))
     return pairs
 
 

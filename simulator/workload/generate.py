@@ -131,6 +131,8 @@ def layout_label(layout: LayoutSpec, model: ModelSpec | None = None) -> str:
                 if n is not None
             ]
     parts += [f"zero{L.zero_stage}", f"recompute={L.recompute}"]
+    if L.attention != "auto":
+        parts.append(f"attention={L.attention}")
     return " ".join(parts)
 
 

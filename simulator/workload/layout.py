@@ -100,6 +100,11 @@ class LayoutSpec(Spec):
         description="Activation recomputation (Korthikanti et al. 2022): none, selective "
         "(attention core only; what FlashAttention does anyway) or full (whole layer).",
     )
+    attention: Literal["auto", "unfused", "flash2", "flash3"] = Field(
+        "auto",
+        description="Attention kernels: unfused (s×s scores in HBM, Megatron-LM 2021), flash2 or "
+        "flash3 (fused); auto = flash3 where the GPU lists it, else flash2.",
+    )
     grad_bucket_bytes: float = Field(
         40 * MB,
         gt=0,

@@ -48,6 +48,9 @@ class Op:
     size_bytes: float = 0.0
     algorithm: str | None = None
     target: str | None = None
+    #: the kernels a fused compute op is made of (`costs.OpCost`), for a per-kernel cost
+    #: model; empty: priced from `flops` and `bytes_accessed` alone.
+    kernels: tuple[object, ...] = ()
 
 
 @dataclass(slots=True)

@@ -80,3 +80,78 @@ def test_benchmark_script_on_cpu(tmp_path: Path) -> None:
     assert r.returncode == 0, r.stderr
     cal = ComputeCalibration.from_csv([out, mem])
     assert "fp32" in cal.gemm and cal.memory is not None
+
+
+# ---- the shape-aware GEMM model fitted on a known GPU ------------------------------------
+
+A100_FILE = REPO / "topologies" / "gpus" / "a100-80gb.yaml"
+SHAPES = [(1024, 1024, 1024), (2048, 2048, 2048), (4096, 4096, 4096), (8192, 8192, 8192),
+          (8192, 6912, 2304), (8192, 2304, 9216), (16384, 3072, 1024), (3000, 5000, 700)]  # fmt: skip
+
+
+def _shape_table(path: Path, fraction: float, overhead_s: float, extra: str = "") -> Path:
+    """A GEMM table that follows the shape model exactly with the given constants."""
+    from simulator.config.loader import load
+    from simulator.network.hardware import GPUSpec
+    from simulator.workload.kernels import gemm_time_s
+
+    gpu = load(GPUSpec, A100_FILE)
+    rows = ["M,N,K,dtype,time_s"]
+    for m, n, k in SHAPES:
+        t = gemm_time_s(gpu, (m, n, k), "bf16", peak_fraction=fraction, overhead_s=overhead_s)
+        rows.append(f"{m},{n},{k},bf16,{t:.9g}")
+    path.write_text("\n".join(rows) + "\n" + extra)
+    return path
+
+
+def test_shape_model_fit_recovers_its_constants(tmp_path: Path) -> None:
+    """Golden: a table drawn from the model (f = 0.8, o = 5 us on the A100 file) fits back
+    within 0.1 % (the times are written to 9 significant digits)."""
+    from simulator.calibration.profile import CalibrationProfile
+    from simulator.config.loader import load
+    from simulator.network.hardware import GPUSpec
+
+    gpu = load(GPUSpec, A100_FILE)
+    cal = ComputeCalibration.from_csv([_shape_table(tmp_path / "g.csv", 0.8, 5e-6)], gpu)
+    fit = cal.shape["bf16"]
+    assert fit.peak_fraction == pytest.approx(0.8, rel=1e-3)
+    assert fit.overhead_s == pytest.approx(5e-6, rel=1e-2)
+    assert fit.n_points == len(SHAPES) and fit.max_abs_error < 1e-3
+    # the efficiency now follows the shape (wave quantization), not only the FLOP count
+    square = cal.gemm_efficiency(2048, 2048, 2048, "bf16", 312e12)
+    assert square == pytest.approx(2 * 2048**3 / fit.time_s(2048, 2048, 2048, "bf16") / 312e12, rel=1e-9)
+    p = CalibrationProfile(name="x", compute=cal)
+    assert CalibrationProfile.from_yaml(p.to_yaml()) == p
+
+
+def test_shape_fit_names_every_row_it_cannot_use(tmp_path: Path) -> None:
+    from simulator.config.loader import load
+    from simulator.errors import InputErrors
+    from simulator.network.hardware import GPUSpec
+
+    extra = "8,8192,8192,bf16,1e-4\n1024.5,1024,1024,bf16,1e-4\n4096,4096,4096,fp8,1e-3\n"
+    table = _shape_table(tmp_path / "g.csv", 0.8, 5e-6, extra)
+    with pytest.raises(InputErrors) as exc:
+        ComputeCalibration.from_csv([table], load(GPUSpec, A100_FILE))
+    lines = exc.value.lines()
+    first = len(SHAPES) + 2
+    assert len(lines) == 3
+    assert lines[0].startswith(f"{table}:{first}: ") and "memory-bound" in lines[0]
+    assert lines[1].startswith(f"{table}:{first + 1}: ") and "whole numbers" in lines[1]
+    assert lines[2].startswith(f"{table}:{first + 2}: ") and "dtype 'fp8'" in lines[2]
+
+
+def test_calibrate_cli_fits_the_shape_model_or_exits_2(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from simulator.commands.app import app
+
+    good = _shape_table(tmp_path / "good.csv", 0.75, 4e-6)
+    out = tmp_path / "p.yaml"
+    r = CliRunner().invoke(app, ["calibrate", str(good), "-o", str(out), "--gpu", str(A100_FILE)])
+    assert r.exit_code == 0, r.output
+    assert "75.0% of peak achievable (GPU file: 86.9%)" in " ".join(r.output.split())
+    bad = _shape_table(tmp_path / "bad.csv", 0.75, 4e-6, "8,8192,8192,bf16,1e-4\n")
+    out2 = tmp_path / "q.yaml"
+    r = CliRunner().invoke(app, ["calibrate", str(bad), "-o", str(out2), "--gpu", str(A100_FILE)])
+    assert r.exit_code == 2 and "memory-bound" in r.output and not out2.exists()
