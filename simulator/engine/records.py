@@ -2,7 +2,7 @@
 
 What is modelled: the times an op instance was ready, started and finished on one rank in
 one step, with the quantities that priced it (bytes moved, FLOPs) and, for communication,
-the collective and algorithm that ran; and the start and end of every step. Quantities
+the collective, algorithm and protocol that ran; and the start and end of every step. Quantities
 are SI (seconds, bytes). `simulator.metrics.frames` turns the records into the run's
 `ops` and `steps` frames, naming the columns after the fields.
 
@@ -31,6 +31,7 @@ class OpRecord(NamedTuple):
     flops: float  # floating-point operations of a compute op; 0 for communication
     collective: str  # collective kind, "checkpoint", or "" for compute
     algorithm: str  # collective algorithm, "direct" for checkpoints, "" for compute
+    protocol: str  # ll, ll128, simple, or ideal (path latency, full rate); "" for compute and checkpoints
     n_ranks: int  # ranks in the collective; 1 for compute and checkpoints
 
 

@@ -24,6 +24,7 @@ from simulator.engine.records import OpRecord, StepRecord
 from simulator.errors import SimulationError
 from simulator.network.cluster import Cluster
 from simulator.network.collective import Plan, bus_factor, flow_usage, plan_collective
+from simulator.network.collective_params import CollectiveParams, default_params
 from simulator.network.fabric import Fabric, max_min_rates
 from simulator.workload.program import Op, StepProgram, stream_ops
 
@@ -71,8 +72,9 @@ class StepSettings:
 
     fidelity: str = "flow"  # "flow" | "analytic"
     intra_node: str = "flow"  # "flow" | "analytic": collectives inside one server solved alone
-    algorithms: dict[str, str] = field(default_factory=dict)
+    algorithms: dict[str, str] = field(default_factory=dict)  # kind -> auto | algo | algo/protocol
     alpha_s: float = 0.0  # per-step software overhead added to every latency step
+    collective_params: CollectiveParams | None = None  # None: the library's constants for the GPU
     record_links: bool = True
 
 
@@ -100,6 +102,7 @@ class StepSimulator:
         self.cost = cost
         self.settings = settings or StepSettings()
         self.tuning = tuning
+        self.collective_params = self.settings.collective_params or default_params(cluster.gpu.name)
         self.fabric = Fabric(
             self.env,
             cluster.links.capacity_bytes_per_s,
@@ -110,6 +113,7 @@ class StepSimulator:
         self._streams = stream_ops(program)
         self._prepared: dict[str, PreparedOp] = {}
         self._plans: dict[tuple, PreparedOp] = {}  # same collective on the same GPUs: plan once
+        self._forwarded: dict[tuple[str, str], bool] = {}  # does a GPU pair's route pass a GPU
         self.op_rows: list[OpRecord] = []
         self.step_rows: list[StepRecord] = []
         self.tuned: dict[str, str] = {}
@@ -168,17 +172,10 @@ class StepSimulator:
             if cached is not None:
                 self._prepared[op.id] = cached
                 return cached
-            plan = plan_collective(kind, algo, self.cluster.topo, instances, op.size_bytes)
-            phases = []
-            forwarded = 0.0
-            for ph in plan.phases:
-                flows, lat = [], 0.0
-                for pf in ph.flows:
-                    links, mult, flat = flow_usage(router, pf.edges)
-                    lat = max(lat, flat)
-                    flows.append(PhaseFlow(links, mult, pf.size_bytes, pf.label))
-                    forwarded += pf.size_bytes * sum(router.forwarded_via_gpu(a, b) for a, b in pf.edges)
-                phases.append(self._phase(ph.steps * (lat + self.settings.alpha_s), flows))
+            plan = plan_collective(
+                kind, algo, self.cluster.topo, instances, op.size_bytes, self.collective_params
+            )
+            phases, forwarded = self._plan_phases(plan)
             topo = self.cluster.topo
             intra = all(len({topo.server(x) for x in inst}) <= 1 for inst in instances)
             p = PreparedOp(plan, phases, intra_node=intra, forwarded_bytes=forwarded)
@@ -187,6 +184,41 @@ class StepSimulator:
             self._plans[key] = p
         self._prepared[op.id] = p
         return p
+
+    def _plan_phases(self, plan: Plan) -> tuple[list[PreparedPhase], float]:
+        """Route a plan's flows; its latency and protocol efficiency applied. Also forwarded bytes.
+
+        With a protocol the collective's latency (`plan.latency_s`) is shared among the
+        phases in proportion to their steps; otherwise each step costs its largest path
+        latency. Either way every step adds `alpha_s`. A flow at efficiency e loads its
+        links 1/e per byte moved, so it reaches e times its fabric rate.
+        """
+        router = self.cluster.router
+        phases = []
+        forwarded = 0.0
+        total_steps = sum(ph.steps for ph in plan.phases) or 1
+        eff = max(plan.efficiency, 1e-6)
+        path_latency = plan.latency_s is None
+        fwd = self._forwarded
+        for ph in plan.phases:
+            flows, lat = [], 0.0
+            for pf in ph.flows:
+                links, mult, flat = flow_usage(router, pf.edges, path_latency)
+                lat = max(lat, flat)
+                flows.append(PhaseFlow(links, mult / eff, pf.size_bytes, pf.label))
+                n_fwd = 0
+                for e in pf.edges:
+                    f = fwd.get(e)
+                    if f is None:
+                        f = fwd[e] = router.forwarded_via_gpu(*e)
+                    n_fwd += f
+                forwarded += pf.size_bytes * n_fwd
+            if plan.latency_s is not None:
+                lat_s = plan.latency_s * ph.steps / total_steps + ph.steps * self.settings.alpha_s
+            else:
+                lat_s = ph.steps * (lat + self.settings.alpha_s)
+            phases.append(self._phase(lat_s, flows))
+        return phases, forwarded
 
     def _phase(self, latency_s: float, flows: list[PhaseFlow]) -> PreparedPhase:
         return PreparedPhase(latency_s, flows, self._isolated_s(flows))
@@ -207,8 +239,12 @@ class StepSimulator:
 
     def _tune(self, op: Op, p: PreparedOp) -> None:
         plan = p.plan
-        fluid = sum(ph.isolated_s for ph in p.phases)
-        if plan is None or fluid <= 0:
+        if plan is None:
+            return
+        # a calibrated curve stands for the whole library: it replaces the protocol's efficiency
+        e0 = max(plan.efficiency, 1e-6)
+        fluid = sum(ph.isolated_s for ph in p.phases) * e0
+        if fluid <= 0:
             return
         model_busbw = plan.size_bytes / fluid * bus_factor(plan.kind, plan.n_ranks)
         res = self.tuning.tune(plan.kind, plan.n_ranks, plan.n_nodes, plan.size_bytes, model_busbw)  # type: ignore[union-attr]
@@ -221,8 +257,8 @@ class StepSimulator:
             if latency_s is not None:
                 ph.latency_s = latency_s * (ph.latency_s / total_lat if total_lat > 0 else 1 / len(p.phases))
             # a flow's goodput is eff x its modeled rate: it loads links mult/eff per byte
-            ph.flows = [f._replace(mult=f.mult / eff) for f in ph.flows]
-            ph.isolated_s /= eff
+            ph.flows = [f._replace(mult=f.mult * e0 / eff) for f in ph.flows]
+            ph.isolated_s *= e0 / eff
         p.tuned_by = source
         self.tuned[plan.kind] = source
 
@@ -279,6 +315,7 @@ class StepSimulator:
                         flops=op.flops,
                         collective="",
                         algorithm="",
+                        protocol="",
                         n_ranks=1,
                     )
                 )
@@ -314,6 +351,7 @@ class StepSimulator:
         plan = prepared.plan
         coll = plan.kind if plan else "checkpoint"
         algo = plan.algorithm if plan else "direct"
+        proto = plan.protocol if plan else ""
         n = plan.n_ranks if plan else 1
         for rank, ready in arrivals.items():
             self.op_rows.append(
@@ -331,6 +369,7 @@ class StepSimulator:
                     flops=0.0,
                     collective=coll,
                     algorithm=algo,
+                    protocol=proto,
                     n_ranks=n,
                 )
             )

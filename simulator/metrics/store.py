@@ -31,6 +31,7 @@ TEXT_COLUMNS = frozenset(
         "stream",
         "collective",
         "algorithm",
+        "protocol",
         "gpu",
         "role",
         "label",

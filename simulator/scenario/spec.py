@@ -21,11 +21,11 @@ from pydantic import Field, field_validator, model_validator
 
 from simulator.config.base import FileRef, Spec
 from simulator.config.loader import Document, read_document, validate
-from simulator.errors import InputError
+from simulator.errors import InputError, SimulationError
 from simulator.faults.degradation import DegradationSpec
 from simulator.faults.failure import FailureSpec
 from simulator.faults.policy import PolicySpec
-from simulator.network.collective import COLLECTIVES, SUPPORTED
+from simulator.network.collective import COLLECTIVES, parse_algorithm
 from simulator.network.topology import resolve
 from simulator.units import to_si
 
@@ -45,7 +45,10 @@ class NetworkSettings(Spec):
         "Default: what the workload says, else flow.",
     )
     algorithms: dict[str, str] = Field(
-        default_factory=dict, description="Algorithm per collective kind, e.g. {all_reduce: ring}."
+        default_factory=dict,
+        description="Algorithm per collective kind: auto (the default: algorithm and protocol chosen "
+        "per call and size by NCCL's cost model), an algorithm (e.g. {all_reduce: ring}: path "
+        "latencies, full link rate) or algorithm/protocol (e.g. ring/ll128; protocols ll, ll128, simple).",
     )
     alpha_us: float = Field(
         0.0, ge=0, description="Per-step software overhead added to each latency step, us."
@@ -58,8 +61,10 @@ class NetworkSettings(Spec):
         for kind, algo in v.items():
             if kind not in COLLECTIVES:
                 raise ValueError(f"unknown collective {kind!r}; expected one of {list(COLLECTIVES)}")
-            if algo not in SUPPORTED[kind]:
-                raise ValueError(f"{kind} has no algorithm {algo!r}; expected one of {list(SUPPORTED[kind])}")
+            try:
+                parse_algorithm(kind, algo)
+            except SimulationError as exc:
+                raise ValueError(str(exc)) from None
         return v
 
 

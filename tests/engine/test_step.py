@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from simulator.engine.context import SimContext
 from simulator.engine.cost import ComputeCost
-from simulator.engine.step import StepSimulator
+from simulator.engine.step import StepSettings, StepSimulator
 from simulator.metrics import frames as fr
 from simulator.network.cluster import Cluster
 from simulator.network.design.clos import SwitchSpec, build_switch
@@ -36,7 +36,9 @@ def _cluster(n=4):
 def _run(program, cluster=None, steps=1, jitter=0.0, seed=0):
     cluster = cluster or _cluster(len(program.rank_gpus))
     ctx = SimContext(seed)
-    sim = StepSimulator(ctx, cluster, program, ComputeCost(GPU, None, jitter, ctx.rng("compute")))
+    # textbook ring (full link rate, path latency) so the event times stay round numbers
+    settings = StepSettings(algorithms={"all_reduce": "ring"})
+    sim = StepSimulator(ctx, cluster, program, ComputeCost(GPU, None, jitter, ctx.rng("compute")), settings)
     sim.run(steps)
     return sim
 

@@ -156,7 +156,7 @@ def _synthetic_ops(n_ranks: int, roles: int) -> pd.DataFrame:
     for r in range(n_ranks):
         late = 0.001 * (r % 7)
         rows.append(
-            (0, f"f@{r}", "compute", "fwd", r, "compute", 0.0, late, late + 0.01, 0.0, 1e12, "", "", 1)
+            (0, f"f@{r}", "compute", "fwd", r, "compute", 0.0, late, late + 0.01, 0.0, 1e12, "", "", "", 1)
         )
         rows.append(
             (
@@ -173,6 +173,7 @@ def _synthetic_ops(n_ranks: int, roles: int) -> pd.DataFrame:
                 0.0,
                 "all_reduce",
                 "ring",
+                "simple",
                 n_ranks,
             )
         )

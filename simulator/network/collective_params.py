@@ -1,0 +1,166 @@
+"""The physical and library parameters of the collective model, as one typed object.
+
+`CollectiveParams` holds what the selection (`simulator.network.selection`) needs to predict
+a collective's time the way NCCL / RCCL do, and what the engine applies to the chosen
+algorithm's flows: latency per algorithm, protocol and link type, protocol bandwidth
+factors, per-channel bandwidth caps, the tree correction factors, NVLS efficiency, and the
+efficiencies of the NIC and of the scale-up fabric. `default_params(gpu_name)` builds the
+defaults from `simulator.network.nccl_tables` for the GPU's vendor and generation; a
+calibration profile can replace any field (`dataclasses.replace`) and fit them jointly
+across one-node and multi-node samples, since every field is a physical or per-library
+constant rather than a curve of one scale.
+
+Simplified: the GPU generation is read from the GPU model's name (A100 -> Ampere, H100 /
+H200 / H800 -> Hopper, B200 / GB200 -> Blackwell, AMD Instinct -> RCCL); an unknown name
+gets Hopper's NCCL constants. Host CPU vendor is not modelled: NVIDIA systems take the
+Intel-host network overhead (1 us), AMD systems the AMD-host one (2 us).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+
+from simulator.network import nccl_tables as t
+
+Triple = tuple[float, float, float]
+
+
+@dataclass(frozen=True)
+class CollectiveParams:
+    """Constants of the collective cost model (see the module docstring).
+
+    Attributes:
+        library: `nccl` or `rccl`: which algorithms exist (RCCL: ring, tree, CollNet).
+        generation: GPU generation (`volta`, `ampere`, `hopper`, `blackwell`, `cdna`).
+        base_latency_us: algorithm -> (LL, LL128, Simple) fixed latency per call, us.
+        hw_latency_us: link type (`nvlink`, `pci`, `net`) -> algorithm -> (LL, LL128, Simple)
+            latency per step over that link type, us.
+        net_overhead_us: floor of an intra-node step's latency when the collective spans
+            nodes (the proxy thread's overhead), us; x3 for Simple.
+        ring_factor: protocol -> fraction of the ring's link bandwidth it delivers.
+        tree_factor: protocol -> fraction of the tree's link bandwidth it delivers
+            (`ll128_one_node` for LL128 inside one node).
+        tree_cap_gbyte_per_s: (1 node, 2 nodes, more) cap on tree bus bandwidth, GB/s;
+            0 = none.
+        pat_factor: fraction of the ring bandwidth PAT delivers.
+        nvls_efficiency: fraction of NVLink bandwidth NVLink SHARP delivers.
+        ll_max_gbyte_per_s: (1 node, 2 nodes, more) cap on LL bus bandwidth, GB/s.
+        per_channel_ring_ll128_gbyte_per_s: ring LL128 cap per channel, GB/s.
+        per_channel_tree_gbyte_per_s: (1, 2, more nodes) tree Simple cap per channel, GB/s.
+        per_channel_tree_ll128_gbyte_per_s: (1, 2, more nodes) tree LL128 cap per channel, GB/s.
+        per_channel_nvls_tree_gbyte_per_s: (1, 2, more nodes) NVLSTree cap per channel, GB/s.
+        tree_correction: protocol -> factor per bucket log2(bytes / 64) on tree bandwidth.
+        ring_plateau: multiplier on multi-node ring/Simple all-reduce latency once every
+            channel moves at least 64 bytes per rank.
+        max_channels: most channels a collective uses.
+        protocols: protocols the library may pick.
+        nic_efficiency: fraction of the NIC line rate a collective reaches (dimensionless).
+        scale_up_efficiency: fraction of the scale-up link rate a collective reaches: the
+            library's model rate of a link over its signalling rate (NVLink: NCCL's 20.6
+            GB/s of 25 on Hopper; xGMI: RCCL's 48 GB/s of 64 on MI300X).
+    """
+
+    library: str
+    generation: str
+    base_latency_us: Mapping[str, Triple]
+    hw_latency_us: Mapping[str, Mapping[str, Triple]]
+    net_overhead_us: float
+    ring_factor: Mapping[str, float]
+    tree_factor: Mapping[str, float]
+    tree_cap_gbyte_per_s: Triple
+    pat_factor: float
+    nvls_efficiency: float
+    ll_max_gbyte_per_s: Triple
+    per_channel_ring_ll128_gbyte_per_s: float
+    per_channel_tree_gbyte_per_s: Triple
+    per_channel_tree_ll128_gbyte_per_s: Triple
+    per_channel_nvls_tree_gbyte_per_s: Triple
+    tree_correction: Mapping[str, tuple[float, ...]]
+    ring_plateau: float
+    max_channels: int = t.NCCL_MAX_CHANNELS
+    protocols: tuple[str, ...] = t.PROTOCOLS
+    nic_efficiency: float = 1.0
+    scale_up_efficiency: float = 1.0
+    algorithms: tuple[str, ...] = field(default=())
+
+    def base_us(self, algorithm: str, protocol: str) -> float:
+        """Fixed latency of one call, us."""
+        return self.base_latency_us.get(algorithm, (0.0, 0.0, 0.0))[t.PROTOCOLS.index(protocol)]
+
+    def hw_us(self, link: str, algorithm: str, protocol: str) -> float:
+        """Latency of one step over `link` (`nvlink`, `pci`, `net`), us."""
+        return self.hw_latency_us[link].get(algorithm, (0.0, 0.0, 0.0))[t.PROTOCOLS.index(protocol)]
+
+
+def generation_of(gpu_name: str) -> tuple[str, str]:
+    """(library, generation) for a GPU model name (see the module docstring)."""
+    name = gpu_name.upper()
+    if "AMD" in name or re.search(r"\bMI\d", name):
+        return "rccl", "cdna"
+    for pattern, gen in (
+        (r"V100", "volta"),
+        (r"A100|A800|A30\b|A10\b", "ampere"),
+        (r"GB\d00|B\d00", "blackwell"),
+        (r"H\d00|H20\b", "hopper"),
+    ):
+        if re.search(pattern, name):
+            return "nccl", gen
+    return "nccl", "hopper"
+
+
+def _frozen(d: Mapping) -> Mapping:
+    return MappingProxyType(dict(d))
+
+
+def default_params(gpu_name: str) -> CollectiveParams:
+    """The library's own constants for this GPU (NCCL or RCCL `tuning.cc`)."""
+    library, gen = generation_of(gpu_name)
+    if library == "rccl":
+        ampere = "ampere"  # RCCL's caps follow NCCL's non-Volta rows
+        model = next((v for k, v in t.XGMI_LINK_GBYTE_PER_S.items() if k in gpu_name.lower()), 64.0)
+        return CollectiveParams(
+            library="rccl",
+            generation=gen,
+            base_latency_us=_frozen(t.RCCL_BASE_LATENCY_US),
+            hw_latency_us=_frozen({k: _frozen(v) for k, v in t.RCCL_HW_LATENCY_US.items()}),
+            net_overhead_us=t.NCCL_NET_OVERHEAD_US["amd"],
+            ring_factor=_frozen(t.RCCL_RING_FACTOR),
+            tree_factor=_frozen(t.RCCL_TREE_FACTOR),
+            tree_cap_gbyte_per_s=t.RCCL_TREE_CAP_GBYTE_PER_S,
+            pat_factor=0.0,
+            nvls_efficiency=0.0,
+            ll_max_gbyte_per_s=t.NCCL_LL_MAX_GBYTE_PER_S[ampere],
+            per_channel_ring_ll128_gbyte_per_s=t.RCCL_LL128_PER_CH_GBYTE_PER_S,
+            per_channel_tree_gbyte_per_s=(0.0, 0.0, 0.0),
+            per_channel_tree_ll128_gbyte_per_s=(0.0, 0.0, 0.0),
+            per_channel_nvls_tree_gbyte_per_s=(0.0, 0.0, 0.0),
+            tree_correction=_frozen(t.NCCL_TREE_CORRECTION),
+            ring_plateau=1.0,
+            algorithms=("ring", "tree", "collnet"),
+            scale_up_efficiency=t.RCCL_XGMI_MODEL_GBYTE_PER_S / model,
+        )
+    nvls = gen in t.NCCL_NVLS_EFFICIENCY
+    return CollectiveParams(
+        library="nccl",
+        generation=gen,
+        base_latency_us=_frozen(t.NCCL_BASE_LATENCY_US),
+        hw_latency_us=_frozen({k: _frozen(v) for k, v in t.NCCL_HW_LATENCY_US.items()}),
+        net_overhead_us=t.NCCL_NET_OVERHEAD_US["intel"],
+        ring_factor=_frozen(t.NCCL_RING_FACTOR),
+        tree_factor=_frozen(t.NCCL_TREE_FACTOR),
+        tree_cap_gbyte_per_s=(0.0, 0.0, 0.0),
+        pat_factor=t.NCCL_PAT_FACTOR,
+        nvls_efficiency=t.NCCL_NVLS_EFFICIENCY.get(gen, 0.0),
+        ll_max_gbyte_per_s=t.NCCL_LL_MAX_GBYTE_PER_S[gen],
+        per_channel_ring_ll128_gbyte_per_s=t.NCCL_PER_CH_RING_LL128_GBYTE_PER_S[gen],
+        per_channel_tree_gbyte_per_s=t.NCCL_PER_CH_TREE_GBYTE_PER_S[gen],
+        per_channel_tree_ll128_gbyte_per_s=t.NCCL_PER_CH_TREE_LL128_GBYTE_PER_S[gen],
+        per_channel_nvls_tree_gbyte_per_s=t.NCCL_PER_CH_NVLS_TREE_GBYTE_PER_S.get(gen, (0.0, 0.0, 0.0)),
+        tree_correction=_frozen(t.NCCL_TREE_CORRECTION),
+        ring_plateau=t.NCCL_RING_PLATEAU[gen],
+        algorithms=("ring", "tree", "collnet", "pat") + (("nvls", "nvls_tree") if nvls else ()),
+        scale_up_efficiency=t.NCCL_NVLINK_MODEL_GBYTE_PER_S[gen] / t.NVLINK_LINK_GBYTE_PER_S[gen],
+    )
