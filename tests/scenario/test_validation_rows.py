@@ -1,0 +1,131 @@
+"""The validation table (benchmarks/data/published_training.csv) and its seed scenarios.
+
+Fast checks only, nothing is simulated: the table parses and keeps fit and held-out rows
+apart; every row's scenario (generated from its layout, or the catalog scenario it names)
+loads, and its layout passes the layout rules and the memory check on its GPU; a row that
+names a catalog scenario states the same layout as that scenario. Rows that need a feature
+the simulator may not have yet (column `needs`) either pass or are refused with a one-line
+input error naming the field.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from simulator.config.base import FileRef
+from simulator.config.loader import read_document, validate
+from simulator.errors import InputError
+from simulator.network.topology import load_gpu
+from simulator.scenario.spec import load_scenario
+from simulator.workload.generate import WorkloadSpec
+from simulator.workload.layout import LayoutSpec, check_layout
+from simulator.workload.memory import check_memory
+from simulator.workload.model import load_model
+
+ROOT = Path(__file__).resolve().parents[2]
+SEED_SCENARIOS = (
+    "scenarios/validation/megascale-175b-12k.yaml",
+    "scenarios/validation/llama3-405b-8k-meta.yaml",
+    "scenarios/validation/llama3-405b-16k-meta.yaml",
+    "scenarios/validation/deepseek-v3-2048-h800.yaml",
+    "scenarios/validation/zaya1-like-mi300x-1024.yaml",
+    "scenarios/validation/fireflyer2-7b-dp512.yaml",
+)
+#: Layout fields a row states and its catalog scenario must repeat.
+COMPARED = (
+    "tp",
+    "pp",
+    "dp",
+    "cp",
+    "ep",
+    "pp_schedule",
+    "virtual_stages",
+    "first_stage_layers",
+    "last_stage_layers",
+    "micro_batch_size",
+    "global_batch_size",
+    "recompute",
+    "zero_stage",
+    "sequence_parallel",
+)
+
+
+def _script() -> Any:
+    spec = importlib.util.spec_from_file_location("step_validation", ROOT / "benchmarks/step_validation.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["step_validation"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+SV = _script()
+ROWS = SV.load_rows()
+
+
+def _check_scenario(path: Path) -> LayoutSpec:
+    """Load a scenario and its model workload; apply the layout and memory rules (8 GPUs
+    per server, as in every topology the table uses). Raises InputError like `prepare`."""
+    sc = load_scenario(path)
+    doc = read_document(sc.workload_path)
+    spec = validate(WorkloadSpec, doc)
+    model = load_model(sc.workload_path.parent / spec.model.file)
+    topo = yaml.safe_load(sc.topology_path.read_text())
+    gpu = load_gpu(FileRef(file=topo["gpu"]["file"]), sc.topology_path)
+    try:
+        check_layout(model, spec.layout, spec.layout.world_size, 8)
+        check_memory(model, spec.layout, gpu.hbm_capacity_bytes)
+    except InputError as exc:
+        loc = tuple(exc.field.split(".")) if exc.field else ("layout",)
+        raise doc.error(exc.message, loc) from None
+    return spec.layout
+
+
+def test_table_keeps_fit_and_held_out_apart_over_independent_sources() -> None:
+    splits = {r["split"] for r in ROWS}
+    assert {"fit", "held_out"} <= splits
+    fit_ids = {r["id"] for r in ROWS if r["split"] == "fit"}
+    held = {r["id"] for r in ROWS if r["split"] == "held_out"}
+    assert not fit_ids & held
+    assert len(fit_ids) < len(held), "the fit subset is meant to be small"
+    assert len({r["source"] for r in ROWS}) >= 4
+
+
+def test_bad_row_is_named_by_line_and_column(tmp_path: Path) -> None:
+    text = (ROOT / "benchmarks/data/published_training.csv").read_text().splitlines()
+    bad = text[1].replace(",held_out,", ",train,", 1)
+    (tmp_path / "t.csv").write_text("\n".join([text[0], bad]) + "\n")
+    with pytest.raises(SV.RowError, match=r"t\.csv:2: split: 'train'"):
+        SV.load_rows(tmp_path / "t.csv")
+
+
+@pytest.mark.parametrize("row", ROWS, ids=[r["id"] for r in ROWS])
+def test_row_scenario_validates_without_simulating(row: dict[str, str], tmp_path: Path) -> None:
+    path = SV.write_row_scenario(row, tmp_path)
+    try:
+        layout = _check_scenario(path)
+    except InputError as exc:
+        if not row["needs"]:
+            raise
+        assert exc.file is not None and exc.field, f"{row['id']}: {exc}"
+        return
+    if row["scenario"]:
+        stated = LayoutSpec(**SV.layout_of(row))
+        for name in COMPARED:
+            assert getattr(layout, name) == getattr(stated, name), f"{row['id']}: {name}"
+
+
+@pytest.mark.parametrize("path", SEED_SCENARIOS)
+def test_seed_scenario_loads(path: str) -> None:
+    row_needs = {r["scenario"]: r["needs"] for r in ROWS if r["scenario"]}
+    try:
+        _check_scenario(ROOT / path)
+    except InputError:
+        if not row_needs.get(path):
+            raise
