@@ -54,7 +54,7 @@ class CheckpointPhases(RunCore):
             committed=True,
             step=snap,
         )
-        self.target = self.progress + self.interval_steps
+        self.target = self._next_target()
         self._enter_compute()
 
     def _finish_drain(self) -> None:

@@ -19,22 +19,29 @@ import dataclasses
 from typing import Annotated, Any, ClassVar, Literal
 
 import numpy as np
-from pydantic import Field, model_validator
+from pydantic import ConfigDict, Field, model_validator
 
 from simulator.config.base import Spec
+from simulator.errors import SimulationError
 from simulator.faults.state import JobShape
 from simulator.streams import stream
 from simulator.units import to_si
+
+#: Most state changes the degradations of one run may make; more means episodes far too
+#: frequent (or flaps far too short) for the run, and a run that would not end.
+MAX_CHANGES = 1_000_000
 
 
 class _EpisodeBase(Spec):
     """What every degradation spec has: when episodes start and how long they last."""
 
+    model_config = ConfigDict(allow_inf_nan=False)
+
     cause: str | None = Field(None, description="Label; also names the random stream.")
     mtbe_s: float | None = Field(
         None, gt=0, description="Mean time between episodes per component, s (YAML: mtbe_h)."
     )
-    at_s: list[float] | None = Field(
+    at_s: list[Annotated[float, Field(ge=0)]] | None = Field(
         None, description="Episode start times instead of random ones, s (YAML: at_h)."
     )
     component: int = Field(0, ge=0, description="Component index for scheduled episodes.")
@@ -106,6 +113,19 @@ class DegradationChange:
     duration_s: float
 
 
+def _within_budget(changes: int, label: str, duration_s: float) -> None:
+    """Raise if a run's degradations already make more than `MAX_CHANGES` state changes.
+
+    Raises:
+        SimulationError: too many changes (episodes or flaps far too frequent).
+    """
+    if changes > MAX_CHANGES:
+        raise SimulationError(
+            f"more than {MAX_CHANGES:,} degradation changes in a run of {duration_s:g} s "
+            f"(degradation {label!r}): episodes or flaps far too frequent for the run"
+        )
+
+
 def sample_degradations(
     specs: list[Any], job: JobShape, duration_s: float, seed: int
 ) -> list[DegradationChange]:
@@ -129,6 +149,7 @@ def sample_degradations(
                 t, idx = t[keep], idx[keep]
                 starts_l.append(t)
                 comps_l.append(idx)
+                _within_budget(len(out) + 2 * sum(map(len, starts_l)), spec.label(index), duration_s)
                 t = t + rng.exponential(spec.mtbe_s, len(t))
             starts = np.concatenate(starts_l) if starts_l else np.empty(0)
             comps = np.concatenate(comps_l) if comps_l else np.empty(0, dtype=np.int64)
@@ -149,6 +170,7 @@ def sample_degradations(
                     out.append(DegradationChange(t, index, "link_down", comp, 0.0, True, down_end - t))
                     out.append(DegradationChange(down_end, index, "link_down", comp, 0.0, False, 0.0))
                     t = down_end + spec.up_s
+                    _within_budget(len(out), spec.label(index), duration_s)
             else:
                 value = spec.slowdown if isinstance(spec, StragglerSpec) else spec.bandwidth_factor
                 out.append(DegradationChange(t0, index, spec.kind, comp, value, True, length))

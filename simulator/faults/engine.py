@@ -175,15 +175,15 @@ class RunLevelEngine(FailureRecovery, CheckpointPhases):
         incidents = incident_frame(self.incidents)
         summary = summarize(segments, incidents, self.duration_s, healthy_step)
         summary.update(
-            interval_steps=float(self.interval_steps),
-            interval_s=self.interval_steps * healthy_step,
+            interval_steps=math.inf if self.interval_steps is None else float(self.interval_steps),
+            interval_s=math.inf if self.interval_steps is None else self.interval_steps * healthy_step,
             checkpoint_cost_s=self.delta_s,
             model_job_mtbf_s=self.mtbf_s,
             healthy_step_s=healthy_step,
             oracle_states=float(self.oracle.distinct_states),
             min_gpus_allowed=float(self.min_gpus),
         )
-        return RunLevelResult(incidents, segments, summary, self.seed)
+        return RunLevelResult(incidents, segments, summary, self.seed, list(self.notes))
 
 
 def simulate_run(

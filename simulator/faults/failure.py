@@ -28,20 +28,38 @@ import re
 from typing import Annotated, Any, Literal
 
 import numpy as np
-from pydantic import Field, model_validator
+from pydantic import ConfigDict, Field, model_validator
 
 from simulator.config.base import Spec
+from simulator.errors import SimulationError
 from simulator.faults.state import JobShape
 from simulator.streams import stream
 from simulator.units import to_si
 
 ComponentClass = Literal["gpu", "hbm", "host", "nic", "link", "switch", "storage", "software"]
 
+#: Weibull shapes accepted: far outside what field data show (0.7-0.8 for HPC nodes,
+#: Schroeder and Gibson, DSN 2006), and below 0.2 the time between failures has a
+#: coefficient of variation above 15 (and Γ(1 + 1/k) overflows below k ≈ 0.006).
+WEIBULL_SHAPE_MIN, WEIBULL_SHAPE_MAX = 0.2, 20.0
+
+NonNegative = Annotated[float, Field(ge=0)]
+
+#: Most failures one run may sample (the Llama 3 preset gives about 420 in 54 days on
+#: 16,384 GPUs); more means an MTBF far too short for the run, and a run that would not end.
+MAX_FAILURES = 1_000_000
+
 
 # --- repair times ---------------------------------------------------------------------
 
 
-class FixedRepairSpec(Spec):
+class _FiniteSpec(Spec):
+    """A spec whose numbers must be finite (no `.inf`, no `.nan`)."""
+
+    model_config = ConfigDict(allow_inf_nan=False)
+
+
+class FixedRepairSpec(_FiniteSpec):
     """Every repair takes the same time."""
 
     kind: Literal["fixed"] = Field("fixed", description="Repair model tag.")
@@ -63,7 +81,7 @@ class FixedRepairSpec(Spec):
         return self.duration_s
 
 
-class ExponentialRepairSpec(Spec):
+class ExponentialRepairSpec(_FiniteSpec):
     """Exponentially distributed repair time."""
 
     kind: Literal["exponential"] = Field(description="Repair model tag.")
@@ -80,12 +98,17 @@ class ExponentialRepairSpec(Spec):
         return rng.exponential(self.mean_s, n)
 
 
-class LognormalRepairSpec(Spec):
+class LognormalRepairSpec(_FiniteSpec):
     """Lognormal repair time (long tail: most repairs quick, a few take days)."""
 
     kind: Literal["lognormal"] = Field(description="Repair model tag.")
     median_s: float = Field(gt=0, description="Median repair time, s (YAML: median_h).")
-    sigma: float = Field(1.0, gt=0, description="Standard deviation of log(repair time).")
+    sigma: float = Field(
+        1.0,
+        gt=0,
+        le=5,
+        description="Standard deviation of log(repair time) (at most 5: mean = 270,000 medians).",
+    )
 
     @model_validator(mode="before")
     @classmethod
@@ -111,7 +134,7 @@ RepairSpec = Annotated[
 # --- failures --------------------------------------------------------------------------
 
 
-class _FailureBase(Spec):
+class _FailureBase(_FiniteSpec):
     """What every failure spec has: the component class, a cause label, blast and repair."""
 
     target: ComponentClass = Field(description="Component class that fails.")
@@ -167,7 +190,12 @@ class WeibullFailureSpec(_FailureBase):
 
     kind: Literal["weibull"] = Field(description="Failure model tag.")
     mtbf_s: float = Field(gt=0, description="Mean time to failure per component, s (YAML: mtbf_h).")
-    shape: float = Field(gt=0, description="Weibull shape k (1 is exponential).")
+    shape: float = Field(
+        ge=WEIBULL_SHAPE_MIN,
+        le=WEIBULL_SHAPE_MAX,
+        description="Weibull shape k (1 is exponential; field data on HPC node failures fit "
+        "0.7-0.8, Schroeder and Gibson, DSN 2006); from 0.2 to 20.",
+    )
 
     def mean_ttf_s(self) -> float:
         """Mean time to failure of one component, s."""
@@ -183,13 +211,25 @@ class ScheduledFailureSpec(_FailureBase):
     """A failure at a given time on a given component (e.g. a planned switch outage)."""
 
     kind: Literal["scheduled"] = Field(description="Failure model tag.")
-    at_s: float | list[float] = Field(
-        description="Time(s) of the failure from the run start, s (YAML: at_h)."
+    at_s: list[NonNegative] = Field(
+        description="Time(s) of the failure from the run start, s (YAML: at_h; one or a list)."
     )
     component: int | None = Field(None, ge=0, description="Index of the component within its class.")
     node: str | None = Field(
         None, description="Name of the component (e.g. 'host-12'); its trailing number is the index."
     )
+
+    @model_validator(mode="after")
+    def _one_component(self) -> ScheduledFailureSpec:
+        """A component by index or by a name that ends in one, not both."""
+        if self.component is not None and self.node is not None:
+            raise ValueError("give component (an index) or node (a name), not both")
+        if self.node is not None and not re.search(r"\d+$", self.node):
+            raise ValueError(
+                f"node {self.node!r} names no component: a node is named by its class and "
+                "index, e.g. host-12 (its trailing number is the index)"
+            )
+        return self
 
     def index(self) -> int:
         """The failing component's index: `component`, else `node`'s trailing number, else 0."""
@@ -201,9 +241,18 @@ class ScheduledFailureSpec(_FailureBase):
                 return int(m.group(1))
         return 0
 
+    @model_validator(mode="before")
+    @classmethod
+    def _one_time_is_a_list(cls, data: Any) -> Any:
+        """A single `at_h` is a list of one (read after the base's unit conversion)."""
+        d = to_si(data, "at_s")
+        if isinstance(d, dict) and isinstance(d.get("at_s"), (int, float)):
+            d["at_s"] = [d["at_s"]]
+        return d
+
     def times(self) -> list[float]:
         """The failure times, s."""
-        return list(self.at_s) if isinstance(self.at_s, list) else [self.at_s]
+        return list(self.at_s)
 
 
 FailureSpec = Annotated[
@@ -234,9 +283,24 @@ def interruption_rate_per_s(specs: list[Any], job: JobShape, mtbf_scale: float =
     return rate
 
 
-def job_mtbf_s(specs: list[Any], job: JobShape, mtbf_scale: float = 1.0) -> float:
-    """Mean time between job interruptions implied by the failure specs (inf if none)."""
+def job_mtbf_s(
+    specs: list[Any], job: JobShape, mtbf_scale: float = 1.0, duration_s: float | None = None
+) -> float:
+    """Mean time between job interruptions implied by the failure specs (inf if none).
+
+    With `duration_s`, the scheduled failures that fall in the run count too, as a rate of
+    their number over the run's length.
+    """
     rate = interruption_rate_per_s(specs, job, mtbf_scale)
+    if duration_s is not None:
+        n = sum(
+            1
+            for spec in specs
+            if isinstance(spec, ScheduledFailureSpec)
+            for t in spec.times()
+            if t < duration_s
+        )
+        rate += n / duration_s
     return math.inf if rate == 0 else 1.0 / rate
 
 
@@ -259,6 +323,7 @@ def sample_failures(
             idx = np.arange(count, dtype=np.int64)
             all_t: list[np.ndarray] = []
             all_c: list[np.ndarray] = []
+            total = len(events)
             while True:
                 keep = t < duration_s
                 if not keep.any():
@@ -266,6 +331,12 @@ def sample_failures(
                 t, idx = t[keep], idx[keep]
                 all_t.append(t)
                 all_c.append(idx)
+                total += len(t)
+                if total > MAX_FAILURES:
+                    raise SimulationError(
+                        f"more than {MAX_FAILURES:,} failures in a run of {duration_s:g} s "
+                        f"(failure source {spec.label(index)!r}): the MTBF is far too short"
+                    )
                 t = t + spec.draw(rng, len(t), mtbf_scale)
             times = np.concatenate(all_t) if all_t else np.empty(0)
             comps = np.concatenate(all_c) if all_c else np.empty(0, dtype=np.int64)

@@ -29,7 +29,7 @@ import dataclasses
 import math
 from typing import Annotated, Any, Literal, Protocol
 
-from pydantic import Field, model_validator
+from pydantic import ConfigDict, Field, model_validator
 
 from simulator.config.base import Spec
 from simulator.faults.failure import FailureEvent
@@ -72,6 +72,8 @@ class RunView(Protocol):
 class RestartSpec(Spec):
     """Costs of getting a job computing again after an interruption (SI seconds)."""
 
+    model_config = ConfigDict(allow_inf_nan=False)
+
     detection_s: float = Field(
         600.0, ge=0, description="Time to notice the failure, s (NCCL watchdog timeout; YAML: detection_min)."
     )
@@ -100,6 +102,8 @@ class RestartSpec(Spec):
 
 class _PolicyBase(Spec):
     """What every policy spec has: the checkpoint interval and the restart cost model."""
+
+    model_config = ConfigDict(allow_inf_nan=False)
 
     interval: Literal["fixed", "young", "daly"] = Field(
         "daly",
@@ -131,14 +135,20 @@ class _PolicyBase(Spec):
             raise ValueError(f"interval '{self.interval}' is computed; drop interval_s / interval_steps")
         return self
 
-    def interval_steps_for(self, step_s: float, delta_s: float, mtbf_s: float) -> int:
-        """Steps between checkpoints, from the spec, Young or Daly (at least one)."""
+    def interval_steps_for(self, step_s: float, delta_s: float, mtbf_s: float) -> int | None:
+        """Steps between checkpoints, from the spec, Young or Daly (at least one).
+
+        Returns:
+            The interval in steps, or None (never checkpoint) for a Young or Daly interval
+            without failures: as M grows without bound so does the optimum interval, and
+            the best a run that never fails can do is not to checkpoint at all.
+        """
         if self.interval_steps is not None:
             return self.interval_steps
         if self.interval_s is not None:
             seconds = self.interval_s
         elif math.isinf(mtbf_s):
-            return 2**62
+            return None
         elif self.interval == "young":
             seconds = young_interval_s(delta_s, mtbf_s)
         else:
@@ -265,6 +275,11 @@ class Policy:
         """After the n-th (1-based) snapshot, drain it to storage? (memory mode)."""
         return True
 
+    @property
+    def snapshots_per_drain(self) -> int:
+        """Snapshots per background drain to storage (async and memory modes)."""
+        return 1
+
     def recover(self, run: RunView, hosts: frozenset[int], event: FailureEvent | None) -> Recovery:
         """Decide how the job recovers from a failure.
 
@@ -307,6 +322,11 @@ class InMemory(CheckpointRestart):
     def storage_drain_due(self, snapshot_index: int) -> bool:
         """Every `storage_every`-th snapshot is drained to storage."""
         return snapshot_index % self.spec.storage_every == 0
+
+    @property
+    def snapshots_per_drain(self) -> int:
+        """Every `storage_every`-th snapshot is drained."""
+        return int(self.spec.storage_every)
 
     def recover(self, run: RunView, hosts: frozenset[int], event: FailureEvent | None) -> Recovery:
         base = super().recover(run, hosts, event)

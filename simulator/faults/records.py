@@ -7,8 +7,8 @@ an incident row is one event (failure, checkpoint, restart, repair, degradation,
 (goodput, ETTR, job MTTI, lost work, time per phase).
 
 What is simplified: a segment's steps are fractional and identical (one step time per
-segment); the `state` column of a segment is the `repr` of its cluster state's
-performance key, kept as text for reading, not for parsing.
+segment); the `state` column of a segment is its cluster state's performance key as
+stable text (`ClusterState.label`, sets sorted), kept for reading, not for parsing.
 """
 
 from __future__ import annotations
@@ -61,7 +61,7 @@ SEGMENT_COLUMNS = [
     "n_down_links",
     "draining",
     "degraded",  # step slower than healthy for a reason other than a drain
-    "state",  # repr of the ClusterState
+    "state",  # the ClusterState's performance key as text (ClusterState.label)
 ]
 
 
@@ -74,12 +74,14 @@ class RunLevelResult:
         segments: one row per stretch of a phase in one state (`SEGMENT_COLUMNS`).
         summary: headline figures (see `summarize`) plus the run's settings.
         seed: the root of the run's random streams.
+        notes: what a reader of the figures must know (e.g. that no checkpoint was due).
     """
 
     incidents: pd.DataFrame
     segments: pd.DataFrame
     summary: dict[str, float]
     seed: int
+    notes: list[str] = dataclasses.field(default_factory=list)
 
     def frames(self) -> dict[str, pd.DataFrame]:
         """The run's tables by name (`incidents`, `segments`)."""
@@ -148,6 +150,16 @@ class RestartParts:
         """Length of the restart as planned, s."""
         return self.detect_s + self.queue_s + self.wait_s + self.init_s + self.load_s
 
+    def elapsed(self, elapsed_s: float) -> RestartParts:
+        """The parts as far as they had run `elapsed_s` after the start (they run in order:
+        detection, queue, wait, initialization, load), for a restart cut short."""
+        left = elapsed_s
+        cut: dict[str, float] = {}
+        for name in ("detect_s", "queue_s", "wait_s", "init_s", "load_s"):
+            cut[name] = min(getattr(self, name), max(0.0, left))
+            left -= cut[name]
+        return dataclasses.replace(self, **cut)  # type: ignore[arg-type]
+
     def incident_values(self) -> dict[str, Any]:
         """The restart's parts as incident columns."""
         return {
@@ -197,7 +209,7 @@ def segment_frame(segments: Sequence[Segment], full_dp_replicas: int) -> pd.Data
             compute segment on fewer is degraded).
     """
     rows = []
-    reprs: dict[int, str] = {}
+    labels: dict[int, str] = {}
     for s in segments:
         kept = max(0.0, min(s.kept_to, s.step_to) - s.step_from) if s.phase == "compute" else 0.0
         st = s.state
@@ -218,7 +230,7 @@ def segment_frame(segments: Sequence[Segment], full_dp_replicas: int) -> pd.Data
                 len(st.down_links),
                 st.draining,
                 s.phase == "compute" and (not st.healthy or st.dp_replicas < full_dp_replicas),
-                reprs.get(id(st)) or reprs.setdefault(id(st), repr(st.performance_key())),
+                labels.get(id(st)) or labels.setdefault(id(st), st.performance_key().label()),
             )
         )
     return pd.DataFrame(rows, columns=SEGMENT_COLUMNS)

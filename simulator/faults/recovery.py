@@ -1,16 +1,19 @@
 """Failures, restarts, repairs and rejoins of the run level.
 
 What is modelled: a failure takes down every host its GPUs sit on. If none of them is in
-use by the job (already failed, or in a replica an elastic job left out) the job goes on:
-the hardware is kept out until repaired, and a restart waiting on repairs may have to
-wait longer. Otherwise the failure interrupts the job: the phase in flight is cut short
-(an aborted checkpoint's stall counts as lost work), the policy decides where to resume
-from (last checkpoint in storage, in-memory snapshot, or a surviving replica's live
-state) and what the restart costs, progress rolls back to the resume step (the segments
-that computed the rolled-back steps are marked as not kept), and the job restarts:
-detection, queueing or waiting for repairs, initialization on the GPUs usable then, and
-the checkpoint load. When repaired hardware comes back, an elastic job pauses to rejoin
-the replicas it left out.
+use by the job (already failed, or in a replica left out) the job goes on: during a
+restart the policy replaces that hardware the way it replaced the hardware that began the
+restart (from the same queue or spare pool, or kept until its repair if the policy waits
+for repairs) and the restart waits for it if it needs it; otherwise (an elastic job
+computing without that replica) the hardware is kept out until repaired. Otherwise the
+failure interrupts the job: the phase in flight is cut short (an aborted checkpoint's
+stall counts as lost work), the policy decides where to resume from (last checkpoint in
+storage, in-memory snapshot, or a surviving replica's live state) and what the restart
+costs, progress rolls back to the resume step (the segments that computed the
+rolled-back steps are marked as not kept), and the job restarts: detection, queueing or
+waiting for repairs, initialization on the GPUs usable then, and the checkpoint load.
+When repaired hardware comes back, an elastic job pauses to rejoin the replicas it left
+out.
 
 What is simplified: the job never restarts on fewer GPUs than its policy allows, so it
 waits for enough replicas' hosts to come back; failures of hardware that is not in use do
@@ -67,18 +70,15 @@ class FailureRecovery(RunCore):
         self._set_phase("restart", parts.total_s)
 
     def _fail_outside_job(self, ev: FailureEvent, hit: frozenset[int], down: set[int]) -> None:
-        """A failure of hardware already out of the job: it must be repaired before rejoining."""
+        """A failure of hardware out of the job: replaced (during a restart) or repaired
+        (otherwise) before it is used again."""
         now = self.env.now
         fresh = frozenset(h for h in hit if h not in down)
-        if fresh and ev.repair_s > 0:
+        if fresh and self.phase == "restart":
+            self._replace_during_restart(fresh, ev)
+        elif fresh and ev.repair_s > 0:
             self.take_down(fresh, now + ev.repair_s)
-            if self.phase == "restart":
-                # a restart waiting on repairs may now have to wait for this one too
-                parts = self._restart_in_flight()
-                end = self._enough_replicas_ready_s() + parts.init_s + parts.load_s
-                if end > self.phase_end:
-                    parts.wait_s += end - self.phase_end
-                    self.phase_end = end
+        out_until = max((self.down_until.get(h, now) for h in fresh), default=now)
         self._incident(
             "failure",
             component_class=ev.component_class,
@@ -88,8 +88,24 @@ class FailureRecovery(RunCore):
             hosts=indices_label(hit),
             interrupted=False,
             step=self.progress,
-            out_until_s=now,
+            out_until_s=out_until,
         )
+
+    def _replace_during_restart(self, fresh: frozenset[int], ev: FailureEvent) -> None:
+        """Hosts failed during a restart (in replicas it left out) are handled by the policy
+        as the failure that began the restart was: replaced from the same queue (or spare
+        pool) after detection and any queueing, unless the policy keeps them until their
+        repair. The restart waits for them if it needs their replicas."""
+        now = self.env.now
+        recovery = self.policy.recover(self, fresh, ev)
+        replaced = frozenset(h for h in fresh if self.down_until.get(h, 0.0) <= now)
+        if replaced:
+            self.take_down(replaced, now + self.policy.spec.restart.detection_s + recovery.queue_s)
+        parts = self._restart_in_flight()
+        end = self._enough_replicas_ready_s() + parts.init_s + parts.load_s
+        if end > self.phase_end:
+            parts.wait_s += end - self.phase_end
+            self.phase_end = end
 
     def _abort_phase_in_flight(self) -> float:
         """Cut short the checkpoint or restart in flight and any drain; return the aborted
@@ -208,7 +224,7 @@ class FailureRecovery(RunCore):
         self._record_restart(committed=True)
         self.excluded = self._ready_excluded()
         self._refresh_state(dp_replicas=self.job.dp_replicas - len(self.excluded))
-        self.target = self.progress + self.interval_steps
+        self.target = self._next_target()
         self.pending_rejoin = False
         self._set_phase("compute")
 

@@ -26,9 +26,14 @@ import simpy
 from simulator.errors import SimulationError
 from simulator.faults.degradation import sample_degradations
 from simulator.faults.failure import job_mtbf_s, sample_failures
+from simulator.faults.formulas import effective_checkpoint_cost_s
 from simulator.faults.policy import Policy
 from simulator.faults.records import RestartParts, Segment, incident_row
 from simulator.faults.state import CachedOracle, JobShape, StepOracle
+
+#: Most checkpoints one run may take (each is a few events and segments; a run of
+#: 54 days checkpointing every 10 minutes takes under 8,000).
+MAX_CHECKPOINTS = 1_000_000
 
 
 @dataclasses.dataclass(frozen=True)
@@ -78,28 +83,66 @@ class RunCore:
         self.failure_specs = list(failures)
         self.failures = sample_failures(self.failure_specs, job, duration_s, seed, mtbf_scale)
         self.degradations = sample_degradations(list(degradations), job, duration_s, seed)
-        self.mtbf_s = job_mtbf_s(self.failure_specs, job, mtbf_scale)
+        self.mtbf_s = job_mtbf_s(self.failure_specs, job, mtbf_scale, self.duration_s)
         self.env = simpy.Environment()
         self.policy.start(job)
 
         self.healthy = job.healthy_state()
         self.healthy_step_s = self.oracle.step_time_s(self.healthy)
-        if self.policy.mode == "blocking":
-            self.delta_s = self.oracle.checkpoint_write_s(self.healthy)
-        else:
-            self.delta_s = self.oracle.checkpoint_snapshot_s(self.healthy)
+        # δ of Young and Daly, asked of the oracle only when an interval is computed from it
+        computed = self.policy.spec.interval != "fixed" and math.isfinite(self.mtbf_s)
+        self.delta_s = self._checkpoint_cost_s() if computed else math.nan
         self.interval_steps = self.policy.spec.interval_steps_for(
             self.healthy_step_s, self.delta_s, self.mtbf_s
         )
+        self._check_checkpoint_count()
+        self.notes: list[str] = []
+        if self.interval_steps is None:
+            self.notes.append(
+                f"no failures are modelled, so the {self.policy.spec.interval} checkpoint interval "
+                "is unbounded: the run takes no checkpoints and its goodput is the goodput "
+                "without checkpointing"
+            )
         self.min_gpus = self.policy.min_gpus(job)
         self._init_run_state()
+
+    def _check_checkpoint_count(self) -> None:
+        """Refuse a run that would take more than `MAX_CHECKPOINTS` checkpoints.
+
+        Raises:
+            SimulationError: the interval is far too short for the run's length.
+        """
+        if self.interval_steps is None:
+            return
+        count = self.duration_s / (self.interval_steps * self.healthy_step_s)
+        if count > MAX_CHECKPOINTS:
+            raise SimulationError(
+                f"a checkpoint every {self.interval_steps} step(s) of {self.healthy_step_s:g} s makes "
+                f"about {count:,.0f} checkpoints in {self.duration_s:g} s, more than the "
+                f"{MAX_CHECKPOINTS:,} a run may take: lengthen the checkpoint interval"
+            )
+
+    def _checkpoint_cost_s(self) -> float:
+        """δ for Young and Daly: the blocking write, or for a snapshot policy the snapshot
+        stall plus the compute its background drain takes from training (see `formulas`)."""
+        healthy = self.healthy
+        write_s = self.oracle.checkpoint_write_s(healthy)
+        if self.policy.mode == "blocking":
+            return write_s
+        return effective_checkpoint_cost_s(
+            self.oracle.checkpoint_snapshot_s(healthy),
+            write_s,
+            self.healthy_step_s,
+            self.oracle.step_time_s(healthy.replace(draining=True)),
+            self.policy.snapshots_per_drain,
+        )
 
     def _init_run_state(self) -> None:
         """The state at the start of the run: healthy, computing towards the first checkpoint."""
         self.state = self.healthy
         self._answers: dict[str, float] = {}
         self.progress = 0.0
-        self.target = float(self.interval_steps)
+        self.target = self._next_target()
         self.commit_storage = 0.0  # step captured by the last checkpoint committed to storage
         self.commit_memory: float | None = None  # step of the last in-memory snapshot
         self.snapshot: float | None = None  # step captured by the checkpoint being written
@@ -204,6 +247,12 @@ class RunCore:
             self._answers[question] = v
         return v
 
+    def _next_target(self) -> float:
+        """Progress (steps) at which the next checkpoint is due (inf: never)."""
+        if self.interval_steps is None:
+            return math.inf
+        return self.progress + self.interval_steps
+
     def _gpus_in_use(self) -> int:
         """GPUs the job computes on (its allocation less the excluded replicas)."""
         return self.job.n_gpus - len(self.excluded) * self.job.gpus_per_replica
@@ -218,7 +267,7 @@ class RunCore:
         if self.phase == "compute":
             step_s = self._step_s()
             new = self.progress + dt / step_s
-            if abs(new - self.target) <= 1e-9 * max(1.0, self.target):
+            if math.isfinite(self.target) and abs(new - self.target) <= 1e-9 * max(1.0, self.target):
                 new = self.target
             seg = Segment(
                 self.phase_start,
@@ -270,9 +319,12 @@ class RunCore:
 
     def _record_restart(self, committed: bool) -> None:
         """Record the restart in flight: completed now (`committed`, stamped now) or cut
-        short by a failure or the run's end (stamped at its start)."""
+        short by a failure or the run's end (stamped at its start, with the parts that had
+        run by then: the next restart plans its own wait, so no wait is counted twice)."""
         parts = self._restart_in_flight()
         now = self.env.now
+        if not committed:
+            parts = parts.elapsed(now - parts.start_s)
         self._incident(
             "restart",
             time_s=now if committed else parts.start_s,

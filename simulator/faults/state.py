@@ -36,6 +36,12 @@ from simulator.errors import SimulationError
 
 LoadSource = Literal["storage", "peer"]
 
+#: Largest job the run level takes: 4,194,304 GPUs, some 40 times the largest training
+#: clusters built so far (about 100,000 GPUs); every component is sampled per run.
+MAX_JOB_GPUS = 2**22
+#: Most components of one class (NICs, links, switches, storage systems) a job may have.
+MAX_COMPONENTS = 4 * MAX_JOB_GPUS
+
 COMPONENT_CLASSES = ("gpu", "hbm", "host", "nic", "link", "switch", "storage", "software")
 
 
@@ -71,6 +77,22 @@ class ClusterState:
     def replace(self, **changes: object) -> ClusterState:
         """A copy with some fields changed."""
         return dataclasses.replace(self, **changes)  # type: ignore[arg-type]
+
+    def label(self) -> str:
+        """The state as text whose every set is sorted, so the same state reads the same
+        whatever the hash seed: `dp_replicas=8 stragglers=gpu3:1.5,gpu9:2 draining`
+        (empty sets and a false `draining` left out)."""
+        parts = [f"dp_replicas={self.dp_replicas}"]
+        for name, pairs in (("stragglers", self.stragglers), ("degraded_links", self.degraded_links)):
+            if pairs:
+                parts.append(f"{name}=" + ",".join(f"{k}:{v:g}" for k, v in sorted(pairs)))
+        if self.down_links:
+            parts.append("down_links=" + ",".join(sorted(self.down_links)))
+        if self.failed_gpus or self.spare_gpus:
+            parts.append(f"failed_gpus={self.failed_gpus} spare_gpus={self.spare_gpus}")
+        if self.draining:
+            parts.append("draining")
+        return " ".join(parts)
 
     @property
     def healthy(self) -> bool:
@@ -250,22 +272,30 @@ class JobShape(Spec):
     (each rank is a process that can crash or hang).
     """
 
-    n_gpus: int = Field(gt=0, description="GPUs in the job's allocation.")
+    n_gpus: int = Field(gt=0, le=MAX_JOB_GPUS, description="GPUs in the job's allocation (at most 2**22).")
     gpus_per_node: int = Field(8, gt=0, description="GPUs per host (node).")
     gpus_per_replica: int = Field(
         gt=0, description="GPUs in one data-parallel replica (tensor x pipeline x expert size)."
     )
-    nics: int | None = Field(None, gt=0, description="NICs in the job (default: one per GPU).")
+    nics: int | None = Field(
+        None, gt=0, le=MAX_COMPONENTS, description="NICs in the job (default: one per GPU)."
+    )
     links: int | None = Field(
-        None, gt=0, description="Network links that can fail (default: one NIC cable per GPU)."
+        None,
+        gt=0,
+        le=MAX_COMPONENTS,
+        description="Network links that can fail (default: one NIC cable per GPU).",
     )
     switches: int | None = Field(
-        None, gt=0, description="Switches that can fail (default: n_gpus / gpus_per_switch)."
+        None,
+        gt=0,
+        le=MAX_COMPONENTS,
+        description="Switches that can fail (default: n_gpus / gpus_per_switch).",
     )
     gpus_per_switch: int = Field(
         64, gt=0, description="GPUs cut off when one switch fails (its blast radius)."
     )
-    storage: int = Field(1, ge=0, description="Storage systems the job depends on.")
+    storage: int = Field(1, ge=0, le=MAX_COMPONENTS, description="Storage systems the job depends on.")
 
     @model_validator(mode="after")
     def _check_layout(self) -> JobShape:

@@ -43,7 +43,7 @@ import simpy
 from simulator.engine.context import SimContext
 from simulator.engine.step import StepSimulator
 from simulator.errors import InputError, SimulationError
-from simulator.faults.state import ClusterState, JobShape, LoadSource
+from simulator.faults.state import ClusterState, LoadSource
 from simulator.metrics import frames as fr
 from simulator.network.cluster import Cluster
 from simulator.network.fabric import Fabric, usage
@@ -81,32 +81,6 @@ def checkpoint_bytes(prep: Any, settings: ReliabilitySpec) -> float:
             field="reliability.checkpoint_gbyte",
         )
     return float(params) * settings.checkpoint_bytes_per_param
-
-
-def job_shape(prep: Any, settings: ReliabilitySpec) -> JobShape:
-    """The run level's view of the job: GPUs, hosts, replicas and component counts."""
-    g = prep.cluster.graph
-    gpus = prep.program.rank_gpus
-    n = len(gpus)
-    servers: dict[str, int] = {}
-    for x in gpus:
-        servers[str(g.nodes[x].get("node", x))] = servers.get(str(g.nodes[x].get("node", x)), 0) + 1
-    gpn = max(servers.values())
-    dp = int(prep.program.meta.get("dp", 1) or 1)
-    per_replica = n // dp if n % dp == 0 else n
-    if per_replica % gpn and gpn % per_replica:
-        per_replica = n
-    leaves = [s for s, d in g.nodes(data=True) if d.get("kind") == "switch" and int(d.get("tier", 1)) == 1]
-    nics = sum(1 for x in gpus for y in g.neighbors(x) if g.nodes[y].get("kind") == "nic")
-    return JobShape(
-        n_gpus=n,
-        gpus_per_node=gpn,
-        gpus_per_replica=per_replica,
-        nics=nics or None,
-        switches=len(leaves) or None,
-        gpus_per_switch=settings.gpus_per_switch or max(1, len(prep.cluster.gpus) // max(1, len(leaves))),
-        storage=max(1, len(prep.cluster.storage)),
-    )
 
 
 class SimulatedOracle:

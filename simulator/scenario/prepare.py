@@ -21,6 +21,7 @@ from simulator.engine.step import CollectiveTuning, StepSettings, StepSimulator
 from simulator.errors import InputError
 from simulator.network.cluster import Cluster
 from simulator.network.topology import Topology, load_topology
+from simulator.scenario.job import check_run_level
 from simulator.scenario.spec import Scenario, load_scenario
 from simulator.units import factor
 from simulator.workload.generate import program_from_workload
@@ -95,7 +96,9 @@ def prepare_scenario(scenario: Scenario, topology_doc: Document | None = None) -
     cluster = build_cluster(scenario, topology)
     program = load_workload(scenario, topology, cluster)
     tuning, compute_cal, sources = load_calibration(scenario.calibration_paths)
-    return PreparedRun(scenario, topology, cluster, program, tuning, compute_cal, sources)
+    prep = PreparedRun(scenario, topology, cluster, program, tuning, compute_cal, sources)
+    check_run_level(prep)
+    return prep
 
 
 def step_simulator(

@@ -7,6 +7,7 @@ cluster state the run level meets (see `simulator.scenario.oracle`). One run per
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import pandas as pd
@@ -15,7 +16,8 @@ from simulator.faults.engine import simulate_run
 from simulator.faults.metrics import aggregate
 from simulator.faults.preset import PRESETS
 from simulator.faults.state import ClusterState
-from simulator.scenario.oracle import SimulatedOracle, job_shape
+from simulator.scenario.job import job_shape
+from simulator.scenario.oracle import SimulatedOracle
 from simulator.scenario.prepare import PreparedRun
 from simulator.units import factor
 
@@ -60,8 +62,17 @@ def run_level(prep: PreparedRun, summary: dict[str, Any], seed: int) -> dict[str
         "checkpoint_write_s": oracle.checkpoint_write_s(_healthy(job)),
         "step_simulations": oracle.simulations,
         "job_gpus": job.n_gpus,
+        # None: no checkpoint was due (a Young or Daly interval without failures)
+        "checkpoint_interval_s": _finite_or_none(results[0].summary["interval_s"]),
     }
+    notes = sorted({note for r in results for note in r.notes})
+    if notes:
+        summary["run_level"]["notes"] = notes
     return {"incidents": results[0].incidents, "segments": results[0].segments, "runs": runs}
+
+
+def _finite_or_none(value: float) -> float | None:
+    return value if math.isfinite(value) else None
 
 
 def _healthy(job: Any) -> ClusterState:

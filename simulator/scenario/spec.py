@@ -17,7 +17,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import ConfigDict, Field, field_validator, model_validator
 
 from simulator.config.base import FileRef, Spec
 from simulator.config.loader import Document, read_document, validate
@@ -112,6 +112,8 @@ class ReliabilitySpec(Spec):
     are flows from every GPU of the job to the topology's storage nodes (or, without storage
     nodes, `storage_gbyte_per_s` of aggregate bandwidth).
     """
+
+    model_config = ConfigDict(allow_inf_nan=False)
 
     duration_s: float = Field(
         30 * 86400.0, gt=0, description="Wall time of the run, s (YAML: duration_days, duration_h)."

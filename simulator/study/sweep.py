@@ -29,11 +29,12 @@ from pathlib import Path
 from typing import Any, Literal
 
 import pandas as pd
-from pydantic import Field, model_validator
+from pydantic import ConfigDict, Field, model_validator
 
 from simulator.config.base import Spec
 from simulator.config.loader import Document, read_document, validate
 from simulator.errors import InputError, InputErrors
+from simulator.faults.checks import job_problems
 from simulator.faults.degradation import DegradationSpec
 from simulator.faults.engine import simulate_run
 from simulator.faults.failure import FailureSpec
@@ -51,6 +52,8 @@ log = logging.getLogger(__name__)
 
 class StepCostsSpec(Spec):
     """Step-level answers as constants (a `ScalingOracle`), or from a scenario file."""
+
+    model_config = ConfigDict(allow_inf_nan=False)
 
     from_scenario: str | None = Field(
         None, description="Scenario whose step simulation answers (path relative to this file)."
@@ -102,6 +105,8 @@ class AxisSpec(Spec):
 
 class StudySpec(Spec):
     """A run-level study: base run, failures, policy, axes, seeds."""
+
+    model_config = ConfigDict(allow_inf_nan=False)
 
     name: str = Field("study", description="Study name.")
     job: JobShape = Field(description="Job shape.")
@@ -261,13 +266,29 @@ def _variant_errors(
     return out
 
 
+def _validated(doc: Document) -> StudySpec:
+    """Validate a study document, then its fault inputs against its job and duration.
+
+    Raises:
+        InputErrors: one per problem, each `file:line: field.path: message`.
+    """
+    spec: StudySpec = validate(StudySpec, doc)
+    preset = PRESETS[spec.preset]() if spec.preset else []
+    problems = job_problems(
+        spec.failures, spec.degradations, spec.policy, spec.job, spec.duration_s, spec.mtbf_scale, preset
+    )
+    if problems:
+        raise InputErrors([doc.error(message, loc) for loc, message in problems])
+    return spec
+
+
 def study_from_document(doc: Document) -> Study:
     """Validate a study document and expand its axes into variants.
 
     A variant that does not validate is reported against the axis value that made it
     invalid (`FILE:LINE: axes.N.values.K: ...`); every such problem is reported at once.
     """
-    spec = validate(StudySpec, doc)
+    spec = _validated(doc)
     axes = spec.axes
     variants: list[Variant] = []
     errors: dict[str, InputError] = {}
@@ -277,7 +298,7 @@ def study_from_document(doc: Document) -> Study:
         """Whether value K of axis I fails on the base study, the other axes left out."""
         if (i, k) not in alone:
             try:
-                validate(StudySpec, doc.with_data(_variant_data(doc, [(axes[i], i, axes[i].values[k])])))
+                _validated(doc.with_data(_variant_data(doc, [(axes[i], i, axes[i].values[k])])))
                 alone[(i, k)] = False
             except InputError:
                 alone[(i, k)] = True
@@ -289,7 +310,7 @@ def study_from_document(doc: Document) -> Study:
         data = _variant_data(doc, [(a, i, v) for a, i, _, v in settings])
         labels = {a.column: value_label(v) for a, _, _, v in settings}
         try:
-            vspec = validate(StudySpec, doc.with_data(data))
+            vspec = _validated(doc.with_data(data))
         except InputErrors as exc:
             for e in _variant_errors(doc, exc, settings, fails_alone):
                 errors.setdefault(str(e), e)
@@ -352,7 +373,8 @@ def study_oracles(study: Study) -> dict[int, StepOracle]:
             warm = getattr(oracle, "warm", None)
             if warm is not None:
                 draining = any(
-                    getattr(x.spec.policy, "kind", "") == "async_checkpoint" for x in study.variants
+                    getattr(x.spec.policy, "kind", "") in ("async_checkpoint", "in_memory")
+                    for x in study.variants
                 )
                 warm(v.spec.job.dp_replicas, draining=draining)
             by_step[key] = oracle

@@ -1,0 +1,165 @@
+"""Fault inputs that were accepted silently or crashed: each is one line
+`file:line: field.path: message` and exit 2, from `validate` as from `run`, before anything runs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from simulator.commands.app import app
+from simulator.errors import SimulationError
+from simulator.faults.degradation import sample_degradations
+from simulator.faults.engine import simulate_run
+from simulator.faults.failure import sample_failures
+from simulator.faults.state import ConstantOracle
+
+from .helpers import degradations, failures, job, policy
+
+ROOT = Path(__file__).resolve().parents[2]
+cli = CliRunner()
+
+# the quickstart job: 16 GPUs on 2 hosts of 8; failures on line 5, the policy on line 7
+SCENARIO = """\
+name: faulty
+topology: {{file: {root}/topologies/h100-rail-clos-2n.yaml}}
+workload: {{file: {root}/workloads/traces/dp16-gpt1p3b-step.yaml}}
+failures:
+  - {failure}
+policy:
+  {policy}
+reliability: {{duration_days: 3, seeds: 1, checkpoint_gbyte: 18.2, storage_gbyte_per_s: 10}}
+"""
+GPU = "{kind: exponential, target: gpu, mtbf_h: 1000}"
+CR = "{kind: checkpoint_restart, interval: daly}"
+
+CASES = [
+    # (failure, policy, expected line)
+    (
+        "{kind: scheduled, target: gpu, at_h: -1}",
+        CR,
+        "5: failures.0: input should be greater than or equal to 0",
+    ),
+    (
+        "{kind: scheduled, target: gpu, at_h: [1, -2]}",
+        CR,
+        "5: failures.0: input should be greater than or equal to 0",
+    ),
+    (
+        "{kind: scheduled, target: host, component: 9999, at_h: 1}",
+        CR,
+        "5: failures.0.component: no host 9999 in this job: its 2 host component(s) are 0 to 1",
+    ),
+    (
+        "{kind: scheduled, target: host, node: host-16, at_h: 1}",
+        CR,
+        "5: failures.0.node: no host 16 in this job: its 2 host component(s) are 0 to 1",
+    ),
+    (
+        "{kind: scheduled, target: host, node: spine, at_h: 1}",
+        CR,
+        "5: failures.0: value error, node 'spine' names no component: a node is named by its class "
+        "and index, e.g. host-12 (its trailing number is the index)",
+    ),
+    (
+        GPU,
+        "{kind: elastic, min_replicas: 17}",
+        "7: policy.min_replicas: 17 is more than the job's 1 data-parallel replicas",
+    ),
+    (
+        "{kind: weibull, target: gpu, mtbf_h: 1000, shape: 1.0e-9}",
+        CR,
+        "5: failures.0.shape: input should be greater than or equal to 0.2",
+    ),
+    (GPU, "{kind: checkpoint_restart, interval_min: .inf}", "6: policy: input should be a finite number"),
+    (
+        "{kind: exponential, target: gpu, mtbf_h: 0.000001}",
+        CR,
+        "5: failures.0: about 1,152,000,000 failures expected in a run of 259200 s, more than the "
+        "1,000,000 a run may hold: an MTBF far too short for the run",
+    ),
+    (
+        "{kind: exponential, target: gpu, mtbf_h: 1000, blast_gpus: 17}",
+        CR,
+        "5: failures.0.blast_gpus: 17 GPUs is more than the job's 16",
+    ),
+]
+
+
+@pytest.mark.parametrize(("failure", "pol", "expected"), CASES)
+def test_bad_fault_input_is_one_line(tmp_path: Path, failure: str, pol: str, expected: str) -> None:
+    path = tmp_path / "s.yaml"
+    path.write_text(SCENARIO.format(root=ROOT, failure=failure, policy=pol))
+    r = cli.invoke(app, ["validate", str(path)])
+    assert r.exit_code == 2, r.output
+    lines = [line for line in r.output.splitlines() if line.strip()]
+    assert lines == [f"error: {path}:{expected}"]
+
+
+def test_run_rejects_before_simulating(tmp_path: Path) -> None:
+    path = tmp_path / "s.yaml"
+    path.write_text(SCENARIO.format(root=ROOT, failure=GPU, policy="{kind: elastic, min_replicas: 17}"))
+    out = tmp_path / "out"
+    r = cli.invoke(app, ["run", str(path), "-o", str(out)])
+    assert r.exit_code == 2 and "policy.min_replicas: 17 is more than" in r.output
+    assert "Traceback" not in r.output and not out.exists()
+
+
+STUDY = """\
+name: s
+job: {n_gpus: 64, gpus_per_node: 8, gpus_per_replica: 8}
+step: {step_time_s: 10, checkpoint_write_s: 60}
+failures:
+  - {kind: scheduled, target: gpu, component: 9999, at_h: 1}
+policy: {kind: checkpoint_restart, interval: daly}
+duration_days: 2
+axes:
+  - param: policy
+    values:
+      - {kind: checkpoint_restart}
+      - {kind: elastic,
+         min_replicas: 9}
+"""
+
+
+def test_study_fault_inputs_are_checked_against_its_job(tmp_path: Path) -> None:
+    path = tmp_path / "study.yaml"
+    path.write_text(STUDY)
+    r = cli.invoke(app, ["validate", str(path)])
+    assert r.exit_code == 2, r.output
+    lines = [line for line in r.output.splitlines() if line.strip()]
+    assert lines[0] == (
+        f"error: {path}:5: failures.0.component: no gpu 9999 in this job: its 64 gpu component(s) are 0 to 63"
+    )
+    path.write_text(STUDY.replace("component: 9999", "component: 3"))
+    r = cli.invoke(app, ["validate", str(path)])
+    lines = [line for line in r.output.splitlines() if line.strip()]
+    assert r.exit_code == 2 and lines == [
+        f"error: {path}:13: axes.0.values.1: policy=elastic: policy.min_replicas: 9 is more than "
+        "the job's 8 data-parallel replicas"
+    ]
+
+
+def test_samplers_stop_instead_of_hanging() -> None:
+    """Beyond the validation (e.g. a Weibull law whose bursts the mean rate hides), the
+    samplers refuse a run with more than a million failures or degradation changes."""
+    with pytest.raises(SimulationError, match="more than 1,000,000 failures"):
+        sample_failures(failures({"kind": "exponential", "target": "gpu", "mtbf_s": 1.0}), job(), 1e5, 0)
+    flaps = degradations(
+        {"kind": "flapping_link", "at_s": [0], "duration_h": 100, "down_s": 0.01, "up_s": 0.01}
+    )
+    with pytest.raises(SimulationError, match="more than 1,000,000 degradation changes"):
+        sample_degradations(flaps, job(), 1e6, 0)
+
+
+def test_interval_far_too_short_is_refused() -> None:
+    with pytest.raises(SimulationError, match="lengthen the checkpoint interval"):
+        simulate_run(
+            job(),
+            ConstantOracle(step_s=0.001),
+            [],
+            policy(kind="checkpoint_restart", interval_steps=1),
+            1e5,
+            0,
+        )

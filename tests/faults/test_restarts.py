@@ -1,0 +1,76 @@
+"""Restarts interrupted or overlapped by more failures: where replacements come from, and
+how their parts (above all the wait for repairs) are counted."""
+
+import pytest
+
+from simulator.faults.engine import simulate_run
+from simulator.faults.state import ConstantOracle
+
+from .helpers import failures, job, policy
+
+# helpers.RESTART: detection 60 s, queue 300 s, initialization 200 s; the load is 40 s
+ORACLE = ConstantOracle(step_s=1.0, write_s=300.0, snapshot_s=10.0, load_storage_s=40.0, load_peer_s=5.0)
+DETECT_S, QUEUE_S, INIT_S, LOAD_S = 60.0, 300.0, 200.0, 40.0
+T1_S = 3600.0
+
+
+def _restarts(result):
+    inc = result.incidents
+    return inc[inc.kind == "restart"]
+
+
+def test_failure_during_restart_is_replaced_from_the_queue():
+    """Host 0 fails at T1 (restart: 60 + 300 + 200 + 40 = 600 s); host 1, in the same replica
+    (2 hosts per replica), fails 100 s later, during the restart. Both hosts have 48 h
+    repairs, and checkpoint_restart queues for replacements instead of waiting for repairs,
+    so host 1 is replaced from the same queue: out until T1 + 100 + 60 + 300, and the
+    restart ends 240 s (init + load) after that, at T1 + 700, not 48 h later."""
+    fl = failures(
+        {"kind": "scheduled", "target": "host", "component": 0, "at_s": T1_S, "repair_h": 48},
+        {"kind": "scheduled", "target": "host", "component": 1, "at_s": T1_S + 100, "repair_h": 48},
+    )
+    r = simulate_run(
+        job(gpus_per_replica=16), ORACLE, fl, policy(kind="checkpoint_restart", interval_s=1000), 6 * 3600, 0
+    )
+    rs = _restarts(r)
+    assert len(rs) == 1 and bool(rs.committed.iloc[0])
+    assert rs.duration_s.iloc[0] == pytest.approx(700.0)
+    assert rs.wait_s.iloc[0] == pytest.approx(100.0)
+    second = r.incidents[(r.incidents.kind == "failure") & (r.incidents.time_s == T1_S + 100)].iloc[0]
+    assert not second.interrupted
+    assert second.out_until_s == pytest.approx(T1_S + 100 + DETECT_S + QUEUE_S)
+    assert r.summary["restart_s"] == pytest.approx(700.0)
+
+
+def test_failure_during_restart_waits_for_repair_when_the_policy_does():
+    """With wait_for_repair the second host is kept until its repair, as the first one is."""
+    fl = failures(
+        {"kind": "scheduled", "target": "host", "component": 0, "at_s": T1_S, "repair_h": 2},
+        {"kind": "scheduled", "target": "host", "component": 1, "at_s": T1_S + 100, "repair_h": 3},
+    )
+    pol = policy(kind="checkpoint_restart", interval_s=1000, wait_for_repair=True)
+    r = simulate_run(job(gpus_per_replica=16), ORACLE, fl, pol, 9 * 3600, 0)
+    rs = _restarts(r)
+    # ready when host 1 is back (T1 + 100 + 3 h), then init + load
+    assert rs.duration_s.iloc[0] == pytest.approx(100 + 3 * 3600 + INIT_S + LOAD_S)
+
+
+def test_wait_of_an_interrupted_restart_is_counted_once():
+    """wait_for_repair: host 0 fails at T1 with a 10 h repair, so the restart waits about 10 h;
+    host 4 (another replica) fails 1 h into that wait and interrupts it; the new restart waits
+    for the same repair. The restart phase lasts from T1 to T1 + 10 h + init + load, and
+    the time spent waiting is all of it but two detections, one init and one load: the cut
+    restart records only the part of its wait that had passed."""
+    fl = failures(
+        {"kind": "scheduled", "target": "host", "component": 0, "at_s": T1_S, "repair_h": 10},
+        {"kind": "scheduled", "target": "host", "component": 4, "at_s": 2 * T1_S, "repair_h": 1},
+    )
+    pol = policy(kind="checkpoint_restart", interval_s=1000, wait_for_repair=True)
+    r = simulate_run(job(), ORACLE, fl, pol, 15 * 3600, 0)
+    rs = _restarts(r)
+    assert list(rs.committed.astype(bool)) == [False, True]
+    assert r.summary["restart_s"] == pytest.approx(10 * 3600 + INIT_S + LOAD_S)
+    assert r.summary["restart_wait_s"] == pytest.approx(10 * 3600 - 2 * DETECT_S)
+    # every restart's recorded parts add up to its recorded length
+    parts = rs[["detect_s", "queue_s", "wait_s", "init_s", "load_s"]].sum(axis=1)
+    assert list(parts) == pytest.approx(list(rs.duration_s))
