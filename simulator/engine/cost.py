@@ -65,7 +65,7 @@ class ComputeCost:
     def roofline_s(self, op: Op) -> float:
         """Time of `op` from its kernels, or from the flat roofline (module docstring)."""
         if op.kernels and self.gpu.has_kernel_model:
-            return self.kernels_s(op)
+            return self.kernels_s(op) * op.kernel_scale
         gpu = self.gpu
         eff_c, eff_m = gpu.compute_efficiency, gpu.memory_efficiency
         peak = gpu.peak(op.dtype)

@@ -2,10 +2,11 @@
 
 Compute ops serialize on their rank's compute stream; communication runs on its own
 stream(s) and overlaps compute unless a dependency says otherwise. A collective starts
-when every simulated member has reached it and runs its algorithm's phases on the fabric
-(flow fidelity) or in closed form (analytic fidelity: the same flows solved alone, no
-contention with other traffic). Steps run back to back; step k+1 starts when every rank
-has finished step k (the optimizer step is a barrier in synchronous training).
+when every simulated member has reached it, spends its software `overhead_s` (framework
+hooks, launch), then runs its algorithm's phases on the fabric (flow fidelity) or in
+closed form (analytic fidelity: the same flows solved alone, no contention with other
+traffic). Steps run back to back; step k+1 starts when every rank has finished step k
+(the optimizer step is a barrier in synchronous training).
 """
 
 from __future__ import annotations
@@ -334,6 +335,8 @@ class StepSimulator:
         flow_fidelity = self.settings.fidelity == "flow" and not (
             prepared.intra_node and self.settings.intra_node == "analytic"
         )
+        if op.overhead_s > 0:
+            yield env.timeout(op.overhead_s)
         for ph in prepared.phases:
             if ph.latency_s > 0:
                 yield env.timeout(ph.latency_s)

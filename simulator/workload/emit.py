@@ -13,20 +13,41 @@ compute-bound and memory-bound work apart. Communication placement:
     * CP ring exchange (modeled as a ring all-gather of the K/V chunks over the cp group:
       cp - 1 steps of one chunk per rank) overlaps the attention core: issued before it,
       awaited after it.
-    * ZeRO-3 per-layer all-gathers are prefetched one layer ahead (issued when the previous
-      layer's compute starts) on their own stream; gradient reduce-scatters run on the dp
-      stream after the layer's backward and nothing but the optimizer waits for them.
+    * ZeRO-3: a layer's parameter all-gather is split into calls of at most
+      `zero3_gather_bucket_bytes` on their own stream; the first `zero3_prefetch_buckets`
+      calls are issued when the previous layer's compute starts (prefetch), the others
+      when it ends, and the layer's compute waits for all of them, so a layer larger than
+      the prefetch window has its gathers on the critical path (DeepSpeed's
+      stage3_prefetch_bucket_size). The backward gather precedes the layer's recompute
+      (or its backward). Gradient reduce-scatters, in calls of at most
+      `zero3_reduce_bucket_bytes`, run on the dp stream after the layer's backward and
+      nothing but the optimizer waits for them. Every ZeRO-3 call carries
+      `zero3_call_overhead_s` of software time.
     * A collective over a group of one rank is left out.
 
 Each fused op carries its items (`Op.kernels`), so the engine prices it kernel by kernel
 (`simulator.workload.kernels`) as if they ran back to back.
 
-Simplifies: TP communication does not overlap compute; the ring exchange of CP is one
+TP communication overlap (`layout.tp_comm_overlap`):
+    * none (default): TP collectives block, as above.
+    * t3 (Pati et al., ASPLOS'24): a reduce-scatter / all-reduce starts with the GEMM that
+      produces its data (forward: attention output and FC-2 projections; backward: the
+      FC-1 and QKV input-gradient GEMMs) and the next segment waits for both; all-gathers
+      stay blocking (T3 fuses producer-side collectives only).
+    * megatron (`--tp-comm-overlap`): as t3 for reduce-scatters, and each all-gather runs
+      under the GEMM segment that consumes it, awaited after that segment.
+    Either way the overlapped GEMMs are followed by a `tp_contention` compute op of
+    `layout.tp_contention_share` × their FLOPs and bytes: the time the GEMM loses to the
+    collective's use of compute units and HBM, a category of its own in the ops frame.
+
+Simplifies: an overlapped collective may start with its GEMM (ideal fine-grained overlap;
+the last chunk's tail is not modelled); the ring exchange of CP is one
 all-gather rather than cp - 1 separate steps.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 from simulator.workload.flops import CommCost, OpCost, Phase, layer_program
@@ -37,6 +58,9 @@ from simulator.workload.program import COMPUTE_STREAM, Op
 
 _LOW_PRECISION = ("fp8", "fp4", "int8")
 _CORE = ("attn_score", "attn_softmax", "attn_value")
+#: Megatron's f/g collectives entering and leaving a TP region (what TP overlap applies to;
+#: not e.g. the vocab-parallel cross-entropy's statistics all-reduce).
+_TP_REGION_SUFFIXES = ("_rs", "_ar", "_ag", "_rs_bwd", "_ag_bwd", "_ar_bwd")
 _TAG = {"tp": "tp", "cp": "cp", "ep": "ep", "dp_cp": "dp", "edp": "dp", "pp": "pp"}
 
 
@@ -44,6 +68,11 @@ def _is_core(name: str) -> bool:
     """Whether compute item `name` is part of the attention core (recomputed or not)."""
     n = name.removeprefix("recompute_")
     return n.startswith(_CORE)
+
+
+def _is_zero3_gather(item: OpCost | CommCost) -> bool:
+    """Whether `item` is a ZeRO-3 parameter all-gather (forward or backward)."""
+    return isinstance(item, CommCost) and item.name.startswith("zero3_gather")
 
 
 def _is_gradient_reduction(item: CommCost) -> bool:
@@ -62,7 +91,8 @@ class StageState:
         last_bwd: (rank, layer) -> (completion position, last compute op of its backward).
         end_bwd: (rank, "emb" | "out") -> the same for the embedding and output layers.
         last_compute: rank -> its latest compute op.
-        prev_first: rank -> first compute op of the items run last (ZeRO-3 prefetch point).
+        prev_first: rank -> first compute op of the items run last (ZeRO-3 prefetch point:
+            a prefetched gather starts with the previous layer's compute).
         pos: the next completion position.
     """
 
@@ -104,8 +134,9 @@ class OpEmitter:
 
     def compute(
         self, rank: int, items: list[OpCost], deps: tuple[str, ...], tag: str, base: str
-    ) -> str | None:
-        """Fuse `items` into at most three compute ops on `rank`; return the last op id."""
+    ) -> tuple[str, str] | None:
+        """Fuse `items` into at most three compute ops on `rank`; return the first and the
+        last op id (None when nothing is left to compute)."""
         classes: dict[tuple[str, str], list[float]] = {}
         kernels: dict[tuple[str, str], list[OpCost]] = {}
         for it in items:
@@ -119,7 +150,7 @@ class OpEmitter:
             acc[0] += it.flops
             acc[1] += it.bytes
             kernels.setdefault(key, []).append(it)
-        last = None
+        first = last = None
         for (cls, dtype), (flops, bytes_accessed) in classes.items():
             if flops <= 0 and bytes_accessed <= 0:
                 continue
@@ -139,8 +170,8 @@ class OpEmitter:
                 )
             )
             deps = ()
-            last = oid
-        return last
+            first, last = first or oid, oid
+        return None if first is None or last is None else (first, last)
 
     def collective(
         self,
@@ -151,6 +182,7 @@ class OpEmitter:
         tag: str,
         stream: str,
         base: str,
+        overhead_s: float = 0.0,
     ) -> str:
         """Emit collective `kind` of `size_bytes` on instance `inst`; return its op id."""
         oid = self.op_id(f"{base}@g{inst.group[0]}")
@@ -169,6 +201,7 @@ class OpEmitter:
                 group=inst.group,
                 mirrors=inst.mirrors,
                 size_bytes=size_bytes,
+                overhead_s=overhead_s,
             )
         )
         return oid
@@ -180,33 +213,66 @@ class OpEmitter:
         return sizes.get(group_kind, 1)
 
     def layer_items(self, layer: int, phase: Phase) -> list[OpCost | CommCost]:
-        """Items of block `layer` in `phase`, the CP exchange moved right before the core."""
+        """Items of block `layer` in `phase`, the CP exchange moved right before the core and
+        the ZeRO-3 backward gathers to the front of the layer's backward (of its recompute
+        when the layer is recomputed: one gather serves both)."""
         kind: str = self.model.layer_kind(layer)
         if self.layout.zero_stage == 3:
             kind = f"{kind}:{layer}"  # ZeRO-3 gathers depend on the layer's parameters
         key = (kind, phase)
         items = self._item_cache.get(key)
         if items is None:
-            items = list(layer_program(self.model, self.layout, layer, phase, causal_skip=self.causal_skip))
-            # the CP ring exchange overlaps the attention core: issue it just before the core
-            cp = [x for x in items if isinstance(x, CommCost) and x.group == "cp"]
-            if cp:
-                rest = [x for x in items if x not in cp]
-                i = next(
-                    (k for k, x in enumerate(rest) if isinstance(x, OpCost) and _is_core(x.name)),
-                    len(rest),
-                )
-                items = rest[:i] + cp + rest[i:]
+            items = self._ordered_items(layer, phase)
             self._item_cache[key] = items
         return items
 
+    def _ordered_items(self, layer: int, phase: Phase) -> list[OpCost | CommCost]:
+        """`layer_program` items in issue order (see `layer_items`)."""
+        items = list(layer_program(self.model, self.layout, layer, phase, causal_skip=self.causal_skip))
+        # the CP ring exchange overlaps the attention core: issue it just before the core
+        cp = [x for x in items if isinstance(x, CommCost) and x.group == "cp"]
+        if cp:
+            rest = [x for x in items if x not in cp]
+            i = next(
+                (k for k, x in enumerate(rest) if isinstance(x, OpCost) and _is_core(x.name)),
+                len(rest),
+            )
+            items = rest[:i] + cp + rest[i:]
+        if self.layout.zero_stage != 3 or phase == "fwd":
+            return items
+        if phase == "bwd":
+            gathers = [x for x in items if _is_zero3_gather(x)]
+            rest = [x for x in items if not _is_zero3_gather(x)]
+            recomputed = self.layout.recompute != "none" and self.layer_items(layer, "recompute")
+            return rest if recomputed else gathers + rest
+        if not items:
+            return items
+        bwd = layer_program(self.model, self.layout, layer, "bwd", causal_skip=self.causal_skip)
+        return [x for x in bwd if _is_zero3_gather(x)] + items
+
+    def zero3_calls(self, item: CommCost) -> list[float]:
+        """Sizes of the calls a ZeRO-3 gather or reduce-scatter item is split into: equal
+        calls of at most `zero3_gather_bucket_bytes` / `zero3_reduce_bucket_bytes`."""
+        L = self.layout
+        bucket = L.zero3_gather_bucket_bytes if _is_zero3_gather(item) else L.zero3_reduce_bucket_bytes
+        n = max(1, math.ceil(item.bytes / bucket))
+        return [item.bytes / n] * n
+
     def issue_collective(self, ranks: list[int], item: CommCost, base: str, st: StageState) -> dict[int, str]:
-        """Emit communication `item` once per instance over `ranks`; rank -> its op id."""
+        """Emit communication `item` once per instance over `ranks`; rank -> its (last) op id.
+
+        ZeRO-3 items become `zero3_calls` calls: the first `zero3_prefetch_buckets` gathers
+        are issued when the previous layer's compute starts, the others when it ends (the
+        layer waits for all); reduce-scatters follow the layer's backward.
+        """
         insts = self.ranks.groups_of(item.group)
         kind, size_bytes = item.collective, item.bytes
         if item.group == "cp":  # ring exchange of K/V chunks = ring all-gather of cp chunks
             kind, size_bytes = "all_gather", item.bytes * self.layout.cp
-        prefetch = item.name.startswith("zero3_gather")
+        prefetch = _is_zero3_gather(item)
+        zero3 = prefetch or item.name.startswith("zero3_grad_rs")
+        sizes = self.zero3_calls(item) if zero3 else [size_bytes]
+        overhead_s = self.layout.zero3_call_overhead_s if zero3 else 0.0
         if prefetch:
             stream = "zero"
         elif item.group in ("dp_cp", "edp"):
@@ -219,14 +285,14 @@ class OpEmitter:
             inst = insts[r]
             key = id(inst)
             if key not in seen:
-                if prefetch:
-                    # prefetched one layer ahead: issued when the previous layer's compute starts
-                    cdeps = tuple(x for x in (st.prev_first.get(q) for q in inst.ranks) if x)
-                else:
-                    cdeps = tuple(x for x in (st.last_compute.get(q) for q in inst.ranks) if x)
-                seen[key] = self.collective(
-                    inst, kind, size_bytes, cdeps, _TAG[item.group], stream, f"{base}.{item.name}"
-                )
+                early = tuple(x for x in (st.prev_first.get(q) for q in inst.ranks) if x)
+                after = tuple(x for x in (st.last_compute.get(q) for q in inst.ranks) if x)
+                for k, size in enumerate(sizes):
+                    cdeps = early if prefetch and k < self.layout.zero3_prefetch_buckets else after
+                    name = f"{base}.{item.name}" + (f"[{k}]" if len(sizes) > 1 else "")
+                    seen[key] = self.collective(
+                        inst, kind, size, cdeps, _TAG[item.group], stream, name, overhead_s
+                    )
             out[r] = seen[key]
         return out
 
@@ -280,20 +346,80 @@ class _ItemRun:
         self.deps, self.st = deps, st
         self.segment: list[OpCost] = []
         self.pending_async: dict[int, tuple[str, ...]] = {}  # CP exchange, awaited after the core
+        self.pending_consumer: dict[int, tuple[str, ...]] = {}  # TP all-gather under the next GEMMs
         self.in_core = False
         self.first_op: dict[int, str] = {}
 
     def flush(self) -> None:
-        """Emit the gathered compute segment on every rank."""
+        """Emit the gathered compute segment on every rank; a TP all-gather overlapped with
+        this segment (Megatron, consumer side) adds its contention op and is awaited after."""
         if not self.segment:
             return
         for r in self.ranks:
-            oid = self.emitter.compute(r, self.segment, self.deps.get(r, ()), self.tag, self.base)
-            if oid is not None:
-                self.first_op.setdefault(r, oid)
-                self.st.last_compute[r] = oid
+            ids = self.emitter.compute(r, self.segment, self.deps.get(r, ()), self.tag, self.base)
+            if ids is not None:
+                self.first_op.setdefault(r, ids[0])
+                self.st.last_compute[r] = ids[1]
                 self.deps[r] = ()
+        if self.pending_consumer:
+            self._contention([x for x in self.segment if x.kind == "gemm"])
+            for r, d in self.pending_consumer.items():
+                self.deps[r] = (*self.deps.get(r, ()), *d)
+            self.pending_consumer = {}
         self.segment = []
+
+    def _contention(self, gemms: list[OpCost]) -> None:
+        """The compute/memory contention of a collective overlapped with `gemms`: a compute
+        op tagged `tp_contention` of `tp_overlap_contention` × their FLOPs and bytes, priced
+        as that share of their time (their kernels, `Op.kernel_scale`), after them on the
+        compute stream."""
+        share = self.emitter.layout.tp_contention_share
+        flops = share * sum(g.flops for g in gemms)
+        nbytes = share * sum(g.bytes for g in gemms)
+        if flops <= 0 and nbytes <= 0:
+            return
+        em = self.emitter
+        for r in self.ranks:
+            oid = em.op_id(f"{self.base}.contention@{r}")
+            deps = self.deps.get(r, ())
+            em.ops.append(
+                Op(
+                    oid,
+                    "compute",
+                    (r,),
+                    COMPUTE_STREAM,
+                    deps,
+                    "tp_contention",
+                    flops=flops,
+                    bytes_accessed=nbytes,
+                    dtype=em.dtype,
+                    kernels=tuple(gemms),
+                    kernel_scale=share,
+                )
+            )
+            self.st.last_compute[r] = oid
+            self.deps[r] = ()
+
+    def _overlap_producer(self, item: CommCost) -> bool:
+        """Issue TP collective `item` alongside the GEMM that produces its data (T3 and
+        Megatron's reduce-scatter overlap): the segment up to that GEMM, then the collective
+        and the GEMM together, then the contention op; what follows waits for both.
+        Returns False (nothing done) when the segment has no GEMM."""
+        k = max((i for i, x in enumerate(self.segment) if x.kind == "gemm"), default=-1)
+        if k < 0:
+            return False
+        head, gemm, tail = self.segment[:k], self.segment[k], self.segment[k + 1 :]
+        self.segment = head
+        self.flush()
+        issued = self.emitter.issue_collective(self.ranks, item, self.base, self.st)
+        self.segment = [gemm]
+        self.flush()
+        self._contention([gemm])
+        self.segment = tail
+        self.flush()
+        for r in self.ranks:
+            self.deps[r] = (*self.deps.get(r, ()), issued[r])
+        return True
 
     def await_async(self) -> None:
         """Make the next compute wait for the pending CP exchange."""
@@ -313,6 +439,15 @@ class _ItemRun:
         """Close the segment and issue `item`: blocking, overlapping the core, or not awaited."""
         if self.emitter.group_size(item.group) <= 1:
             return
+        mode = self.emitter.layout.tp_comm_overlap
+        if item.group == "tp" and mode != "none" and item.name.endswith(_TP_REGION_SUFFIXES):
+            if item.collective in ("reduce_scatter", "all_reduce") and self._overlap_producer(item):
+                return
+            if item.collective == "all_gather" and mode == "megatron":
+                self.flush()
+                issued = self.emitter.issue_collective(self.ranks, item, self.base, self.st)
+                self.pending_consumer = {r: (issued[r],) for r in self.ranks}
+                return
         self.flush()
         issued = self.emitter.issue_collective(self.ranks, item, self.base, self.st)
         for r in self.ranks:

@@ -15,8 +15,9 @@ What one step is, per pipeline rank:
       items in order (backward: reversed, with the recompute items of a layer right before
       that layer's backward), plus `embedding_program` on the first virtual stage and
       `output_program` on the last. With uneven stages (`first_stage_layers`,
-      `last_stage_layers`) the first and last stage run their own layer counts; the
-      schedule is unchanged. Stage boundaries are p2p ops of `pp_send_bytes`
+      `last_stage_layers`) the first and last stage run their own layer counts (with
+      interleaving, in their first and last chunk; a chunk may hold only the embedding or
+      the output layer); the schedule is unchanged. Stage boundaries are p2p ops of `pp_send_bytes`
       (activations forward, gradients backward) on a stream per direction;
     * how items become ops (fused compute segments, blocking or overlapped communication)
       is `emit`; the gradient reduction and optimizer step after the backward are

@@ -23,9 +23,12 @@ split the rest evenly. Llama 3 405B trained 126 layers on 16 stages as 7 + 14×8
 layer fewer on the first and last stage to balance the embedding and the output layer
 (Dubey et al. 2024, §3.3.2). See `stage_layer_counts`.
 
-Simplifies: expert tensor parallelism equals tp (no separate etp); uneven stages only with
-the GPipe and 1F1B schedules (not interleaved); the embedding lives on the first stage and
-the output projection on the last.
+With interleaving, uneven stages follow Llama 3: the middle stages' chunks are equal and
+the first stage's first chunk and the last stage's last chunk are the lighter ones
+(`virtual_stage_layer_counts`).
+
+Simplifies: expert tensor parallelism equals tp (no separate etp); the embedding lives on
+the first virtual stage and the output projection on the last.
 """
 
 from __future__ import annotations
@@ -33,13 +36,12 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from simulator.config.base import Spec
 from simulator.errors import InputError
-from simulator.units import to_si
+from simulator.workload.framework import FrameworkSettings
 from simulator.workload.model import ModelSpec
 
 log = logging.getLogger(__name__)
@@ -50,10 +52,8 @@ DIMS = ("tp", "cp", "ep", "pp", "dp")
 #: shard, where expert gradients are reduced).
 GROUP_KINDS = ("tp", "cp", "ep", "pp", "dp", "dp_cp", "edp")
 
-MB = 1024 * 1024
 
-
-class LayoutSpec(Spec):
+class LayoutSpec(FrameworkSettings):
     """How one model is split over GPUs and batched (Megatron-LM vocabulary)."""
 
     dp: int = Field(1, ge=1, description="Data-parallel degree (expert parallelism folds into it).")
@@ -75,61 +75,31 @@ class LayoutSpec(Spec):
         ge=1,
         description="Transformer layers on the first pipeline stage (Megatron-LM "
         "decoder_first_pipeline_num_layers); null = even split. The other stages split the "
-        "rest evenly. Not with interleaved_1f1b.",
+        "rest evenly. With interleaved_1f1b the first stage's first chunk is the lighter one "
+        "(Llama 3).",
     )
     last_stage_layers: int | None = Field(
         None,
         ge=1,
         description="Transformer layers on the last pipeline stage (Megatron-LM "
         "decoder_last_pipeline_num_layers); null = even split. The other stages split the "
-        "rest evenly. Not with interleaved_1f1b.",
+        "rest evenly. With interleaved_1f1b the last stage's last chunk is the lighter one "
+        "(Llama 3).",
     )
     ep: int = Field(1, ge=1, description="Expert-parallel degree; must divide dp.")
     cp: int = Field(1, ge=1, description="Context-parallel degree (ring attention over sequence).")
-    zero_stage: int = Field(
-        0,
-        ge=0,
-        le=3,
-        description="ZeRO stage: 0 none, 1 optimizer states, 2 +gradients, 3 +weights "
-        "(sharded over dp·cp). 'fsdp' is accepted as 3.",
-    )
     micro_batch_size: int = Field(1, ge=1, description="Sequences per micro-batch per rank.")
     global_batch_size: int = Field(ge=1, description="Sequences per optimizer step over the whole job.")
-    recompute: Literal["none", "selective", "full"] = Field(
-        "none",
-        description="Activation recomputation (Korthikanti et al. 2022): none, selective "
-        "(attention core only; what FlashAttention does anyway) or full (whole layer).",
-    )
     attention: Literal["auto", "unfused", "flash2", "flash3"] = Field(
         "auto",
         description="Attention kernels: unfused (s×s scores in HBM, Megatron-LM 2021), flash2 or "
         "flash3 (fused); auto = flash3 where the GPU lists it, else flash2.",
-    )
-    grad_bucket_bytes: float = Field(
-        40 * MB,
-        gt=0,
-        description="Gradient bucket size, bytes (YAML: grad_bucket_mb, MiB; Megatron "
-        "default 40M elements is close).",
-    )
-    overlap_grad_reduce: bool = Field(
-        True, description="Overlap data-parallel gradient reduction with the backward pass."
     )
     placement: str = Field(
         "tp,cp,ep,pp,dp",
         description="Rank placement order, innermost (fastest-varying) first; a "
         "permutation of tp,cp,ep,pp,dp.",
     )
-
-    @model_validator(mode="before")
-    @classmethod
-    def _human_units(cls, data: Any) -> Any:
-        """Accept grad_bucket_mb (MiB) and zero_stage: fsdp."""
-        d = to_si(data, "grad_bucket_bytes")
-        if not isinstance(d, dict):
-            return d
-        if isinstance(d.get("zero_stage"), str) and d["zero_stage"].lower() == "fsdp":
-            d["zero_stage"] = 3
-        return d
 
     @field_validator("placement")
     @classmethod
@@ -146,6 +116,8 @@ class LayoutSpec(Spec):
                 raise ValueError("interleaved_1f1b needs virtual_stages >= 2")
         elif self.virtual_stages != 1:
             raise ValueError("virtual_stages > 1 needs pp_schedule interleaved_1f1b")
+        if self.tp_comm_overlap == "megatron" and not self.sequence_parallel:
+            raise ValueError("tp_comm_overlap megatron needs sequence_parallel (Megatron-LM's rule)")
         return self
 
     @property
@@ -190,8 +162,8 @@ def check_layout(model: ModelSpec, layout: LayoutSpec, n_gpus: int, gpus_per_nod
         * KV heads: if kv_heads >= tp, kv_heads % tp == 0; else tp % kv_heads == 0 and each
           KV head is replicated tp/kv_heads times (as Megatron does);
         * layers % (pp·virtual_stages) == 0; with first_stage_layers / last_stage_layers
-          (pp >= 2, not interleaved) the layers left divide evenly over the other stages,
-          at least one each (`stage_layer_counts`);
+          (pp >= 2) the layers left divide evenly over the other stages, at least one each,
+          and with interleaving into equal chunks (`virtual_stage_layer_counts`);
         * ep > 1 needs an MoE model and experts % ep == 0;
         * cp > 1 needs seq_len % (2·cp) == 0 (load-balanced causal ring attention gives each
           rank two chunks); with sequence parallelism (seq_len/cp) % tp == 0;
@@ -405,34 +377,26 @@ def stage_layer_counts(model: ModelSpec, layout: LayoutSpec) -> list[int]:
     `first_stage_layers` and/or `last_stage_layers` (Megatron-LM's
     `decoder_first_pipeline_num_layers` / `decoder_last_pipeline_num_layers`) those stages
     hold the given counts and the layers left split evenly over the other stages, e.g.
-    Llama 3 405B on pp 16: 126 = 7 + 14×8 + 7 (Dubey et al. 2024, §3.3.2).
+    Llama 3 405B on pp 16: 126 = 7 + 14×8 + 7 (Dubey et al. 2024, §3.3.2). How a rank's
+    layers split over its chunks is `virtual_stage_layer_counts`.
 
     Raises:
         InputError: field `layout.pp` for an even split that does not divide;
             `layout.first_stage_layers` (or `last_stage_layers`) when uneven stages are
-            asked for with pp < 2 or interleaved_1f1b, or the layers left do not divide
-            evenly over the other stages (at least one layer each).
+            asked for with pp < 2, the layers left do not divide evenly over the other
+            stages (at least one layer each), or an interleaved split does not fit.
     """
-    L = layout
-    if not L.uneven_stages:
-        chunks = L.pp * L.virtual_stages
-        if model.layers % chunks:
-            raise _fail(
-                f"layers ({model.layers}) of {model.name} must be divisible by "
-                f"pp·virtual_stages = {L.pp}·{L.virtual_stages} = {chunks}",
-                "pp",
-            )
-        return [model.layers // L.pp] * L.pp
+    vs = virtual_stage_layer_counts(model, layout)
+    p = layout.pp
+    return [sum(vs[c * p + s] for c in range(layout.virtual_stages)) for s in range(p)]
+
+
+def _uneven_split(model: ModelSpec, L: LayoutSpec) -> list[int]:
+    """Per-stage layer counts when first_stage_layers / last_stage_layers are given."""
     first, last = L.first_stage_layers, L.last_stage_layers
     field = "first_stage_layers" if first is not None else "last_stage_layers"
     if L.pp < 2:
         raise _fail(f"{field} needs pp >= 2 (pp = {L.pp} has a single stage)", field)
-    if L.virtual_stages > 1 or L.pp_schedule == "interleaved_1f1b":
-        raise _fail(
-            f"{field} is not supported with interleaved_1f1b (virtual_stages = "
-            f"{L.virtual_stages}): uneven stages need pp_schedule 1f1b or gpipe",
-            field,
-        )
     given = {s: n for s, n in ((0, first), (L.pp - 1, last)) if n is not None}
     others = L.pp - len(given)
     left = model.layers - sum(given.values())
@@ -440,6 +404,12 @@ def stage_layer_counts(model: ModelSpec, layout: LayoutSpec) -> list[int]:
         f"{k} ({n})" for k, n in (("first_stage_layers", first), ("last_stage_layers", last)) if n is not None
     )
     if others == 0:
+        if L.virtual_stages > 1:
+            raise _fail(
+                f"interleaved_1f1b with {shown} needs pp >= 3: the chunk size comes from the "
+                "stages in between",
+                field,
+            )
         if left != 0:
             raise _fail(
                 f"with pp = 2, {shown} must equal the {model.layers} layers of {model.name}",
@@ -455,22 +425,73 @@ def stage_layer_counts(model: ModelSpec, layout: LayoutSpec) -> list[int]:
     return [given.get(s, middle) for s in range(L.pp)]
 
 
+def virtual_stage_layer_counts(model: ModelSpec, layout: LayoutSpec) -> list[int]:
+    """Transformer layers of every virtual stage (chunk·pp + pipeline rank), in model order.
+
+    Without interleaving a virtual stage is a pipeline rank (`stage_layer_counts`). With
+    `virtual_stages` = v and an even split every chunk holds layers / (pp·v) (Megatron).
+    With interleaving and uneven stages (Llama 3's layout, Dubey et al. 2024, §3.3.2: "the
+    first model chunk on the first stage has only the embedding, and the last model chunk
+    on the last stage has only output projection and loss calculation") every chunk of the
+    middle stages holds n = (middle stage layers) / v; the first stage's *first* chunk and
+    the last stage's *last* chunk take what their stage lacks, so they may hold no layer at
+    all. Llama 3 405B on pp 16 with v 8: n = 1, virtual stage 0 and 127 hold none, 126
+    layers in all. (Megatron-Core instead spreads `decoder_first_pipeline_num_layers` evenly
+    over the first stage's chunks; that is the even case of this rule only.)
+
+    Raises:
+        InputError: as `stage_layer_counts`; for interleaving, also when a middle stage's
+            layers do not split into v equal chunks, or the first (last) stage holds more
+            than v chunks of n or fewer than (v - 1)·n.
+    """
+    L = layout
+    p, v = L.pp, L.virtual_stages
+    if not L.uneven_stages:
+        if model.layers % (p * v):
+            raise _fail(
+                f"layers ({model.layers}) of {model.name} must be divisible by "
+                f"pp·virtual_stages = {p}·{v} = {p * v}",
+                "pp",
+            )
+        return [model.layers // (p * v)] * (p * v)
+    per_stage = _uneven_split(model, L)
+    if v == 1:
+        return per_stage
+    middle = per_stage[1] if L.first_stage_layers is not None else per_stage[0]
+    if middle % v:
+        raise _fail(
+            f"interleaved_1f1b with virtual_stages = {v}: the {middle} layers of each middle "
+            f"stage must split into {v} equal chunks",
+            "virtual_stages",
+        )
+    n = middle // v
+    counts = [n] * (p * v)
+    for field, stage, vs in (("first_stage_layers", 0, 0), ("last_stage_layers", p - 1, p * v - 1)):
+        short = (v - 1) * n
+        if getattr(L, field) is not None:
+            if not short <= per_stage[stage] <= v * n:
+                raise _fail(
+                    f"{field} ({per_stage[stage]}) with virtual_stages = {v} and {n} layers per "
+                    f"middle chunk must lie in {short}..{v * n} (its other {v - 1} chunks hold "
+                    f"{n} each)",
+                    field,
+                )
+            counts[vs] = per_stage[stage] - short
+    return counts
+
+
 def virtual_stage_layers(model: ModelSpec, layout: LayoutSpec, virtual_stage: int) -> range:
     """Layer indices of virtual stage `virtual_stage` = chunk·pp + pipeline rank, in order.
 
     Without interleaving a virtual stage is a pipeline rank. With interleaving chunk v of
     rank p holds layers `[(v·pp + p)·n, (v·pp + p + 1)·n)` where n = layers /
-    (pp·virtual_stages) (Megatron). Uneven stages (`stage_layer_counts`) take consecutive
-    runs of their counts.
+    (pp·virtual_stages) (Megatron). Uneven stages take consecutive runs of their counts
+    (`virtual_stage_layer_counts`).
     """
-    L = layout
-    n_vs = L.pp * L.virtual_stages
+    n_vs = layout.pp * layout.virtual_stages
     if not 0 <= virtual_stage < n_vs:
         raise IndexError(f"virtual stage {virtual_stage} outside 0..{n_vs - 1}")
-    counts = stage_layer_counts(model, L)
-    if not L.uneven_stages:
-        n = model.layers // n_vs
-        return range(virtual_stage * n, (virtual_stage + 1) * n)
+    counts = virtual_stage_layer_counts(model, layout)
     start = sum(counts[:virtual_stage])
     return range(start, start + counts[virtual_stage])
 

@@ -209,7 +209,8 @@ def comm_buffer_bytes(model: ModelSpec, layout: LayoutSpec, stage: int) -> float
     """Estimated communication buffers of one rank of `stage`, bytes.
 
     Two gradient buckets (the one being reduced and the one filling) when dp·cp > 1;
-    ZeRO-3: two layers of gathered weights (current + prefetched); TP: one gathered
+    ZeRO-3: one layer of gathered weights and the prefetched gather buckets
+    (`zero3_prefetch_buckets` × `zero3_gather_bucket_bytes`, at most a layer); TP: one gathered
     activation; CP: two K/V chunks (double buffer); EP: dispatch + combine buffers;
     PP: one send and one receive buffer.
     """
@@ -224,7 +225,9 @@ def comm_buffer_bytes(model: ModelSpec, layout: LayoutSpec, stage: int) -> float
     if L.dp * L.cp > 1:
         out += 2 * min(L.grad_bucket_bytes, params.total * GRAD_BYTES)
     if L.zero_stage == 3 and layers:
-        out += 2 * max(layer_rank_params(m, L, i).total for i in layers) * WEIGHT_BYTES
+        layer_bytes = max(layer_rank_params(m, L, i).total for i in layers) * WEIGHT_BYTES
+        prefetched = min(layer_bytes, L.zero3_prefetch_buckets * L.zero3_gather_bucket_bytes)
+        out += layer_bytes + prefetched
     if t > 1:
         out += p * T * h
     if L.cp > 1:

@@ -12,6 +12,8 @@ generated from a model and its parallel layout. All quantities are SI.
   simulation (ranks that play the same role need not be simulated one by one).
 * A *p2p* op (a matched send/recv) is a two-rank collective.
 * A *checkpoint* op writes bytes from a rank's GPU to a storage node.
+* `overhead_s` of a collective or p2p op is software time (framework hooks, launch) spent
+  after all members are ready and before any data moves.
 
 Ops on one (rank, stream) run in program order; `deps` add cross-stream and cross-rank
 order.
@@ -51,6 +53,10 @@ class Op:
     #: the kernels a fused compute op is made of (`costs.OpCost`), for a per-kernel cost
     #: model; empty: priced from `flops` and `bytes_accessed` alone.
     kernels: tuple[object, ...] = ()
+    #: a per-kernel-priced op lasts this multiple of its kernels' time (a contention op is
+    #: a share of the GEMMs it runs beside)
+    kernel_scale: float = 1.0
+    overhead_s: float = 0.0
 
 
 @dataclass(slots=True)

@@ -8,12 +8,15 @@ Models Megatron-LM's schedules for `p` pipeline stages and `m` micro-batches:
       micro-batches (chunk `(k // p) % v`, micro-batch `(k // (p·v))·p + k % p`) with
       warm-up `2·(p - stage - 1) + (v - 1)·p`.
     * Uneven stages (`first_stage_layers`, `last_stage_layers`): the first and last stage
-      hold their own layer counts (`layout.stage_layer_counts`); the task order is the same.
+      hold their own layer counts (`layout.stage_layer_counts`); with interleaving the
+      first chunk of the first stage and the last chunk of the last stage are the lighter
+      ones, possibly empty (`layout.virtual_stage_layer_counts`, Llama 3's layout). The
+      task order is the same.
 
 Also the analytic consequences of a schedule: the pipeline bubble and the micro-batches
 whose activations a stage holds at its peak.
 
-Simplifies: stages are taken as equally fast for the analytic bubble; the task order does
+Simplifies: stages (and chunks) are taken as equally fast for the analytic bubble; the task order does
 not depend on measured times (no dynamic scheduling).
 """
 

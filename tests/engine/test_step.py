@@ -213,3 +213,27 @@ def test_straggler_slows_the_synchronous_step():
     g = _cluster(2)
     slow = Cluster(g.graph, GPU, stragglers={g.gpus[1]: 1.5})
     assert _run(StepProgram("t", g.gpus, ops), slow).step_rows[0].finished_at_s == pytest.approx(1.5)
+
+
+def test_collective_overhead_delays_its_data_by_exactly_the_overhead():
+    """A framework's per-call software time (`Op.overhead_s`) comes after every member is
+    ready and before the data moves: the 1 s all-reduce of the first test ends 0.25 s later."""
+    ops = [
+        Op("fwd@0", "compute", (0,), duration_s=1.0),
+        Op("fwd@1", "compute", (1,), duration_s=1.0),
+        Op(
+            "ar",
+            "collective",
+            (0, 1),
+            "comm",
+            ("fwd@0", "fwd@1"),
+            "dp",
+            collective="all_reduce",
+            group=(0, 1),
+            size_bytes=10e9,
+            overhead_s=0.25,
+        ),
+    ]
+    sim = _run(StepProgram("t", _cluster(2).gpus, ops), _cluster(2))
+    rows = {(r.op_id, r.rank): r for r in sim.op_rows}
+    assert (rows[("ar", 0)].started_at_s, rows[("ar", 0)].finished_at_s) == (1.0, 2.25)

@@ -130,13 +130,26 @@ def test_even_split_is_unchanged() -> None:
             ),
         ),
         ({"pp": 1, "dp": 2048}, "layout.first_stage_layers", r"needs pp >= 2"),
-        (
-            {"pp_schedule": "interleaved_1f1b", "virtual_stages": 2},
+        (  # middle stages of 8 layers do not split into 3 equal chunks
+            {"pp_schedule": "interleaved_1f1b", "virtual_stages": 3},
+            "layout.virtual_stages",
+            r"the 8 layers of each middle stage must split into 3 equal chunks",
+        ),
+        (  # v 4 with 2 layers per chunk: the first stage holds 6..8
+            {
+                "pp_schedule": "interleaved_1f1b",
+                "virtual_stages": 4,
+                "first_stage_layers": 4,
+                "last_stage_layers": 10,
+            },
             "layout.first_stage_layers",
-            (
-                r"not supported with interleaved_1f1b \(virtual_stages = 2\): uneven stages need "
-                r"pp_schedule 1f1b or gpipe"
-            ),
+            r"first_stage_layers \(4\) with virtual_stages = 4 and 2 layers per middle chunk "
+            r"must lie in 6..8",
+        ),
+        (
+            {"pp_schedule": "interleaved_1f1b", "virtual_stages": 2, "pp": 2, "dp": 1024},
+            "layout.first_stage_layers",
+            r"interleaved_1f1b with first_stage_layers \(7\) \+ last_stage_layers \(7\) needs pp >= 3",
         ),
     ],
 )

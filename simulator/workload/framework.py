@@ -1,0 +1,132 @@
+"""Framework behaviour of a training job: named settings of what the training framework does.
+
+The parallel degrees and the schedule are `layout.LayoutSpec`; this base class holds how
+the framework runs them, each setting a documented field (`docs/fidelity.md` says what each
+one models):
+    * ZeRO stage (Rajbhandari et al. 2020) and, for ZeRO-3, the parameter gathers' bucket
+      size and prefetch depth, the gradient reduce-scatter bucket size and a per-call
+      software overhead. Defaults are DeepSpeed's (`stage3_prefetch_bucket_size` 5e7 and
+      `reduce_bucket_size` 5e8 elements, here in bf16 bytes; one bucket prefetched);
+    * data-parallel gradient buckets and their overlap with the backward pass;
+    * activation recomputation (Korthikanti et al. 2022);
+    * tensor-parallel communication overlap: none, Megatron-LM's (`--tp-comm-overlap`) or
+      T3-style fine-grained overlap (Pati et al., ASPLOS'24) with its contention penalty.
+
+Contention shares (`tp_contention_share`), from the T3 paper (§3.2 and §6.1, sub-layers
+of T-NLG/Mega-GPT-2 on a simulated 80-CU GPU): the ideal overlap of a GEMM and its
+reduce-scatter speeds sub-layers up 35% geomean, which with the collective hidden means
+collective ≈ 0.35 × GEMM; T3 with memory-controller arbitration reaches 30% geomean, so
+the GEMM runs 1.35/1.30 - 1 = 3.8% longer while overlapped; software overlap of two
+concurrent kernels, the collective holding 16 of 80 CUs, slows the GEMM 21% (Fig. 6).
+
+Simplifies: the settings are read by the step-program generator (`generate`, `emit`,
+`gradients`); they are not cross-checked against any one framework's version.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field, model_validator
+
+from simulator.config.base import Spec
+from simulator.units import to_si
+
+MB = 1024 * 1024
+#: Default share of an overlapped GEMM's time lost to contention, by `tp_comm_overlap`
+#: (T3 paper: 21% for concurrent kernels, Fig. 6; 1.35/1.30 - 1 for T3-MCA, §6.1).
+TP_CONTENTION_DEFAULTS = {"none": 0.0, "megatron": 0.21, "t3": 1.35 / 1.30 - 1}
+
+
+class FrameworkSettings(Spec):
+    """How the training framework runs a layout (ZeRO, buckets, recomputation)."""
+
+    zero_stage: int = Field(
+        0,
+        ge=0,
+        le=3,
+        description="ZeRO stage: 0 none, 1 optimizer states, 2 +gradients, 3 +weights "
+        "(sharded over dp·cp). 'fsdp' is accepted as 3.",
+    )
+    recompute: Literal["none", "selective", "full"] = Field(
+        "none",
+        description="Activation recomputation (Korthikanti et al. 2022): none, selective "
+        "(attention core only; what FlashAttention does anyway) or full (whole layer).",
+    )
+    grad_bucket_bytes: float = Field(
+        40 * MB,
+        gt=0,
+        description="Gradient bucket size, bytes (YAML: grad_bucket_mb, MiB; Megatron "
+        "default 40M elements is close).",
+    )
+    overlap_grad_reduce: bool = Field(
+        True, description="Overlap data-parallel gradient reduction with the backward pass."
+    )
+    tp_comm_overlap: Literal["none", "megatron", "t3"] = Field(
+        "none",
+        description="Tensor-parallel communication overlap: none (TP collectives block); "
+        "megatron (reduce-scatters overlap the GEMM producing them, all-gathers the GEMMs "
+        "consuming them, Megatron-LM --tp-comm-overlap); t3 (reduce-scatters / all-reduces "
+        "overlap their producer GEMM, T3-style fine-grained overlap).",
+    )
+    tp_overlap_contention: float | None = Field(
+        None,
+        ge=0,
+        description="Share of an overlapped GEMM's time added while its TP collective runs "
+        "alongside (compute-unit and HBM contention), a fraction; null = the mode's "
+        "default: 0.21 for megatron (concurrent kernels), 0.038 for t3 (T3 with memory-"
+        "controller arbitration); see the module docstring.",
+    )
+    zero3_gather_bucket_bytes: float = Field(
+        1e8,
+        gt=0,
+        description="ZeRO-3: parameters one all-gather call fetches at most, bytes (YAML: "
+        "zero3_gather_bucket_mb, MiB); a layer is gathered in ceil(its bytes / bucket) calls "
+        "on the gather stream. Default: DeepSpeed stage3_prefetch_bucket_size (5e7 elements) "
+        "in bf16.",
+    )
+    zero3_prefetch_buckets: int = Field(
+        1,
+        ge=0,
+        description="ZeRO-3: gather calls issued ahead, while the previous layer computes "
+        "(DeepSpeed prefetches within one prefetch bucket); the rest of a layer's calls "
+        "start when the previous layer's compute ends and the layer waits for them.",
+    )
+    zero3_reduce_bucket_bytes: float = Field(
+        1e9,
+        gt=0,
+        description="ZeRO-3: gradients one reduce-scatter call carries at most, bytes (YAML: "
+        "zero3_reduce_bucket_mb, MiB); overlaps the backward on the data-parallel stream. "
+        "Default: DeepSpeed reduce_bucket_size (5e8 elements) in bf16.",
+    )
+    zero3_call_overhead_s: float = Field(
+        0.0,
+        ge=0,
+        description="ZeRO-3: software time of every gather / reduce-scatter call before its "
+        "data moves (hooks, flattening, launch), s (YAML: zero3_call_overhead_us). Default 0: "
+        "no published figure is taken; set it from a profile.",
+    )
+
+    @property
+    def tp_contention_share(self) -> float:
+        """`tp_overlap_contention`, or the default of `tp_comm_overlap` (0 for none)."""
+        if self.tp_overlap_contention is not None:
+            return self.tp_overlap_contention
+        return TP_CONTENTION_DEFAULTS[self.tp_comm_overlap]
+
+    @model_validator(mode="before")
+    @classmethod
+    def _human_units(cls, data: Any) -> Any:
+        """Accept *_mb (MiB), *_us and zero_stage: fsdp."""
+        d = to_si(
+            data,
+            "grad_bucket_bytes",
+            "zero3_gather_bucket_bytes",
+            "zero3_reduce_bucket_bytes",
+            "zero3_call_overhead_s",
+        )
+        if not isinstance(d, dict):
+            return d
+        if isinstance(d.get("zero_stage"), str) and d["zero_stage"].lower() == "fsdp":
+            d["zero_stage"] = 3
+        return d
