@@ -318,13 +318,10 @@ def _direct(kind: str, gpus: list[str], size: float) -> list[Phase]:
     return [Phase(1, [PlannedFlow(edges, share, "direct")])]
 
 
-def plan_collective(
-    kind: str, algorithm: str | None, topo: Topo, instances: list[list[str]], size_bytes: float
-) -> Plan:
-    """Expand a collective on one or more same-shaped GPU groups into phases of flows.
+def check_algorithm(kind: str, algorithm: str | None, n_ranks: int) -> str:
+    """The algorithm a collective of `n_ranks` will use, or SimulationError if it cannot.
 
-    `instances` are groups that run the same collective at the same time (e.g. the same
-    gradient all-reduce in every tensor-parallel rank); their phases merge index by index.
+    Checked before a run (by `simulator.scenario.prepare`) and again when planned.
     """
     if kind not in SUPPORTED:
         raise SimulationError(f"unknown collective {kind!r}; expected one of {list(SUPPORTED)}")
@@ -333,6 +330,25 @@ def plan_collective(
         raise SimulationError(
             f"{kind} has no {algorithm!r} algorithm; expected one of {list(SUPPORTED[kind])}"
         )
+    if algorithm == "halving_doubling" and n_ranks & (n_ranks - 1):
+        raise SimulationError(f"halving_doubling needs a power-of-two group; this group has {n_ranks} ranks")
+    if algorithm == "direct" and kind != "send_recv" and n_ranks > _DIRECT_MAX_RANKS:
+        raise SimulationError(
+            f"direct {kind} over {n_ranks} ranks would be {n_ranks * (n_ranks - 1)} flows; use ring or "
+            f"hierarchical, or at most {_DIRECT_MAX_RANKS} ranks"
+        )
+    return algorithm
+
+
+def plan_collective(
+    kind: str, algorithm: str | None, topo: Topo, instances: list[list[str]], size_bytes: float
+) -> Plan:
+    """Expand a collective on one or more same-shaped GPU groups into phases of flows.
+
+    `instances` are groups that run the same collective at the same time (e.g. the same
+    gradient all-reduce in every tensor-parallel rank); their phases merge index by index.
+    """
+    algorithm = check_algorithm(kind, algorithm, len(instances[0]))
     merged: list[Phase] = []
     n_ranks = len(instances[0])
     n_nodes = max(len({topo.server(x) for x in inst}) for inst in instances)

@@ -6,7 +6,7 @@ HBM bandwidth in TB/s and HBM size in GB; `GPUSpec` keeps FLOP/s, bytes/s and by
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 from pydantic import Field, model_validator
 
@@ -18,6 +18,13 @@ DTYPES = ("fp64", "fp32", "tf32", "fp16", "bf16", "fp8", "fp4", "int8")
 
 class GPUSpec(Spec):
     """One accelerator model (SI units)."""
+
+    #: The keys GPU files use, in human units, and the SI field each one fills.
+    HUMAN_KEYS: ClassVar[dict[str, str]] = {
+        "peak_tflops": "peak_flops_per_s",
+        "hbm_tbyte_per_s": "hbm_bandwidth_bytes_per_s",
+        "hbm_gbyte": "hbm_capacity_bytes",
+    }
 
     name: str = Field(description="Model name, e.g. 'H100 SXM5 80GB'.")
     peak_flops_per_s: dict[str, float] = Field(
