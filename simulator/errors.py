@@ -51,6 +51,14 @@ class InputError(ClustersimError):
         return f"{where}{field}{self.message}".replace("\n", " ")
 
 
+class FieldError(InputError, ValueError):
+    """A bad value of one field, found by a schema validator of the mapping that holds it.
+
+    It is also a `ValueError`, so pydantic reports it like any other invalid value; the
+    loader then adds `field` to the mapping's path and shows `message` as it is.
+    """
+
+
 class InputErrors(InputError):
     """Several input problems found at once (one per line when printed)."""
 

@@ -23,7 +23,7 @@ import numbers
 from collections.abc import Mapping
 from typing import Any
 
-from simulator.errors import InputError
+from simulator.errors import FieldError
 
 
 @dataclasses.dataclass(frozen=True)
@@ -62,7 +62,7 @@ SI_SUFFIXES: tuple[str, ...] = tuple(
 )
 
 
-class UnitsError(InputError, ValueError):
+class UnitsError(FieldError):
     """A human-unit key that cannot be converted: a quantity given in two spellings, or a
     value that is not a number.
 
@@ -179,7 +179,65 @@ def to_si(
     return out
 
 
+#: Sane physical limits per SI suffix: (smallest non-zero value, largest value). Zero is
+#: left to each field's own constraint. The smallest rates keep a transfer of any
+#: modelled size finite in simulated time; the largest values are far beyond any
+#: machine that exists (an exabyte, 30,000 years, 1 PB/s per link).
+PHYSICAL_LIMITS: dict[str, tuple[float, float]] = {
+    "_bytes_per_s": (1e3, 1e15),
+    "_flops_per_s": (1e6, 1e19),
+    "_bytes": (0.0, 1e18),
+    "_s": (0.0, 1e12),
+}
+
+#: Limits of plain counts of physical work, by exact field name.
+NAMED_LIMITS: dict[str, tuple[float, float]] = {
+    "flops": (0.0, 1e25),
+    "bytes": (0.0, 1e18),
+}
+
+
+def physical_limit_error(name: str, value: float) -> str | None:
+    """Why `value` is not a sane value of the quantity the field `name` holds, or None.
+
+    The unit is read from the name's suffix, human (`nic_gbps`) or SI (`latency_s`);
+    a field whose name carries no unit, or a rate of anything but bytes or FLOPs
+    (`rate_per_s`), is not checked.
+
+    Args:
+        name: the field name, e.g. `bandwidth_bytes_per_s` or `link_latency_us`.
+        value: the value as given, in the unit the name spells.
+
+    Returns:
+        A message such as `must be at most 1e+15 bytes/s (found 1e+20)`, or None.
+    """
+    limits, si_value, si_suffix = NAMED_LIMITS.get(name), value, name
+    if limits is None:
+        for suffix, unit in sorted(HUMAN_UNITS.items(), key=lambda kv: -len(kv[0])):
+            if name.endswith(suffix):
+                si_value, si_suffix = value * unit.factor, unit.si_suffix
+                break
+        for suffix in SI_SUFFIXES:
+            if si_suffix.endswith(suffix) and not (suffix == "_s" and si_suffix.endswith("_per_s")):
+                limits = PHYSICAL_LIMITS[suffix]
+                unit_name = suffix.removeprefix("_").replace("_per_", "/")
+                break
+        else:
+            return None
+    else:
+        unit_name = name
+    low, high = limits
+    if abs(si_value) > high:
+        return f"must be at most {high:g} {unit_name} (found {si_value:g} {unit_name})"
+    if si_value != 0 and abs(si_value) < low:
+        return f"must be 0 or at least {low:g} {unit_name} (found {si_value:g} {unit_name})"
+    return None
+
+
 __all__ = [
+    "NAMED_LIMITS",
+    "PHYSICAL_LIMITS",
+    "physical_limit_error",
     "HUMAN_UNITS",
     "SI_SUFFIXES",
     "HumanUnit",

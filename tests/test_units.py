@@ -211,7 +211,7 @@ def test_graph_edge_with_two_bandwidth_spellings_names_file_and_edge(tmp_path):
         "directed": False,
         "multigraph": False,
         "graph": {},
-        "nodes": [{"id": "a"}, {"id": "b"}],
+        "nodes": [{"id": "a", "kind": "switch"}, {"id": "b", "kind": "switch"}],
         "links": links,
     }
     path = tmp_path / "g.json"
@@ -219,8 +219,8 @@ def test_graph_edge_with_two_bandwidth_spellings_names_file_and_edge(tmp_path):
     with pytest.raises(InputError) as exc:
         _read_graph(GraphFileSpec(file="g.json"), tmp_path / "topo.yaml")
     assert str(exc.value) == (
-        f"{path}: edge a-b.bandwidth_bytes_per_s: bandwidth_gbps and bandwidth_bytes_per_s spell the same "
-        "quantity; give only one of them"
+        f"{path}:1: links.0.bandwidth_bytes_per_s: bandwidth_gbps and bandwidth_bytes_per_s spell the "
+        "same quantity; give only one of them"
     )
 
 

@@ -44,7 +44,7 @@ from typing import Literal
 
 import numpy as np
 import yaml
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from simulator.calibration.collective import KINDS, busbw_factor
 from simulator.calibration.compute import ComputeCalibration
@@ -52,6 +52,7 @@ from simulator.calibration.fit import EfficiencyCurve, TableFit, line_time_s
 from simulator.calibration.truncation import format_bytes
 from simulator.config.base import Spec
 from simulator.config.loader import load, parse_text, validate
+from simulator.errors import FieldError
 
 Scope = Literal["intra", "inter"]
 
@@ -74,6 +75,11 @@ class SourceFile(Spec):
     tables: int = Field(1, ge=1, description="Result tables read from the file.")
 
 
+#: Largest efficiency point a profile may hold: fitted curves reach about 1.3 where the
+#: line over-predicts small sizes; ten times the line is a corrupt file, not a fit.
+MAX_EFFICIENCY = 10.0
+
+
 class CollectiveEntry(Spec):
     """One fitted table: t(S) = (alpha_s + S * factor(n_gpus) / busbw) / e(S)."""
 
@@ -94,7 +100,7 @@ class CollectiveEntry(Spec):
     max_size_bytes: float = Field(gt=0, description="Largest measured message size.")
     source: str = Field(description="Benchmark file (and table) the entry was fitted on.")
     median_abs_error_ge_1mib: float | None = Field(
-        None, description="Median |model/measured - 1| over sizes >= 1 MiB (None if none)."
+        None, ge=0, description="Median |model/measured - 1| over sizes >= 1 MiB (None if none)."
     )
     max_abs_error: float = Field(ge=0, description="Max |model/measured - 1| over all sizes.")
     errors: list[tuple[float, float]] = Field(
@@ -108,6 +114,27 @@ class CollectiveEntry(Spec):
         if v not in KINDS:
             raise ValueError(f"unknown collective {v!r}; expected one of {list(KINDS)}")
         return v
+
+    @model_validator(mode="after")
+    def _consistent(self) -> CollectiveEntry:
+        if self.min_size_bytes > self.max_size_bytes:
+            raise FieldError(
+                f"min_size_bytes {self.min_size_bytes:g} is above max_size_bytes {self.max_size_bytes:g}",
+                field="min_size_bytes",
+            )
+        if self.n_nodes > self.n_gpus:
+            raise FieldError(f"{self.n_nodes} nodes for {self.n_gpus} GPUs", field="n_nodes")
+        for i, (size, eff) in enumerate(self.efficiency):
+            if not size > 0 or not 0 < eff <= MAX_EFFICIENCY:
+                raise FieldError(
+                    f"point [{size:g}, {eff:g}]: sizes must be > 0 and efficiencies in "
+                    f"(0, {MAX_EFFICIENCY:g}]",
+                    field=f"efficiency.{i}",
+                )
+        sizes = [size for size, _ in self.efficiency]
+        if sizes != sorted(set(sizes)):
+            raise FieldError("sizes must increase from point to point", field="efficiency")
+        return self
 
     @property
     def n_sizes(self) -> int:

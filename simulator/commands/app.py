@@ -9,6 +9,7 @@ fast.
 from __future__ import annotations
 
 import logging
+import os
 
 import typer
 
@@ -29,8 +30,20 @@ for _module in COMMAND_MODULES:
 
 
 @app.callback()
-def _root(verbose: bool = typer.Option(False, "--verbose", "-v", help="Log progress details.")) -> None:
+def _root(
+    verbose: bool = typer.Option(False, "--verbose", "-v", help="Log progress details."),
+    max_file_mb: float | None = typer.Option(
+        None,
+        "--max-file-mb",
+        min=0.00001,
+        help="Largest input file read, MiB (default 8, or CLUSTERSIM_MAX_FILE_MB).",
+    ),
+) -> None:
     """clustersim: simulate GPU training clusters."""
+    if max_file_mb is not None:
+        # read by simulator.config.loader.max_file_bytes (set here, not imported, so that
+        # `clustersim --help` stays fast); workers inherit it
+        os.environ["CLUSTERSIM_MAX_FILE_MB"] = repr(float(max_file_mb))
     logging.basicConfig(
         level=logging.INFO if verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s"
     )

@@ -17,10 +17,26 @@ console = Console(stderr=False, highlight=False)
 err_console = Console(stderr=True, highlight=False)
 
 
+def first_per_file(err: ClustersimError) -> list[str]:
+    """The lines to show for an error: the first problem of each file, in order.
+
+    One mistake often upsets several checks (a union type tried every way); its first
+    report is the one that names it, and the user fixes one thing at a time.
+    """
+    if not isinstance(err, InputErrors):
+        return [str(err)]
+    seen: set[str | None] = set()
+    lines = []
+    for e in err.errors:
+        if e.file not in seen:
+            seen.add(e.file)
+            lines.append(str(e))
+    return lines
+
+
 def fail(err: ClustersimError) -> NoReturn:
-    """Print a user error as one line per problem (no traceback) and exit non-zero."""
-    lines = err.lines() if isinstance(err, InputErrors) else [str(err)]
-    for line in lines:
+    """Print a user error as one line per file with problems (no traceback) and exit non-zero."""
+    for line in first_per_file(err):
         err_console.print(f"error: {line}", markup=False, soft_wrap=True)
     raise typer.Exit(code=err.exit_code)
 

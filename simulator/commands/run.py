@@ -10,9 +10,9 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich.table import Table
 
-from simulator.commands.common import console, err_console, fail, progress_bar
+from simulator.commands.common import console, err_console, fail, first_per_file, progress_bar
 from simulator.commands.topo import topology_schema_tables
-from simulator.errors import ClustersimError, InputError, InputErrors
+from simulator.errors import ClustersimError, InputError
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -67,7 +67,7 @@ def _check_file(path: Path) -> str:
     # the simulator and the input specs are imported inside the functions of this module,
     # so that `clustersim --help` stays fast
     from simulator.config.loader import read_document
-    from simulator.scenario.prepare import prepare
+    from simulator.scenario.prepare import check_output_folder, default_output, prepare
 
     doc = read_document(path)
     data = doc.data if isinstance(doc.data, dict) else {}
@@ -80,8 +80,11 @@ def _check_file(path: Path) -> str:
         from simulator.study.sweep import load_study
 
         study = load_study(path)
+        if study.spec.step.from_scenario is not None:
+            prepare(study.base_dir / study.spec.step.from_scenario)  # what sweep loads first
         return f"study, {len(study.variants)} variants"
     prep = prepare(path)
+    check_output_folder(default_output(prep), prep)
     return (
         f"{prep.topology.name}, {len(prep.cluster.gpus)} GPUs, "
         f"{len(prep.program.ops)} ops on {len(prep.program.simulated_ranks)} simulated ranks"
@@ -106,7 +109,7 @@ def run(
                 update={"run": prep.scenario.spec.run.model_copy(update={"steps": steps})}
             )
         out = output or default_output(prep)
-        check_output_folder(out)
+        check_output_folder(out, prep)
         n_steps = prep.scenario.spec.run.steps
         with progress_bar(f"simulating {prep.scenario.name}", n_steps, unit="steps") as on_done:
             result = execute(prep, on_step=lambda k: on_done(k, None), seed=seed)
@@ -123,14 +126,18 @@ def validate(
     files: Annotated[list[Path], typer.Argument(help="Scenario, compare or study files to check.")],
 ) -> None:
     """Check scenario, compare and study files and everything they reference, without simulating."""
-    problems: list[Any] = []  # input errors, and any other user error, listed one per line
+    lines: list[str] = []  # one line per file with a problem (its first)
+    code = 0
     for f in files:
         try:
             console.print(f"{f}: ok ({_check_file(f)})", soft_wrap=True)
         except ClustersimError as err:
-            problems.extend(err.errors if isinstance(err, InputErrors) else [err])
-    if problems:
-        fail(InputErrors(problems))
+            lines.extend(first_per_file(err))
+            code = max(code, err.exit_code)
+    if lines:
+        for line in lines:
+            err_console.print(f"error: {line}", markup=False, soft_wrap=True)
+        raise typer.Exit(code=code)
 
 
 def _schema_models() -> dict[str, type[BaseModel]]:
@@ -175,7 +182,33 @@ def schema(
     kinds = _schema_models()
     if kind not in kinds:
         fail(InputError(f"unknown schema {kind!r}; expected one of {sorted([*kinds, 'topology'])}"))
-    console.print_json(json.dumps(kinds[kind].model_json_schema()))
+    console.print_json(json.dumps(schema_with_human_keys(kinds[kind])))
+
+
+def schema_with_human_keys(model: type[BaseModel]) -> dict[str, Any]:
+    """The JSON schema of `model`, plus the human-unit keys its files may use instead of SI
+    fields (`peak_tflops` for `peak_flops_per_s`): each is a property of its own, and a
+    required SI field may be given in either spelling."""
+    from simulator.units import HUMAN_UNITS
+
+    schema = model.model_json_schema()
+    human: dict[str, str] = getattr(model, "HUMAN_KEYS", {})
+    props, required = schema.get("properties", {}), schema.get("required", [])
+    either = []
+    for key, si in human.items():
+        unit = next(u for suffix, u in HUMAN_UNITS.items() if key.endswith(suffix))
+        prop = dict(props.get(si, {}))
+        prop.pop("title", None)
+        prop["description"] = f"{si} in human units (x {unit.factor:g} gives SI). " + prop.get(
+            "description", ""
+        )
+        props[key] = prop
+        if si in required:
+            required.remove(si)
+            either.append({"anyOf": [{"required": [si]}, {"required": [key]}]})
+    if either:
+        schema["allOf"] = either
+    return schema
 
 
 def register(app: typer.Typer) -> None:

@@ -3,42 +3,159 @@
 The loader does parse, resolve, validate, nothing else. Every problem becomes an
 `InputError` naming the file, the line of the offending key (where the YAML gives one),
 the dotted field path and what was expected.
+
+Limits on what a file may cost: a file is at most `max_file_bytes()` long (8 MiB unless
+`CLUSTERSIM_MAX_FILE_MB` or `clustersim --max-file-mb` says otherwise), its nesting at most
+`MAX_DEPTH` levels deep, it uses at most `MAX_ALIASES` YAML aliases and expands to at most
+`MAX_VALUES` values (so an alias bomb is an error, not a hang), and a key appears once per
+mapping (YAML would silently keep the last one).
 """
 
 from __future__ import annotations
 
 import copy
+import os
+import re
 from pathlib import Path
 from typing import Any, TypeVar
 
 import yaml
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
-from simulator.errors import InputError, InputErrors
+from simulator.errors import FieldError, InputError, InputErrors
+from simulator.units import HUMAN_UNITS, split_si
 
 M = TypeVar("M", bound=BaseModel)
 
 Loc = tuple[Any, ...]
 
 
+#: Deepest nesting of mappings and lists a file may have.
+MAX_DEPTH = 64
+#: Most YAML aliases (`*name`) a file may use.
+MAX_ALIASES = 256
+#: Most values (scalars, mappings, lists, counting every alias expansion) a file may hold.
+MAX_VALUES = 2_000_000
+#: Default largest input file, bytes.
+DEFAULT_MAX_FILE_BYTES = 8 * 2**20
+_ENV_MAX_FILE_MB = "CLUSTERSIM_MAX_FILE_MB"
+
+
+def max_file_bytes() -> int:
+    """The largest input file read, bytes: `CLUSTERSIM_MAX_FILE_MB` MiB, else 8 MiB."""
+    raw = os.environ.get(_ENV_MAX_FILE_MB)
+    if raw is None:
+        return DEFAULT_MAX_FILE_BYTES
+    try:
+        mib = float(raw)
+    except ValueError:
+        raise InputError(f"{_ENV_MAX_FILE_MB} must be a number of MiB, found {raw!r}") from None
+    if not mib > 0 or mib > 2**20:
+        raise InputError(f"{_ENV_MAX_FILE_MB} must be between 0 and 1048576 MiB, found {raw!r}")
+    return int(mib * 2**20)
+
+
+def read_text(path: Path) -> str:
+    """A file's text, after checking its size against `max_file_bytes()`.
+
+    Raises:
+        InputError: the file is missing, a folder, unreadable, not UTF-8 or too large.
+    """
+    try:
+        size = path.stat().st_size
+        limit = max_file_bytes()
+        if size > limit:
+            raise InputError(
+                f"file is {size:,} bytes, over the limit of {limit:,} bytes "
+                f"(raise it with --max-file-mb or {_ENV_MAX_FILE_MB})",
+                file=path,
+            )
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise InputError("file not found", file=path) from None
+    except IsADirectoryError:
+        raise InputError("expected a file, found a folder", file=path) from None
+    except UnicodeDecodeError as exc:
+        raise InputError(f"not UTF-8 text (byte {exc.start})", file=path) from None
+    except OSError as exc:
+        raise InputError(f"cannot read file: {exc.strerror or exc}", file=path) from None
+
+
 class _LineLoader(yaml.SafeLoader):
-    """A safe loader that records the line of every mapping key and sequence item."""
+    """A safe loader that records the line of every mapping key and sequence item, and
+    bounds nesting depth and alias count while composing."""
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self.depth = 0
+        self.aliases = 0
+        self.values = 0
+
+    def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node | None:
+        event = self.peek_event()
+        if isinstance(event, yaml.AliasEvent):
+            self.aliases += 1
+            if self.aliases > MAX_ALIASES:
+                raise InputError(f"more than {MAX_ALIASES} YAML aliases", line=event.start_mark.line + 1)
+        self.depth += 1
+        try:
+            if self.depth > MAX_DEPTH:
+                raise InputError(f"nested deeper than {MAX_DEPTH} levels", line=event.start_mark.line + 1)
+            return super().compose_node(parent, index)  # type: ignore[no-any-return]
+        finally:
+            self.depth -= 1
+
+
+# YAML 1.1 reads `1e9` and `2.13e13` (no dot, or no exponent sign) as text; YAML 1.2 and
+# every person writing an input file read them as numbers, so the loader does too.
+_LineLoader.add_implicit_resolver(
+    "tag:yaml.org,2002:float",
+    re.compile(
+        r"""^(?:[-+]?(?:[0-9][0-9_]*)(?:\.[0-9_]*)?(?:[eE][-+]?[0-9]+)?
+        |\.[0-9_]+(?:[eE][-+]?[0-9]+)?
+        |[-+]?\.(?:inf|Inf|INF)
+        |\.(?:nan|NaN|NAN))$""",
+        re.X,
+    ),
+    list("-+0123456789."),
+)
+
+
+def _expanded_size(node: yaml.Node, memo: dict[int, int]) -> int:
+    """How many values `node` becomes once every alias is expanded (counted on the node
+    graph, where an alias is a shared node, so an alias bomb is counted, not built)."""
+    key = id(node)
+    if key not in memo:
+        size = 1
+        if isinstance(node, yaml.MappingNode):
+            size += sum(_expanded_size(k, memo) + _expanded_size(v, memo) for k, v in node.value)
+        elif isinstance(node, yaml.SequenceNode):
+            size += sum(_expanded_size(item, memo) for item in node.value)
+        memo[key] = min(size, MAX_VALUES + 1)
+    return memo[key]
 
 
 def _construct(loader: _LineLoader, node: yaml.Node, path: Loc, lines: dict[Loc, int]) -> Any:
     lines.setdefault(path, node.start_mark.line + 1)
+    loader.values += 1
+    if loader.values > MAX_VALUES:
+        raise InputError(
+            f"expands to more than {MAX_VALUES:,} values (aliases repeat what they name)",
+            line=node.start_mark.line + 1,
+        )
     if isinstance(node, yaml.MappingNode):
         out: dict[Any, Any] = {}
         loader.flatten_mapping(node)
         for key_node, value_node in node.value:
             key = loader.construct_object(key_node, deep=True)
+            line = key_node.start_mark.line + 1
             if not isinstance(key, (str, int, float, bool)) or key is None:
-                raise InputError(
-                    "mapping keys must be plain scalars",
-                    line=key_node.start_mark.line + 1,
-                )
+                raise InputError("mapping keys must be plain scalars", line=line)
             sub = (*path, key)
-            lines[sub] = key_node.start_mark.line + 1
+            if key in out:
+                field = ".".join(str(p) for p in sub)
+                raise InputError(f"duplicate key (first given on line {lines[sub]})", line=line, field=field)
+            lines[sub] = line
             out[key] = _construct(loader, value_node, sub, lines)
         return out
     if isinstance(node, yaml.SequenceNode):
@@ -86,6 +203,11 @@ def parse_text(text: str, path: Path) -> Document:
         loader = _LineLoader(text)
         try:
             node = loader.get_single_node()
+            if node is not None and _expanded_size(node, {}) > MAX_VALUES:
+                raise InputError(
+                    f"expands to more than {MAX_VALUES:,} values (aliases repeat what they name)",
+                    line=node.start_mark.line + 1,
+                )
             data = None if node is None else _construct(loader, node, (), lines)
         finally:
             loader.dispose()
@@ -94,37 +216,42 @@ def parse_text(text: str, path: Path) -> Document:
         line = mark.line + 1 if mark else None
         problem = exc.problem or exc.context or "malformed YAML"
         raise InputError(f"malformed YAML: {problem}", file=path, line=line) from None
+    except yaml.reader.ReaderError as exc:
+        raise InputError(
+            f"not text: unacceptable character #x{exc.character:04x} at position {exc.position}", file=path
+        ) from None
     except yaml.YAMLError as exc:
         raise InputError(f"malformed YAML: {exc}", file=path) from None
     except InputError as exc:
-        raise InputError(exc.message, file=path, line=exc.line) from None
+        raise InputError(exc.message, file=path, line=exc.line, field=exc.field) from None
+    except RecursionError:
+        raise InputError(f"nested deeper than {MAX_DEPTH} levels", file=path) from None
     return Document(path, data, lines)
 
 
 def read_document(path: str | Path) -> Document:
     """Read and parse one YAML/JSON file; a missing or unreadable file is an InputError."""
     p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError("file not found", file=p) from None
-    except IsADirectoryError:
-        raise InputError("expected a file, found a folder", file=p) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"cannot read file: {exc}", file=p) from None
-    doc = parse_text(text, p)
+    doc = parse_text(read_text(p), p)
     if doc.data is None:
         raise InputError("file is empty", file=p, line=1)
     return doc
 
 
 def _message(err: Any) -> str:
+    cause = err.get("ctx", {}).get("error")
+    if isinstance(cause, FieldError):
+        return cause.message
     kind = err.get("type", "")
     if kind == "extra_forbidden":
         return "unknown key (not in the schema; check its spelling)"
     if kind == "missing":
         return "required field is missing"
-    msg = str(err.get("msg", "invalid value"))
+    if kind in ("model_type", "dict_type", "model_attributes_type"):
+        found = err.get("input")
+        what = {list: "a list", str: "text", bool: "a boolean", int: "a number", float: "a number"}
+        return f"expected a mapping, found {what.get(type(found), repr(found))}"
+    msg = str(err.get("msg", "invalid value")).removeprefix("Value error, ")
     return msg[0].lower() + msg[1:] if msg else msg
 
 
@@ -145,13 +272,31 @@ def validate(model: Any, doc: Document, loc: Loc = (), context: dict[str, Any] |
         errors: list[InputError] = []
         for err in exc.errors():
             raw_loc = tuple(err.get("loc", ()))
+            cause = err.get("ctx", {}).get("error")
+            if isinstance(cause, FieldError) and cause.field:
+                raw_loc = (*raw_loc, *cause.field.split("."))
             # drop tagged-union discriminator values pydantic inserts into locations
             full = (*loc, *raw_loc)
             clean = _clean_loc(doc, full)
             if err.get("type") == "missing" and full and (not clean or clean[-1] != full[-1]):
                 clean = (*clean, full[-1])  # a missing key is absent from the data by definition
             errors.append(doc.error(_message(err), clean))
+        # what the file says wrong comes before what it leaves out (the first line shown)
+        errors.sort(key=lambda e: e.message == "required field is missing")
         raise InputErrors(errors) from None
+
+
+def _human_spelling(data: dict[Any, Any], si_name: str) -> str:
+    """The key `data` spells the SI field `si_name` with (`duration_days` for `duration_s`),
+    or `si_name` itself when it holds none."""
+    try:
+        base, si_suffix = split_si(si_name)
+    except ValueError:
+        return si_name
+    for suffix, unit in HUMAN_UNITS.items():
+        if unit.si_suffix == si_suffix and base + suffix in data:
+            return base + suffix
+    return si_name
 
 
 def _clean_loc(doc: Document, loc: Loc) -> Loc:
@@ -159,6 +304,8 @@ def _clean_loc(doc: Document, loc: Loc) -> Loc:
     out: list[str | int] = []
     data: Any = doc.data
     for part in loc:
+        if isinstance(data, dict) and isinstance(part, str) and part not in data:
+            part = _human_spelling(data, part)
         if (
             isinstance(data, dict)
             and part in data

@@ -138,8 +138,28 @@ def read_summary(folder: str | Path) -> dict[str, Any]:
     """
     p = Path(folder) / "summary.json"
     try:
-        return json.loads(p.read_text(encoding="utf-8"))
+        data = json.loads(p.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise InputError("summary.json not found", file=p) from None
     except json.JSONDecodeError as exc:
         raise InputError(f"malformed JSON: {exc.msg}", file=p, line=exc.lineno) from None
+    except (OSError, UnicodeDecodeError, RecursionError) as exc:
+        raise InputError(f"cannot read summary ({type(exc).__name__})", file=p) from None
+    if not isinstance(data, dict):
+        raise InputError("expected a JSON object of summary figures", file=p, line=1)
+    return data
+
+
+#: The frames every step-level run folder holds (`clustersim run` writes all four).
+RUN_FRAMES = ("ops", "flows", "links", "steps")
+
+
+def check_run_frames(frames: dict[str, pd.DataFrame], folder: str | Path) -> None:
+    """Raise if a step-level run folder lacks one of `RUN_FRAMES` (a partial or damaged folder)."""
+    missing = [name for name in RUN_FRAMES if name not in frames]
+    if missing:
+        raise InputError(
+            f"no {missing[0]} frame ({missing[0]}.parquet / .csv): an incomplete run folder "
+            f"(a run writes {', '.join(RUN_FRAMES)})",
+            file=folder,
+        )

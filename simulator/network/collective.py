@@ -102,6 +102,24 @@ def parse_algorithm(kind: str, spec: str | None) -> tuple[str | None, str | None
     return (None if algo == "auto" else algo), (proto or None)
 
 
+def check_algorithm(kind: str, algorithm: str | None, n_ranks: int) -> None:
+    """Refuse, before a run, a fixed algorithm a group of `n_ranks` cannot use (`auto`
+    always finds one). Checked by `simulator.scenario.prepare` so `validate` agrees with `run`.
+
+    Raises:
+        SimulationError: unknown collective, algorithm or protocol, or halving-doubling on a
+            group whose size is not a power of two, direct over too many ranks.
+    """
+    algo, _ = parse_algorithm(kind, algorithm)
+    if algo == "halving_doubling" and n_ranks & (n_ranks - 1):
+        raise SimulationError(f"halving_doubling needs a power-of-two group; this group has {n_ranks} ranks")
+    if algo == "direct" and kind != "send_recv" and n_ranks > alg.DIRECT_MAX_RANKS:
+        raise SimulationError(
+            f"direct {kind} over {n_ranks} ranks would be {n_ranks * (n_ranks - 1)} flows; use ring or "
+            f"hierarchical, or at most {alg.DIRECT_MAX_RANKS} ranks"
+        )
+
+
 def bus_factor(kind: str, n: int) -> float:
     """busbw / algbw as nccl-tests defines it (doc/PERFORMANCE.md)."""
     if n <= 1:

@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from functools import cache
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import Field, model_validator
 
@@ -40,6 +40,13 @@ DTYPES = ("fp64", "fp32", "tf32", "fp16", "bf16", "fp8", "fp4", "int8")
 
 class GPUSpec(Spec):
     """One accelerator model (SI units)."""
+
+    #: The keys GPU files use, in human units, and the SI field each one fills.
+    HUMAN_KEYS: ClassVar[dict[str, str]] = {
+        "peak_tflops": "peak_flops_per_s",
+        "hbm_tbyte_per_s": "hbm_bandwidth_bytes_per_s",
+        "hbm_gbyte": "hbm_capacity_bytes",
+    }
 
     name: str = Field(description="Model name, e.g. 'H100 SXM5 80GB'.")
     peak_flops_per_s: dict[str, float] = Field(

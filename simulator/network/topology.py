@@ -9,16 +9,15 @@ nodes: 2
 
 or `graph: {file: my-cluster.graphml}` (GraphML or node-link JSON) whose nodes carry `kind`
 and whose edges carry `bandwidth_bytes_per_s` (or `bandwidth_gbps`, Gbit/s), `latency_s`
-(or `latency_us`) and `medium`.
+(or `latency_us`) and `medium`; `simulator.network.graph_file` reads and checks it.
 
 A generator is looked up by name in `simulator.network.design.registry`. What is
-simplified: a graph file is read as a simple undirected graph (parallel edges between two
-nodes collapse into one; give the sum of their bandwidths instead).
+simplified: a graph file is a simple undirected graph (two edges between the same nodes
+are an error; give one with the sum of their bandwidths instead).
 """
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 from typing import Any, Literal
@@ -28,11 +27,10 @@ from pydantic import Field
 
 from simulator.config.base import FileRef, Spec
 from simulator.config.loader import Document, load, read_document, validate
-from simulator.errors import InputError
 from simulator.network.design.registry import build_design, generator_names, parse_generator_spec
 from simulator.network.graph import validate_graph
+from simulator.network.graph_file import read_graph_file
 from simulator.network.hardware import GPUSpec
-from simulator.units import UnitsError, to_si
 
 
 class GraphFileSpec(Spec):
@@ -81,31 +79,7 @@ def _read_graph(spec: GraphFileSpec, base: Path) -> nx.Graph:
     fmt = spec.format
     if fmt == "auto":
         fmt = "graphml" if path.suffix.lower() == ".graphml" else "node_link"
-    try:
-        if fmt == "graphml":
-            g = nx.Graph(nx.read_graphml(path))
-        else:
-            data = json.loads(path.read_text(encoding="utf-8"))
-            g = nx.Graph(nx.node_link_graph(data, edges="links" if "links" in data else "edges"))
-    except FileNotFoundError:
-        raise InputError("graph file not found", file=path) from None
-    except json.JSONDecodeError as exc:
-        raise InputError(f"malformed JSON: {exc.msg}", file=path, line=exc.lineno) from None
-    except Exception as exc:  # networkx raises many kinds for foreign files
-        raise InputError(f"cannot read {fmt} graph: {exc}", file=path) from None
-    for u, v, d in g.edges(data=True):
-        try:
-            si = to_si(d, "bandwidth_bytes_per_s", "latency_s", allow_text=True)
-        except UnitsError as exc:
-            raise InputError(exc.message, file=path, field=f"edge {u}-{v}.{exc.field}") from None
-        d.clear()
-        d.update(si)
-        d.setdefault("latency_s", 0.0)
-    for _n, d in g.nodes(data=True):
-        if "local_rank" in d:
-            d["local_rank"] = int(d["local_rank"])
-        if "tier" in d:
-            d["tier"] = int(d["tier"])
+    g = read_graph_file(path, fmt)
     validate_graph(g, source=str(path))
     return g
 

@@ -9,6 +9,7 @@ say where its results go.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,7 @@ from simulator.engine.cost import ComputeCost
 from simulator.engine.step import CollectiveTuning, StepSettings, StepSimulator
 from simulator.errors import InputError
 from simulator.network.cluster import Cluster
+from simulator.network.collective import check_algorithm
 from simulator.network.topology import Topology, load_topology
 from simulator.scenario.job import check_run_level
 from simulator.scenario.spec import Scenario, load_scenario
@@ -91,14 +93,50 @@ def prepare(path: str | Path) -> PreparedRun:
 
 
 def prepare_scenario(scenario: Scenario, topology_doc: Document | None = None) -> PreparedRun:
-    """Load what a validated scenario references (the topology from `topology_doc` if given)."""
+    """Load what a validated scenario references (the topology from `topology_doc` if given),
+    and check that the run can start (`preflight`)."""
     topology = load_topology(scenario.topology_path, doc=topology_doc)
     cluster = build_cluster(scenario, topology)
     program = load_workload(scenario, topology, cluster)
     tuning, compute_cal, sources = load_calibration(scenario.calibration_paths)
     prep = PreparedRun(scenario, topology, cluster, program, tuning, compute_cal, sources)
     check_run_level(prep)
+    preflight(prep)
     return prep
+
+
+def preflight(prep: PreparedRun) -> None:
+    """What the step simulation would refuse, found before it starts (so `validate` and
+    `run` agree): a GPU of the job cut off from the fabric, a collective algorithm its
+    group cannot use, a checkpoint with no storage to write to, a compute dtype the GPU
+    has no peak for.
+
+    Raises:
+        SimulationError: the scenario is valid but cannot be simulated (exit 3).
+        InputError: a compute op names a dtype the topology's GPU has no peak for.
+    """
+    program, algorithms = prep.program, prep.scenario.spec.network.algorithms
+    used = sorted({program.rank_gpus[r] for op in program.ops for r in (*op.ranks, *op.group)})
+    prep.cluster.check_gpus_reachable(used)
+    checked: set[tuple[str, str | None, int]] = set()
+    for op in program.ops:
+        if op.kind in ("collective", "p2p"):
+            kind = op.collective or "send_recv"
+            key = (kind, op.algorithm or algorithms.get(kind), len(op.group) or len(op.ranks))
+            if key not in checked:
+                checked.add(key)
+                check_algorithm(*key)
+        elif op.kind == "checkpoint":
+            prep.cluster.storage_sink(op.target, op.ranks[0])
+        elif op.kind == "compute" and op.flops > 0:
+            try:
+                prep.topology.gpu.peak(op.dtype)
+            except KeyError:
+                raise InputError(
+                    f"op {op.id!r} computes in {op.dtype}, and the GPU {prep.topology.gpu.name!r} has "
+                    f"no peak FLOP/s for {op.dtype}; give one in its peak_tflops",
+                    file=prep.scenario.workload_path,
+                ) from None
 
 
 def step_simulator(
@@ -119,6 +157,7 @@ def step_simulator(
 
 
 def default_output(prep: PreparedRun) -> Path:
+    """The results folder: `run.output` (relative to the scenario), else results/<name>."""
     sc = prep.scenario.spec
     if sc.run.output:
         return (
@@ -129,6 +168,30 @@ def default_output(prep: PreparedRun) -> Path:
     return Path("results") / sc.name
 
 
-def check_output_folder(folder: Path) -> None:
-    if folder.exists() and not folder.is_dir():
-        raise InputError("output path exists and is not a folder", file=folder)
+def output_problem(folder: Path) -> str | None:
+    """Why results cannot be written to `folder`, or None: it is a file, it lies under a
+    file, or the nearest folder that exists is not writable."""
+    if folder.exists():
+        if not folder.is_dir():
+            return f"output path {str(folder)!r} exists and is not a folder"
+        existing = folder
+    else:
+        existing = folder.absolute().parent
+        while not existing.exists() and existing != existing.parent:
+            existing = existing.parent
+        if not existing.is_dir():
+            return f"output path {str(folder)!r} lies under {str(existing)!r}, which is not a folder"
+    if not os.access(existing, os.W_OK | os.X_OK):
+        return f"output folder {str(existing)!r} is not writable"
+    return None
+
+
+def check_output_folder(folder: Path, prep: PreparedRun | None = None) -> None:
+    """Raise a one-line InputError if results cannot be written to `folder`; with `prep`
+    and a folder that came from its `run.output`, the error names that line."""
+    problem = output_problem(folder)
+    if problem is None:
+        return
+    if prep is not None and prep.scenario.spec.run.output and folder == default_output(prep):
+        raise prep.scenario.error(problem, ("run", "output"))
+    raise InputError(problem)

@@ -29,6 +29,27 @@ from simulator.network.collective import COLLECTIVES, parse_algorithm
 from simulator.network.topology import resolve
 from simulator.units import to_si
 
+#: Longest run the run level simulates: ten years of 365.25 days, s.
+MAX_RUN_DURATION_S = 10 * 365.25 * 86400.0
+
+
+def check_name(name: str) -> str:
+    """A name used as a folder name: one path component, no folders, nothing hidden.
+
+    Raises:
+        ValueError: the name is empty, `.` or `..`, holds a `/`, a backslash or a control
+            character, or starts with a dot.
+    """
+    if not name or name in (".", ".."):
+        raise ValueError(f"must be a name, found {name!r}")
+    if any(c in name for c in "/\\:") or any(ord(c) < 32 for c in name):
+        raise ValueError(f"must be one folder name (no '/', '\\', ':' or control characters), found {name!r}")
+    if name.startswith(".") or name.startswith("~"):
+        raise ValueError(f"must not start with '.' or '~', found {name!r}")
+    if len(name) > 128:
+        raise ValueError(f"must be at most 128 characters, found {len(name)}")
+    return name
+
 
 class NetworkSettings(Spec):
     """How communication is simulated."""
@@ -116,7 +137,10 @@ class ReliabilitySpec(Spec):
     model_config = ConfigDict(allow_inf_nan=False)
 
     duration_s: float = Field(
-        30 * 86400.0, gt=0, description="Wall time of the run, s (YAML: duration_days, duration_h)."
+        30 * 86400.0,
+        gt=0,
+        le=MAX_RUN_DURATION_S,
+        description="Wall time of the run, s (YAML: duration_days, duration_h); at most 10 years.",
     )
     seeds: int = Field(8, ge=1, le=10_000, description="Monte Carlo runs (seeds seed, seed+1, ...).")
     mtbf_scale: float = Field(1.0, gt=0, description="Multiplies every MTBF (2 = half the failures).")
@@ -177,6 +201,11 @@ class ScenarioSpec(Spec):
     def run_level(self) -> bool:
         return self.policy is not None
 
+    @field_validator("name")
+    @classmethod
+    def _one_path_component(cls, v: str) -> str:
+        return check_name(v)
+
     @field_validator("calibration", mode="before")
     @classmethod
     def _one_or_many(cls, v: Any) -> Any:
@@ -205,6 +234,11 @@ class Scenario:
 def load_scenario(path: str | Path) -> Scenario:
     """Parse and validate a scenario file; check its references exist."""
     doc = read_document(path)
+    if isinstance(doc.data, dict):
+        if "variants" in doc.data and "base" in doc.data:
+            raise doc.error("this is a compare file, not a scenario; run it with `clustersim compare FILE`")
+        if "job" in doc.data and "step" in doc.data:
+            raise doc.error("this is a study file, not a scenario; run it with `clustersim sweep FILE`")
     spec = validate(ScenarioSpec, doc)
     sc = Scenario(spec, Path(path), doc)
     for loc, p in (("topology", sc.topology_path), ("workload", sc.workload_path)):

@@ -43,6 +43,7 @@ from simulator.faults.policy import PolicySpec
 from simulator.faults.preset import PRESETS
 from simulator.faults.state import JobShape, ScalingOracle, StepOracle
 from simulator.scenario.oracle import oracle_from_scenario
+from simulator.scenario.spec import MAX_RUN_DURATION_S
 from simulator.study.executor import LOCAL_DASK, run_tasks
 from simulator.study.merge import UnsettablePath, parse_path, with_settings
 from simulator.units import to_si
@@ -117,7 +118,11 @@ class StudySpec(Spec):
     failures: list[FailureSpec] = Field(default_factory=list, description="Failure models.")
     degradations: list[DegradationSpec] = Field(default_factory=list, description="Degradations.")
     policy: PolicySpec = Field(description="Fault-tolerance policy.")
-    duration_s: float = Field(gt=0, description="Wall time of each run, s (YAML: duration_days, duration_h).")
+    duration_s: float = Field(
+        gt=0,
+        le=MAX_RUN_DURATION_S,
+        description="Wall time of each run, s (YAML: duration_days, duration_h); at most 10 years.",
+    )
     mtbf_scale: float = Field(1.0, gt=0, description="Multiplies every MTBF.")
     seeds: int = Field(8, ge=1, description="Seeds per variant (Monte Carlo runs).")
     seed: int = Field(0, ge=0, description="First seed; runs use seed, seed+1, ...")
@@ -289,6 +294,7 @@ def study_from_document(doc: Document) -> Study:
     invalid (`FILE:LINE: axes.N.values.K: ...`); every such problem is reported at once.
     """
     spec = _validated(doc)
+    check_study(spec, doc)
     axes = spec.axes
     variants: list[Variant] = []
     errors: dict[str, InputError] = {}
@@ -319,6 +325,32 @@ def study_from_document(doc: Document) -> Study:
     if errors:
         raise InputErrors(list(errors.values()))
     return Study(spec, variants, doc.path.parent)
+
+
+def check_study(spec: StudySpec, doc: Document) -> None:
+    """What the schema cannot see: two axes with one column name, a `from_scenario` file
+    that does not exist.
+
+    Raises:
+        InputError: with the line of the offending key.
+    """
+    seen: dict[str, int] = {}
+    for i, axis in enumerate(spec.axes):
+        if axis.column in seen:
+            key = "name" if axis.name else "param"
+            raise doc.error(
+                f"axis {axis.column!r} is used twice (first at axes.{seen[axis.column]}); give each a "
+                "different name",
+                ("axes", i, key),
+            )
+        seen[axis.column] = i
+    if spec.step.from_scenario is not None:
+        target = doc.path.parent / spec.step.from_scenario
+        if not target.is_file():
+            raise doc.error(
+                f"file {str(target)!r} not found (resolved relative to the study file)",
+                ("step", "from_scenario"),
+            )
 
 
 def load_study(path: str | Path) -> Study:

@@ -31,7 +31,8 @@ import plotly.graph_objects as go
 import plotly.io as pio
 from plotly.offline import get_plotlyjs
 
-from simulator.metrics.store import read_frames, read_summary
+from simulator.errors import InputError
+from simulator.metrics.store import check_run_frames, read_frames, read_summary
 from simulator.viz.breakdown import breakdown_figure
 from simulator.viz.faults import incidents_figure
 from simulator.viz.links import link_heatmap_figure, link_mean_utilization, link_utilization_figure
@@ -242,13 +243,20 @@ def load_graph(folder: str | Path) -> Any:
     p = Path(folder) / "topology.json"
     if not p.is_file():
         return None
-    data = json.loads(p.read_text(encoding="utf-8"))
     try:
-        return nx.node_link_graph(data, edges="links")
-    except TypeError:  # networkx < 3.4
-        return nx.node_link_graph(data)
+        data = json.loads(p.read_text(encoding="utf-8"))
+        try:
+            return nx.node_link_graph(data, edges="links")
+        except TypeError:  # networkx < 3.4
+            return nx.node_link_graph(data)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"malformed JSON: {exc.msg}", file=p, line=exc.lineno) from None
+    except Exception as exc:  # a damaged file: the decoder and networkx raise many kinds
+        raise InputError(f"not a saved topology ({type(exc).__name__})", file=p) from None
 
 
 def run_dashboard_from_folder(folder: str | Path) -> str:
     """Rebuild a run folder's dashboard from its saved frames, summary and topology."""
-    return run_dashboard_html(read_frames(folder), read_summary(folder), load_graph(folder))
+    frames = read_frames(folder)
+    check_run_frames(frames, folder)
+    return run_dashboard_html(frames, read_summary(folder), load_graph(folder))

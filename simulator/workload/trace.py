@@ -39,8 +39,9 @@ from pydantic import Field, model_validator
 
 from simulator.config.base import Spec
 from simulator.config.loader import Document, read_document, validate
-from simulator.errors import InputError
-from simulator.network.collective import COLLECTIVES
+from simulator.errors import FieldError, InputError
+from simulator.network.collective import COLLECTIVES, SUPPORTED
+from simulator.network.hardware import DTYPES
 from simulator.units import to_si
 from simulator.workload.program import COMM_STREAM, COMPUTE_STREAM, Op, StepProgram
 
@@ -102,11 +103,22 @@ class TraceOpSpec(Spec):
             )
         if self.kind == "compute" and self.duration_s is None and self.flops == 0 and self.bytes == 0:
             raise ValueError("a compute op needs a duration or flops/bytes")
+        if self.kind == "compute" and self.duration_s is not None and (self.flops or self.bytes):
+            raise ValueError("a compute op takes a duration or flops/bytes, not both")
+        if self.dtype not in DTYPES:
+            raise FieldError(f"unknown dtype {self.dtype!r}; expected one of {list(DTYPES)}", field="dtype")
+        self._check_kind_fields()
         if self.kind == "collective":
             if self.collective not in COLLECTIVES:
                 raise ValueError(f"collective must be one of {list(COLLECTIVES)}")
             if self.group is None:
                 raise ValueError("a collective needs a group")
+            if self.algorithm is not None and self.algorithm not in SUPPORTED[self.collective]:
+                raise FieldError(
+                    f"{self.collective} has no algorithm {self.algorithm!r}; "
+                    f"expected one of {list(SUPPORTED[self.collective])}",
+                    field="algorithm",
+                )
         if self.kind in ("send", "recv") and self.peer is None:
             raise ValueError(f"a {self.kind} needs a peer")
         if self.kind in ("collective", "send", "checkpoint") and self.size_bytes is None:
@@ -114,6 +126,20 @@ class TraceOpSpec(Spec):
         if self.kind != "collective" and self.ranks is None:
             raise ValueError("ranks is required (e.g. ranks: all)")
         return self
+
+    def _check_kind_fields(self) -> None:
+        """Fields that belong to another kind of op are mistakes, not silently ignored."""
+        own = {
+            "compute": {"duration_s", "flops", "bytes", "dtype"},
+            "collective": {"group", "mirrors", "collective", "algorithm", "size_bytes"},
+            "send": {"peer", "size_bytes"},
+            "recv": {"peer"},
+            "checkpoint": {"size_bytes", "target"},
+        }[self.kind]
+        foreign = {"group", "mirrors", "collective", "algorithm", "peer", "duration_s", "flops", "bytes"}
+        foreign |= {"dtype", "size_bytes", "target"}
+        for name in sorted((foreign - own) & self.model_fields_set):
+            raise FieldError(f"a {self.kind} op takes no {name!r}", field=name)
 
     @property
     def duration(self) -> float | None:
@@ -181,6 +207,7 @@ def program_from_trace(spec: TraceSpec, doc: Document, gpus: list[str]) -> StepP
         program.validate()
     except ValueError as exc:
         raise _program_error(str(exc), program, spec, doc) from None
+    transfers.check_deadlock(ops, spec, doc)
     return program
 
 
@@ -252,6 +279,42 @@ class _Transfers:
     def __init__(self) -> None:
         self.sends: dict[tuple[int, int], list[Op]] = {}
         self.recvs: dict[tuple[int, int], list[tuple[str, list[str]]]] = {}
+        self.alias: dict[str, str] = {}  # recv instance id -> its send's id
+        self.index: dict[str, int] = {}  # op instance id -> index of its op in the file
+        #: every op instance of each (rank, stream) in file order, recvs at their own place
+        self.order: dict[tuple[int, str], list[tuple[str, int]]] = {}
+
+    def place(self, rank: int, stream: str, iid: str, index: int) -> None:
+        self.order.setdefault((rank, stream), []).append((iid, index))
+        self.index[iid] = index
+
+    def check_deadlock(self, ops: list[Op], spec: TraceSpec, doc: Document) -> None:
+        """Raise if a send waits, in file order on its rank, for a transfer that waits for it.
+
+        The simulation places a transfer at its send's position on both ranks; a recv
+        written before the send its peer waits on is a deadlock the real program would
+        have, so it is an error rather than something the simulation quietly resolves.
+        """
+        g = nx.DiGraph()
+        for op in ops:
+            g.add_edges_from((d, op.id) for d in op.deps)
+        where: dict[str, int] = {}
+        for seq in self.order.values():
+            ids = [(self.alias.get(iid, iid), i) for iid, i in seq]
+            for (a, _), (b, _) in zip(ids, ids[1:], strict=False):
+                if a != b:
+                    g.add_edge(a, b)
+            for iid, i in ids:
+                where.setdefault(iid, i)
+        if nx.is_directed_acyclic_graph(g):
+            return
+        cycle = [u for u, _ in nx.find_cycle(g)]
+        first = min((where[u] for u in cycle if u in where), default=0)
+        raise doc.error(
+            "send/recv deadlock: " + " -> ".join(cycle) + f" -> {cycle[0]} wait for each other "
+            "in file order (post each recv after the send its peer waits for)",
+            ("ops", first),
+        )
 
     def pair(self, ops: list[Op], doc: Document) -> None:
         """Merge the n-th recv from a to b into the n-th send: the send waits for the recv's
@@ -260,17 +323,24 @@ class _Transfers:
         for key, sends in self.sends.items():
             recvs = self.recvs.pop(key, [])
             if len(recvs) != len(sends):
-                raise InputError(
+                raise doc.error(
                     f"{len(sends)} send(s) from rank {key[0]} to {key[1]} but {len(recvs)} matching recv(s)",
-                    file=doc.path,
-                    field="ops",
+                    (
+                        "ops",
+                        self.index[sends[len(recvs)].id]
+                        if len(sends) > len(recvs)
+                        else self.index[recvs[len(sends)][0]],
+                    ),
                 )
             for op, (rid, rdeps) in zip(sends, recvs, strict=False):
                 alias[rid] = op.id
+                self.alias[rid] = op.id
                 op.deps = tuple(dict.fromkeys((*op.deps, *rdeps)))
         if self.recvs:
-            (a, b), _ = next(iter(self.recvs.items()))
-            raise InputError(f"recv on rank {b} from {a} has no matching send", file=doc.path, field="ops")
+            (a, b), unmatched = next(iter(self.recvs.items()))
+            raise doc.error(
+                f"recv on rank {b} from {a} has no matching send", ("ops", self.index[unmatched[0][0]])
+            )
         # a recv's id now names its send; rewrite deps
         for op in ops:
             op.deps = tuple(dict.fromkeys(alias.get(d, d) for d in op.deps))
@@ -285,9 +355,13 @@ def _build_ops(
     for i, o in enumerate(spec.ops):
         loc = ("ops", i)
         if o.kind == "collective":
-            ops.append(_collective_op(o, doc, spec.ranks, groups, refs, loc))
+            op = _collective_op(o, doc, spec.ranks, groups, refs, loc)
+            ops.append(op)
+            for r in op.ranks:
+                transfers.place(r, op.stream, op.id, i)
             continue
         for r, iid in refs.instances[o.id].items():
+            transfers.place(r, o.stream or (COMPUTE_STREAM if o.kind == "compute" else COMM_STREAM), iid, i)
             deps = refs.deps(o, [r], (*loc, "deps"))
             if o.kind == "compute":
                 ops.append(

@@ -39,12 +39,12 @@ CASES = [
     (
         "{kind: scheduled, target: gpu, at_h: -1}",
         CR,
-        "5: failures.0: input should be greater than or equal to 0",
+        "5: failures.0.at_h.0: input should be greater than or equal to 0",
     ),
     (
         "{kind: scheduled, target: gpu, at_h: [1, -2]}",
         CR,
-        "5: failures.0: input should be greater than or equal to 0",
+        "5: failures.0.at_h.1: input should be greater than or equal to 0",
     ),
     (
         "{kind: scheduled, target: host, component: 9999, at_h: 1}",
@@ -59,7 +59,7 @@ CASES = [
     (
         "{kind: scheduled, target: host, node: spine, at_h: 1}",
         CR,
-        "5: failures.0: value error, node 'spine' names no component: a node is named by its class "
+        "5: failures.0: node 'spine' names no component: a node is named by its class "
         "and index, e.g. host-12 (its trailing number is the index)",
     ),
     (
@@ -72,7 +72,7 @@ CASES = [
         CR,
         "5: failures.0.shape: input should be greater than or equal to 0.2",
     ),
-    (GPU, "{kind: checkpoint_restart, interval_min: .inf}", "6: policy: input should be a finite number"),
+    (GPU, "{kind: checkpoint_restart, interval_min: .inf}", "7: policy.interval_min: input should be a finite number"),
     (
         "{kind: exponential, target: gpu, mtbf_h: 0.000001}",
         CR,

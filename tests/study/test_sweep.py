@@ -55,11 +55,15 @@ def test_from_scenario_names_a_missing_scenario():
     """`from_scenario` runs the step simulation of that scenario; a missing file is an InputError."""
     data = yaml.safe_load(DATA.read_text())
     data["step"] = {"from_scenario": "../scenarios/x.yaml"}
-    study = study_from_data(data)
     from simulator.errors import InputError
 
+    # found when the study is loaded (so `validate` reports it), not when the sweep starts
     with pytest.raises(InputError, match="x.yaml"):
-        build_oracle(study.spec, Path("."))
+        study_from_data(data)
+    spec = study_from_data(yaml.safe_load(DATA.read_text())).spec
+    step = spec.step.model_copy(update={"from_scenario": "../scenarios/x.yaml"})
+    with pytest.raises(InputError, match="x.yaml"):
+        build_oracle(spec.model_copy(update={"step": step}), Path("."))
 
 
 def _small():

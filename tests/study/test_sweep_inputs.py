@@ -36,7 +36,8 @@ def test_sample_lines_are_where_the_tests_expect():
 def test_bad_number_points_at_its_axis_value_not_the_base_policy(tmp_path):
     p, lines = _errors(tmp_path, TEXT.replace(INTERVALS, "values: [10, -30, 90]"))
     assert lines == [
-        f"{p}:15: axes.0.values.1: policy.interval_min=-30: policy: input should be greater than 0"
+        f"{p}:15: axes.0.values.1: policy.interval_min=-30: policy.interval_min: "
+        "input should be greater than 0"
     ]
 
 
