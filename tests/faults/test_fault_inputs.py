@@ -72,7 +72,11 @@ CASES = [
         CR,
         "5: failures.0.shape: input should be greater than or equal to 0.2",
     ),
-    (GPU, "{kind: checkpoint_restart, interval_min: .inf}", "7: policy.interval_min: input should be a finite number"),
+    (
+        GPU,
+        "{kind: checkpoint_restart, interval_min: .inf}",
+        "7: policy.interval_min: input should be a finite number",
+    ),
     (
         "{kind: exponential, target: gpu, mtbf_h: 0.000001}",
         CR,
