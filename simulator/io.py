@@ -1,10 +1,62 @@
-"""Files on disk: atomic writes, so a crash or a kill never leaves half a file."""
+"""Files on disk: atomic files, and results folders replaced whole or not at all.
+
+`write_atomic` writes one file through a temporary sibling and a rename. `ResultsFolder`
+guards a whole results folder: it checks up front that the folder can be written, holds a
+lock file against a second writer, lets the caller fill a temporary sibling folder and
+swaps it in with two renames at the end (the old folder kept until the new one is in
+place). SIGINT and SIGTERM while the guard is held raise `Interrupted`; the temporary
+folder is removed and the old results stay as they were.
+
+Simplified: the swap is two renames (old aside, new in), with both signals blocked in
+between; a SIGKILL or a power cut between the two leaves the old folder under its aside
+name (`.NAME.old`), which the next writer of the same folder puts back before anything
+else. Locking uses `filelock` (an advisory lock on `.NAME.lock` beside the folder), so it
+guards against other clustersim processes, not against other programs.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import os
+import shutil
+import signal
 import tempfile
+import threading
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from types import FrameType
+from typing import Any
+
+from filelock import FileLock, Timeout
+
+from simulator.errors import ClustersimError, InputError
+
+#: The signals that stop a write cleanly (the old results are kept).
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+class Interrupted(BaseException):
+    """SIGINT or SIGTERM arrived while a results folder was being written.
+
+    A `BaseException` (like `KeyboardInterrupt`), so no `except Exception` swallows it.
+
+    Attributes:
+        signum: the signal number; the process exits with 128 + signum.
+    """
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(f"stopped by {signal.Signals(signum).name}")
+        self.signum = signum
+
+    @property
+    def exit_code(self) -> int:
+        return 128 + self.signum
+
+
+class FolderBusy(ClustersimError):
+    """Another clustersim process is writing the same results folder."""
+
+    exit_code = 2
 
 
 def write_atomic(path: str | Path, data: str | bytes) -> None:
@@ -21,3 +73,178 @@ def write_atomic(path: str | Path, data: str | bytes) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def check_writable_folder(folder: str | Path) -> Path:
+    """Make sure `folder` can be created or replaced; create its parent folders.
+
+    Raises:
+        InputError: the path is a file, lies under a file (`/dev/null/x`), or its parent
+            cannot be created or written.
+    """
+    out = Path(folder)
+    if out.exists() and not out.is_dir():
+        raise InputError("output path exists and is not a folder", file=out)
+    ancestor = out.parent
+    while not ancestor.exists() and ancestor != ancestor.parent:
+        ancestor = ancestor.parent
+    if not ancestor.is_dir():
+        raise InputError(f"cannot write here: {ancestor} is not a folder", file=out)
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        probe = tempfile.mkstemp(prefix=f".{out.name}.probe.", dir=out.parent)
+        os.close(probe[0])
+        os.unlink(probe[1])
+    except OSError as exc:
+        raise InputError(f"cannot write here: {exc.strerror or exc}", file=out) from None
+    return out
+
+
+@contextlib.contextmanager
+def folder_lock(folder: str | Path) -> Iterator[Path]:
+    """Hold the lock of a results folder (`.NAME.lock` beside it) for the block.
+
+    Raises:
+        InputError: the folder cannot be written or locked.
+        FolderBusy: another process holds the lock.
+    """
+    out = check_writable_folder(folder)
+    where = Path(os.path.abspath(out))  # `.` and `..` have no name of their own
+    lock = FileLock(str(where.with_name(f".{where.name}.lock")))
+    try:
+        lock.acquire(timeout=0)
+    except Timeout:
+        raise FolderBusy(
+            f"{out}: another clustersim process is writing this folder (lock {lock.lock_file})"
+        ) from None
+    except OSError as exc:
+        raise InputError(f"cannot lock the folder: {exc.strerror or exc}", file=out) from None
+    try:
+        yield out
+    finally:
+        lock.release()
+
+
+@contextlib.contextmanager
+def stop_signals_raise() -> Iterator[None]:
+    """Within the block, SIGINT and SIGTERM raise `Interrupted` (main thread only; elsewhere
+    the handlers are left alone)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def _raise(signum: int, _frame: FrameType | None) -> None:
+        raise Interrupted(signum)
+
+    old = {s: signal.signal(s, _raise) for s in STOP_SIGNALS}
+    try:
+        yield
+    finally:
+        for s, handler in old.items():
+            signal.signal(s, handler)
+
+
+@contextlib.contextmanager
+def signals_blocked() -> Iterator[None]:
+    """Hold SIGINT and SIGTERM until the block ends (they are delivered afterwards)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+
+
+def swap_in(staged: Path, folder: Path) -> Path:
+    """Put a filled `staged` folder in the place of `folder` with two renames (signals held
+    in between); the old folder, set aside as `.NAME.old`, is removed afterwards."""
+    aside = folder.with_name(f".{folder.name}.old")
+    with signals_blocked():
+        if folder.exists():
+            if aside.exists():
+                shutil.rmtree(aside)
+            os.rename(folder, aside)
+        os.rename(staged, folder)
+    shutil.rmtree(aside, ignore_errors=True)
+    return folder
+
+
+def replace_folder(folder: str | Path, fill: Callable[[Path], object]) -> Path:
+    """Replace `folder` whole: `fill` writes a temporary sibling, which is then swapped in.
+
+    The caller holds whatever lock guards the folder. If `fill` raises (or a signal turned
+    into an exception arrives), the temporary folder is removed and `folder` is untouched.
+    """
+    out = Path(folder)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    staged = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
+    os.chmod(staged, 0o755)
+    try:
+        fill(staged)
+        return swap_in(staged, out)
+    except BaseException:
+        with signals_blocked():
+            shutil.rmtree(staged, ignore_errors=True)
+        raise
+
+
+class ResultsFolder:
+    """A results folder written whole or not at all (use as a context manager).
+
+    On entry: the folder is checked writable, a lock is taken (`FolderBusy` if another
+    process holds it), an old folder left aside by a killed swap is put back, and SIGINT /
+    SIGTERM start raising `Interrupted`. `stage()` gives an empty temporary sibling folder
+    to write into; `commit()` swaps it in. Leaving the block without a commit, by an
+    error or a signal, removes the temporary folder and leaves the old one untouched.
+
+    Args:
+        folder: the results folder to replace.
+    """
+
+    def __init__(self, folder: str | Path) -> None:
+        self.given = Path(folder)  # as the user wrote it, for messages
+        self.folder = Path(os.path.abspath(folder))
+        self.aside = self.folder.with_name(f".{self.folder.name}.old")
+        self._tmp: Path | None = None
+        self._held = contextlib.ExitStack()
+
+    def __enter__(self) -> ResultsFolder:
+        with contextlib.ExitStack() as held:
+            held.enter_context(folder_lock(self.given))
+            held.enter_context(stop_signals_raise())
+            self.recover()
+            self._held = held.pop_all()
+        return self
+
+    def recover(self) -> None:
+        """Put back an old folder a killed swap left aside, or drop it when the new one is in."""
+        with signals_blocked():
+            if self.aside.is_dir() and not self.folder.exists():
+                os.rename(self.aside, self.folder)
+            elif self.aside.exists():
+                shutil.rmtree(self.aside, ignore_errors=True)
+
+    def stage(self) -> Path:
+        """An empty temporary folder beside the results folder, to write the new results into."""
+        if self._tmp is None:
+            self._tmp = Path(tempfile.mkdtemp(prefix=f".{self.folder.name}.tmp-", dir=self.folder.parent))
+            os.chmod(self._tmp, 0o755)
+        return self._tmp
+
+    def commit(self) -> Path:
+        """Swap the staged folder in for the results folder; the old one is removed afterwards."""
+        if self._tmp is None:
+            raise RuntimeError("commit() before stage()")
+        tmp, self._tmp = self._tmp, None
+        return swap_in(tmp, self.folder)
+
+    def __exit__(self, *exc: Any) -> None:
+        try:
+            if self._tmp is not None:
+                with signals_blocked():
+                    shutil.rmtree(self._tmp, ignore_errors=True)
+                    self._tmp = None
+        finally:
+            self._held.close()

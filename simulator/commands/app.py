@@ -1,7 +1,7 @@
 """The `clustersim` command line: one typer app; each command module registers its commands.
 
 Modules and their commands, in help order: `run` (run, validate, schema), `topo`,
-`calibrate`, `compare`, `sweep`, `dashboard` (dashboard, trace). The simulator, pandas,
+`calibrate`, `compare`, `sweep`, `dashboard` (dashboard, trace), `query`. The simulator, pandas,
 plotly and scipy are imported inside the command functions, so `clustersim --help` stays
 fast.
 """
@@ -13,7 +13,7 @@ import os
 
 import typer
 
-from simulator.commands import calibrate, compare, dashboard, run, sweep, topo
+from simulator.commands import calibrate, compare, dashboard, query, run, sweep, topo
 
 app = typer.Typer(
     name="clustersim",
@@ -23,7 +23,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
-COMMAND_MODULES = (run, topo, calibrate, compare, sweep, dashboard)
+COMMAND_MODULES = (run, topo, calibrate, compare, sweep, dashboard, query)
 
 for _module in COMMAND_MODULES:
     _module.register(app)

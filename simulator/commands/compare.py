@@ -16,6 +16,7 @@ import yaml
 from rich.table import Table
 
 from simulator.commands.common import console, fail, progress_bar
+from simulator.commands.run import interrupted
 from simulator.errors import ClustersimError, InputError
 from simulator.io import write_atomic
 
@@ -99,12 +100,19 @@ def compare(
         int | None, typer.Option("--steps", min=1, help="Override run.steps of every variant.")
     ] = None,
     dashboards: Annotated[bool, typer.Option(help="Also write each variant's dashboard.html.")] = True,
+    resume: Annotated[
+        bool, typer.Option("--resume", help="Keep the variants this folder already holds; run only the rest.")
+    ] = False,
 ) -> None:
-    """Run every variant of a compare file; write a comparison table, dashboard and run folders."""
+    """Run every variant of a compare file; write a comparison table, dashboard and run folders.
+
+    Each variant's run folder is written (whole) as soon as it finishes; a stopped
+    comparison keeps them, and `--resume` runs only the missing ones.
+    """
     # the simulator and the figures are imported inside the command, so that `clustersim --help` stays fast
+    from simulator.io import Interrupted, folder_lock, stop_signals_raise
     from simulator.study import compare as cmpmod
     from simulator.study.executor import LOCAL_DASK, describe
-    from simulator.viz.compare import comparison_html
 
     try:
         if serial and dask:
@@ -114,25 +122,100 @@ def compare(
             executor = LOCAL_DASK
         cmp = cmpmod.load_comparison(file)
         out = output or Path("results") / cmp.name
-        if out.exists() and not out.is_dir():
-            raise InputError("output path exists and is not a folder", file=out)
-        console.print(f"comparing {len(cmp.variants)} variant(s) of {cmp.name} on {describe(executor)}")
-        with progress_bar(f"simulating {cmp.name}", len(cmp.variants)) as on_done:
-            results = cmpmod.run_comparison(cmp, executor, max_workers=workers, on_done=on_done, steps=steps)
-        table = cmpmod.comparison_table(results, cmp.spec.cost.amortization_years)
-        for r in results:
-            r.write(out / r.summary["variant"], dashboard=dashboards)
-        _write_table(table, out, "comparison")
-        frames = {k: cmpmod.concat_frames(results, k) for k in ("steps", "links")}
-        write_atomic(out / "compare.resolved.yaml", _resolved(cmp))
-        write_atomic(
-            out / "comparison.html",
-            comparison_html(cmp.name, table, frames, [cmp.spec.description]),
-        )
+        with stop_signals_raise(), folder_lock(out):
+            done = _open_manifest(out, cmpmod.compare_fingerprint(cmp, steps), resume)
+            tasks = cmpmod.variant_tasks(cmp, steps, skip=done)
+            console.print(
+                f"comparing {len(cmp.variants)} variant(s) of {cmp.name} on {describe(executor)}"
+                + (f" ({len(done)} done already)" if done else "")
+            )
+            with progress_bar(f"simulating {cmp.name}", len(tasks)) as on_done:
+                _run_variants(out, tasks, executor, workers, dashboards, on_done)
+            table = _write_comparison(out, cmp)
     except ClustersimError as err:
         fail(err)
+    except Interrupted as stop:
+        interrupted(stop, out, "keeps the finished variants; continue with --resume")
     console.print(comparison_rich_table(table, cmp.name))
     console.print(f"results: {out}/ (comparison.html, comparison.csv, one run folder per variant)")
+
+
+def _open_manifest(out: Path, fingerprint: str, resume: bool) -> set[str]:
+    """The variants already done (resuming), after checking the folder holds this comparison;
+    starting afresh, an empty manifest."""
+    from simulator.metrics.store import MANIFEST, read_manifest
+
+    manifest = read_manifest(out) if resume else None
+    if resume and manifest is None:
+        raise InputError("nothing to resume: no manifest.json in this folder", file=out)
+    if manifest is not None and manifest.get("fingerprint") != fingerprint:
+        raise InputError(
+            "this folder holds a different comparison (or --steps); run without --resume to replace it",
+            file=out / MANIFEST,
+        )
+    tasks = {
+        k: t for k, t in (manifest or {}).get("tasks", {}).items() if (out / k / "summary.json").is_file()
+    }
+    _save_manifest(out, fingerprint, tasks)
+    return set(tasks)
+
+
+def _save_manifest(out: Path, fingerprint: str, tasks: dict[str, Any]) -> None:
+    import json
+
+    from simulator.metrics.store import MANIFEST
+
+    ordered = dict(sorted(tasks.items(), key=lambda kv: kv[1]["variant"]))  # file order, not finish order
+    data = {"kind": "compare", "fingerprint": fingerprint, "tasks": ordered}
+    write_atomic(out / MANIFEST, json.dumps(data, indent=1) + "\n")
+
+
+def _run_variants(
+    out: Path, tasks: list[Any], executor: Any, workers: int | None, dashboards: bool, on_done: Any
+) -> None:
+    """Simulate the variants; each run folder is written whole as it finishes, then recorded."""
+    from simulator.io import replace_folder
+    from simulator.metrics.store import read_manifest
+    from simulator.study import compare as cmpmod
+    from simulator.study.executor import for_each_task
+
+    failed: dict[int, Any] = {}
+    index = {t.variant: i for i, t in enumerate(tasks)}
+
+    def _write(i: int, outcome: Any) -> None:
+        if outcome.error is not None:
+            failed[i] = outcome
+            return
+        replace_folder(out / outcome.variant, lambda d: outcome.result.write(d, dashboard=dashboards))
+        manifest = read_manifest(out) or {}
+        entry = {"variant": index[outcome.variant], "seed": 0, "files": {}}
+        tasks_done = {**manifest.get("tasks", {}), outcome.variant: entry}
+        _save_manifest(out, str(manifest.get("fingerprint")), tasks_done)
+        on_done(i, None)
+
+    for_each_task(cmpmod.simulate_variant, tasks, _write, executor, max_workers=workers)
+    if failed:
+        kind, code, lines = failed[min(failed)].error
+        raise cmpmod.VariantFailed(failed[min(failed)].variant, kind, code, lines)
+
+
+def _write_comparison(out: Path, cmp: Comparison) -> pd.DataFrame:
+    """The comparison table, resolved file and page, from the variants' run folders."""
+    from simulator.metrics.store import read_run_folder
+    from simulator.scenario.execute import RunResult
+    from simulator.study import compare as cmpmod
+    from simulator.viz.compare import comparison_html
+
+    results = []
+    for v in cmp.variants:  # summaries and the two frames the page draws, one variant at a time
+        frames, summary = read_run_folder(out / v.name)
+        results.append(RunResult(v.name, {k: frames[k] for k in ("steps", "links")}, summary, {}))
+    table = cmpmod.comparison_table(results, cmp.spec.cost.amortization_years)
+    _write_table(table, out, "comparison")
+    frames = {k: cmpmod.concat_frames(results, k) for k in ("steps", "links")}
+    write_atomic(out / "compare.resolved.yaml", _resolved(cmp))
+    write_atomic(out / "comparison.html", comparison_html(cmp.name, table, frames, [cmp.spec.description]))
+    return table
 
 
 def register(app: typer.Typer) -> None:

@@ -82,13 +82,15 @@ def trace(
     links: Annotated[int, typer.Option(help="Busiest links given a utilization counter track.", min=0)] = 8,
 ) -> None:
     """Write the step timeline as a Chrome/Perfetto trace (open in ui.perfetto.dev)."""
-    from simulator.metrics.store import check_run_frames, read_frames, read_summary
+    from simulator.metrics.store import read_run_folder
     from simulator.viz.chrome_trace import write_chrome_trace
 
     try:
-        frames = read_frames(results)
-        check_run_frames(frames, results)
-        read_summary(results)  # a damaged run folder is an error here too, not half a trace
+        if not any((results / f"ops.{ext}").is_file() for ext in ("parquet", "csv")):
+            raise InputError(
+                "no ops frame (ops.parquet / ops.csv): not a step-level run folder", file=results
+            )
+        frames, _ = read_run_folder(results)
         path = output or results / "trace.json"
         counts = write_chrome_trace(frames, path, steps=step or None, top_links=links)
     except ClustersimError as err:

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
 from rich.table import Table
@@ -16,6 +17,10 @@ from simulator.errors import ClustersimError, InputError
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
+
+    from simulator.io import Interrupted
+
+log = logging.getLogger(__name__)
 
 
 def _ms(value_s: float) -> str:
@@ -62,6 +67,18 @@ def summary_table(summary: dict[str, Any], title: str = "summary") -> Table:
     return t
 
 
+def interrupted(stop: Interrupted, folder: Path, kept: str = "left as it was") -> NoReturn:
+    """Report a SIGINT/SIGTERM that stopped a command on one line and exit 128 + signal."""
+    err_console.print(f"interrupted ({stop}): {folder} {kept}", markup=False, soft_wrap=True)
+    raise typer.Exit(code=stop.exit_code)
+
+
+def overrides(**given: Any) -> dict[str, Any]:
+    """The command-line overrides given, by the scenario key they replace (`run.steps`, `seed`)."""
+    keys = {"steps": "run.steps", "seed": "seed"}
+    return {keys.get(k, k): v for k, v in given.items() if v is not None}
+
+
 def _check_file(path: Path) -> str:
     """Validate one file of `scenarios/` by its kind; a short description when it is fine."""
     # the simulator and the input specs are imported inside the functions of this module,
@@ -99,6 +116,7 @@ def run(
     dashboard: Annotated[bool, typer.Option(help="Write dashboard.html.")] = True,
 ) -> None:
     """Simulate a scenario and write frames, summary.json and dashboard.html."""
+    from simulator.io import Interrupted, ResultsFolder
     from simulator.scenario.execute import execute
     from simulator.scenario.prepare import check_output_folder, default_output, prepare
 
@@ -111,11 +129,18 @@ def run(
         out = output or default_output(prep)
         check_output_folder(out, prep)
         n_steps = prep.scenario.spec.run.steps
-        with progress_bar(f"simulating {prep.scenario.name}", n_steps, unit="steps") as on_done:
-            result = execute(prep, on_step=lambda k: on_done(k, None), seed=seed)
-        result.write(out, dashboard=dashboard)
+        # checked writable and locked before anything is simulated; replaced whole at the end
+        with ResultsFolder(out) as folder:
+            with progress_bar(f"simulating {prep.scenario.name}", n_steps, unit="steps") as on_done:
+                result = execute(prep, lambda k: on_done(k, None), seed, overrides(steps=steps, seed=seed))
+            log.info("writing results to %s", out)
+            result.write(folder.stage(), dashboard=dashboard)
+            folder.commit()
+            log.info("results written to %s", out)
     except ClustersimError as err:
         fail(err)
+    except Interrupted as stop:
+        interrupted(stop, out)
     console.print(summary_table(result.summary, f"{prep.scenario.name}"))
     for warning in result.summary.get("calibration_warnings", []):
         err_console.print(f"warning: {warning}", markup=False, soft_wrap=True)

@@ -1,8 +1,10 @@
 """`clustersim sweep FILE`: a run-level study over seeds (process pool or Dask).
 
-Writes `runs` (one row per variant and seed) and `summary` (mean and 95% interval per
-variant) as Parquet or CSV, `summary.csv`, the goodput figure `sweep.html` and
-`study.resolved.yaml`, then prints the summary table.
+Each run is written as it finishes into the study's store (`simulator.study.store`);
+`--resume` continues a stopped study, Ctrl-C stops the workers and keeps what finished.
+Once all are done, writes `runs` (one row per variant and seed) and `summary` (mean and
+95% interval per variant) as Parquet or CSV, `summary.csv`, the goodput figure
+`sweep.html` and `study.resolved.yaml`, then prints the summary table.
 """
 
 from __future__ import annotations
@@ -15,7 +17,8 @@ import yaml
 from rich.table import Table
 
 from simulator.commands.common import console, fail, progress_bar
-from simulator.errors import ClustersimError
+from simulator.commands.run import interrupted
+from simulator.errors import ClustersimError, InputError
 from simulator.io import write_atomic
 
 if TYPE_CHECKING:
@@ -53,43 +56,100 @@ def sweep(
     dask: Annotated[
         str | None, typer.Option("--dask", help="Dask scheduler address, or 'local' for a LocalCluster.")
     ] = None,
+    serial: Annotated[
+        bool, typer.Option("--serial", help="Run the tasks one by one in this process.")
+    ] = False,
     workers: Annotated[int | None, typer.Option("--workers", min=1, help="Local process-pool size.")] = None,
+    resume: Annotated[
+        bool, typer.Option("--resume", help="Keep the tasks this folder already holds; run only the rest.")
+    ] = False,
+    frames: Annotated[
+        str,
+        typer.Option(
+            "--frames",
+            help="Frames kept per run under OUT/dataset/: runs (always), incidents, segments "
+            "(comma-separated; 'runs' alone keeps long studies small).",
+        ),
+    ] = "runs,incidents,segments",
 ) -> None:
-    """Run a run-level study (checkpoint interval, MTBF scale, spares, policy) across seeds."""
+    """Run a run-level study (checkpoint interval, MTBF scale, spares, policy) across seeds.
+
+    Each finished run is written at once under OUT/dataset/ (see `clustersim query`); a
+    stopped study keeps them, and `--resume` runs only the missing ones.
+    """
     # the simulator and the figures are imported inside the command, so that `clustersim --help` stays fast
-    from simulator import __version__
-    from simulator.metrics.store import write_frame
-    from simulator.study.sweep import load_study, run_study, summarize_study
-    from simulator.viz.faults import sweep_figure
+    from simulator.io import Interrupted, stop_signals_raise
+    from simulator.study.store import open_store, run_into_store
+    from simulator.study.sweep import load_study
 
     try:
+        if serial and dask:
+            raise InputError("give either --serial or --dask, not both")
+        kept = _frames(frames)
         study = load_study(file)
-        n_runs = len(study.variants) * (seeds or study.spec.seeds)
-        console.print(
-            f"study {study.spec.name}: {len(study.variants)} variant(s) x "
-            f"{seeds or study.spec.seeds} seed(s) = {n_runs} runs on "
-            f"{'dask ' + dask if dask else 'a local process pool'}"
-        )
-        with progress_bar(f"simulating {study.spec.name}", n_runs) as on_done:
-            runs = run_study(
-                study, seeds=seeds, executor=dask or "pool", max_workers=workers, on_done=on_done
+        n_seeds = seeds or study.spec.seeds
+        n_runs = len(study.variants) * n_seeds
+        with stop_signals_raise(), open_store(out, study, n_seeds, resume) as (store, done):
+            where = "this process" if serial else "dask " + dask if dask else "a local process pool"
+            console.print(
+                f"study {study.spec.name}: {len(study.variants)} variant(s) x {n_seeds} seed(s) = "
+                f"{n_runs} runs ({len(done)} done already) on {where}"
             )
+            executor = "serial" if serial else dask or "pool"
+            write_atomic(out / "study.resolved.yaml", _resolved(file, study, n_seeds))
+            with progress_bar(f"simulating {study.spec.name}", n_runs - len(done)) as on_done:
+                run_into_store(store, study, n_seeds, done, executor, workers, on_done, kept)
+            runs, summary = _write_tables(out, file, study, n_seeds, store.read("runs"))
     except ClustersimError as err:
         fail(err)
+    except Interrupted as stop:
+        interrupted(stop, out, "keeps the finished runs; continue with --resume")
+    console.print(_summary_table(study.spec.name, summary, list(runs.attrs.get("axes", []))))
+    console.print(
+        f"wrote {out / 'runs.parquet'}, {out / 'summary.csv'}, {out / 'sweep.html'}, {out / 'dataset'}/"
+    )
+
+
+def _frames(given: str) -> tuple[str, ...]:
+    """The frames named by `--frames`, `runs` first; an unknown name is an input error."""
+    from simulator.metrics.store import STORE_FRAMES
+
+    names = {n.strip() for n in given.split(",") if n.strip()}
+    unknown = sorted(names - set(STORE_FRAMES))
+    if unknown:
+        raise InputError(
+            f"--frames: unknown frame(s) {', '.join(unknown)}; expected {', '.join(STORE_FRAMES)}"
+        )
+    return tuple(n for n in STORE_FRAMES if n in names or n == "runs")
+
+
+def _write_tables(
+    out: Path, file: Path, study: Any, n_seeds: int, runs: pd.DataFrame
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The consolidated tables of a finished study: runs, summary, figure, resolved study."""
+    from simulator.metrics.store import write_frame
+    from simulator.study.sweep import summarize_study
+    from simulator.viz.faults import sweep_figure
+
     summary = summarize_study(runs)
-    runs_path = write_frame(out, "runs", runs)
+    write_frame(out, "runs", runs)
     write_frame(out, "summary", summary)
     write_atomic(out / "summary.csv", summary.to_csv(index=False))
     write_atomic(out / "sweep.html", sweep_figure(runs).to_html(include_plotlyjs=True, full_html=True))
+    return runs, summary
+
+
+def _resolved(file: Path, study: Any, n_seeds: int) -> str:
+    """`study.resolved.yaml`: the validated study and the seeds run (written when it starts)."""
+    from simulator import __version__
+
     resolved = {
         "version": __version__,
         "file": str(file),
-        "seeds": seeds or study.spec.seeds,
+        "seeds": n_seeds,
         "study": study.spec.model_dump(mode="json"),
     }
-    write_atomic(out / "study.resolved.yaml", yaml.safe_dump(resolved, sort_keys=False))
-    console.print(_summary_table(study.spec.name, summary, list(runs.attrs.get("axes", []))))
-    console.print(f"wrote {runs_path}, {out / 'summary.csv'}, {out / 'sweep.html'}")
+    return yaml.safe_dump(resolved, sort_keys=False)
 
 
 def register(app: typer.Typer) -> None:

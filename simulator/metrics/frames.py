@@ -15,6 +15,8 @@ Glossary of frames (one row per ...):
 
 from __future__ import annotations
 
+import ast
+import re
 from collections.abc import Sequence
 from typing import NamedTuple, Protocol
 
@@ -22,6 +24,23 @@ import numpy as np
 import pandas as pd
 
 from simulator.network.fabric import FlowRecord
+
+#: A set printed by Python: `frozenset({...})` (elements without braces: names, numbers, tuples).
+_FROZENSET = re.compile(r"frozenset\(\{([^{}]*)\}\)")
+
+
+def _sorted_frozenset(match: re.Match[str]) -> str:
+    items = ast.literal_eval("[" + match.group(1) + "]")
+    return "frozenset({" + ", ".join(repr(x) for x in sorted(items, key=repr)) + "})"
+
+
+def canonical_text(text: str) -> str:
+    """`text` with every printed frozenset's elements in sorted order.
+
+    A set prints in hash order, which for strings changes with PYTHONHASHSEED; sorted, the
+    same state prints the same way in every process.
+    """
+    return _FROZENSET.sub(_sorted_frozenset, text) if "frozenset({" in text else text
 
 
 class StepSpan(Protocol):

@@ -21,6 +21,7 @@ import pandas as pd
 
 from simulator.errors import InputError
 from simulator.io import write_atomic
+from simulator.metrics.frames import canonical_text
 
 # text columns of the frames: read back as text even when every value is empty
 TEXT_COLUMNS = frozenset(
@@ -51,6 +52,12 @@ TEXT_COLUMNS = frozenset(
 
 FRAME_NAMES = ("ops", "flows", "links", "steps", "incidents", "segments", "runs")
 
+#: The manifest of a study folder stored task by task (`simulator.study.store`).
+MANIFEST = "manifest.json"
+
+#: The frames a stored study keeps per task, under `dataset/<frame>/`.
+STORE_FRAMES = ("runs", "incidents", "segments")
+
 
 def _has_pyarrow() -> bool:
     # pyarrow is an optional dependency: probed when a frame is written, not imported above
@@ -61,8 +68,30 @@ def _has_pyarrow() -> bool:
     return True
 
 
+#: Text columns that may hold printed sets, written with their elements sorted.
+SET_TEXT_COLUMNS = ("state",)
+
+
+def canonical_frame(df: pd.DataFrame) -> pd.DataFrame:
+    """The frame as written: printed sets in `SET_TEXT_COLUMNS` sorted, so the bytes of a frame
+    do not depend on PYTHONHASHSEED (a copy only when something changes)."""
+    cols = [c for c in SET_TEXT_COLUMNS if c in df.columns and not pd.api.types.is_numeric_dtype(df[c])]
+    if not cols:
+        return df
+    out = df.copy()
+    for c in cols:
+        out[c] = [canonical_text(v) if isinstance(v, str) else v for v in out[c]]
+    out.attrs = dict(df.attrs)
+    return out
+
+
 def write_frame(folder: Path, name: str, df: pd.DataFrame) -> Path:
-    """Write one frame as `NAME.parquet` (with pyarrow) or `NAME.csv`; returns the path written."""
+    """Write one frame as `NAME.parquet` (with pyarrow) or `NAME.csv`; returns the path written.
+
+    Printed sets in text columns are written sorted (`canonical_frame`), so the same run
+    gives the same bytes whatever PYTHONHASHSEED.
+    """
+    df = canonical_frame(df)
     if _has_pyarrow():
         buf = io.BytesIO()
         df.to_parquet(buf, index=False)
@@ -163,3 +192,109 @@ def check_run_frames(frames: dict[str, pd.DataFrame], folder: str | Path) -> Non
             f"(a run writes {', '.join(RUN_FRAMES)})",
             file=folder,
         )
+
+
+def read_manifest(folder: str | Path) -> dict[str, Any] | None:
+    """A study folder's manifest.json, or None when there is none.
+
+    Raises:
+        InputError: the manifest is not valid JSON or not a study manifest.
+    """
+    p = Path(folder) / MANIFEST
+    if not p.is_file():
+        return None
+    try:
+        data = json.loads(p.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise InputError(f"unreadable manifest ({type(exc).__name__})", file=p) from None
+    if not isinstance(data, dict) or not isinstance(data.get("tasks"), dict):
+        raise InputError("not a study manifest (no tasks)", file=p)
+    return data
+
+
+def read_dataset(folder: str | Path, name: str) -> pd.DataFrame:
+    """One frame of a stored study: every finished task's file (as the manifest lists them),
+    stacked in task order (variant, then seed); empty when no task has finished.
+
+    Raises:
+        InputError: the manifest or a task file is missing or unreadable.
+    """
+    folder = Path(folder)
+    manifest = read_manifest(folder)
+    if manifest is None:
+        raise InputError(f"{MANIFEST} not found", file=folder)
+    tasks = sorted(manifest["tasks"].values(), key=lambda t: (t["variant"], t["seed"]))
+    parts = []
+    for t in tasks:
+        rel = t.get("files", {}).get(name)
+        if rel is None:
+            continue
+        path = folder / rel
+        df = read_table(path.parent, path.stem)
+        if df is None:
+            raise InputError("a finished task's file is missing", file=path)
+        parts.append(df)
+    if not parts:
+        return pd.DataFrame()
+    return pd.concat(parts, ignore_index=True)
+
+
+#: The columns a saved frame must have to be read back (the rest are optional).
+REQUIRED_COLUMNS: dict[str, tuple[str, ...]] = {
+    "ops": ("step", "op_id", "kind", "tag", "rank", "stream", "started_at_s", "finished_at_s", "gpu"),
+    "flows": ("flow_id", "size_bytes", "started_at_s", "finished_at_s"),
+    "links": ("link_id", "link", "started_at_s", "finished_at_s", "utilization"),
+    "steps": ("step", "rank", "step_time_s", "compute_s", "exposed_comm_s", "idle_s"),
+    "incidents": ("time_s", "kind"),
+    "segments": ("start_s", "end_s", "phase"),
+    "runs": ("seed", "goodput"),
+}
+
+#: Frames every step-level run writes, and those a run with failures adds.
+STEP_FRAMES = ("ops", "flows", "links", "steps")
+RUN_LEVEL_FRAMES = ("incidents", "segments", "runs")
+
+
+def check_frame(folder: Path, name: str, df: pd.DataFrame) -> None:
+    """A frame read back has the columns its readers need.
+
+    Raises:
+        InputError: columns are missing (naming the file).
+    """
+    missing = [c for c in REQUIRED_COLUMNS.get(name, ()) if c not in df.columns]
+    if missing:
+        path = folder / f"{name}.parquet"
+        raise InputError(f"not a {name} frame: missing column(s) {', '.join(missing)}", file=path)
+
+
+def read_run_folder(folder: str | Path) -> tuple[dict[str, pd.DataFrame], dict[str, Any]]:
+    """A run folder's frames and summary, checked complete: the step-level frames (non-empty
+    `ops` and `steps`), the failure frames when the summary says the run has a run level,
+    each with its required columns, and a readable topology.json when there is one.
+
+    Raises:
+        InputError: a file is missing, unreadable or not what it should be (one line).
+    """
+    folder = Path(folder)
+    summary = read_summary(folder)
+    if not isinstance(summary, dict):
+        raise InputError("summary.json is not a JSON object", file=folder / "summary.json")
+    frames = read_frames(folder)
+    needed = [*STEP_FRAMES, *(RUN_LEVEL_FRAMES if summary.get("run_level") else ())]
+    for name in needed:
+        if name not in frames:
+            raise InputError(f"{name} frame missing ({name}.parquet / {name}.csv)", file=folder)
+    for name, df in frames.items():
+        check_frame(folder, name, df)
+    for name in ("ops", "steps"):
+        if frames[name].empty:
+            raise InputError(f"{name} frame is empty", file=folder / f"{name}.parquet")
+    topo = folder / "topology.json"
+    if topo.is_file():
+        try:
+            json.loads(topo.read_text(encoding="utf-8"))
+        except json.JSONDecodeError as exc:
+            raise InputError(f"malformed JSON: {exc.msg}", file=topo, line=exc.lineno) from None
+        except UnicodeDecodeError:
+            raise InputError("not a saved topology (UnicodeDecodeError)", file=topo) from None
+    return frames, summary

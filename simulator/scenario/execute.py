@@ -7,6 +7,7 @@ scenario, the topology and the dashboard.
 
 from __future__ import annotations
 
+import copy
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -56,10 +57,38 @@ class RunResult:
         return out
 
 
+def resolved_scenario(prep: PreparedRun, seed: int) -> dict[str, Any]:
+    """The scenario mapping that reproduces the run: the file's keys with the steps and seed
+    actually run (command-line overrides included) and file references made absolute;
+    `run.output` is left out (the file sits in the results folder)."""
+    sc = prep.scenario
+    data = copy.deepcopy(sc.doc.data) if isinstance(sc.doc.data, dict) else {}
+    data["topology"] = {"file": str(sc.topology_path.resolve())}
+    data["workload"] = {"file": str(sc.workload_path.resolve())}
+    if sc.calibration_paths or "calibration" in data:
+        data["calibration"] = [{"file": str(p.resolve())} for p in sc.calibration_paths]
+    data["seed"] = seed
+    run = {k: v for k, v in (data.get("run") or {}).items() if k != "output"}
+    run["steps"] = sc.spec.run.steps
+    data["run"] = run
+    return data
+
+
 def execute(
-    prep: PreparedRun, on_step: Callable[[int], None] | None = None, seed: int | None = None
+    prep: PreparedRun,
+    on_step: Callable[[int], None] | None = None,
+    seed: int | None = None,
+    overrides: dict[str, Any] | None = None,
 ) -> RunResult:
-    """Simulate the prepared run and collect its frames and summary."""
+    """Simulate the prepared run and collect its frames and summary.
+
+    Args:
+        prep: the prepared run (its spec already carries any override of run.steps).
+        on_step: called with each finished step.
+        seed: the seed (default: the scenario's).
+        overrides: the command-line overrides given (dotted key -> value), recorded in
+            the resolved scenario.
+    """
     sc = prep.scenario.spec
     seed = sc.seed if seed is None else seed
     wall0 = time.perf_counter()
@@ -103,7 +132,8 @@ def execute(
     if sc.run_level:
         frames.update(run_level(prep, summary, seed))
     resolved = {
-        "scenario": prep.scenario.doc.data,
+        "scenario": resolved_scenario(prep, seed),
+        "overrides": dict(overrides or {}),
         "scenario_file": str(prep.scenario.path),
         "topology_file": str(prep.scenario.topology_path),
         "workload_file": str(prep.scenario.workload_path),

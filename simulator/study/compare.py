@@ -34,8 +34,11 @@ it is identical whichever executor ran the tasks.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -43,6 +46,7 @@ from typing import Any
 import pandas as pd
 from pydantic import Field, field_validator
 
+import simulator
 from simulator.config.base import FileRef, Spec
 from simulator.config.loader import Document, Loc, read_document, validate
 from simulator.errors import ClustersimError, InputError
@@ -355,7 +359,7 @@ def simulate_variant(task: VariantTask) -> VariantOutcome:
             prep.scenario.spec = sc.model_copy(
                 update={"run": sc.run.model_copy(update={"steps": task.steps})}
             )
-        result = execute(prep)
+        result = execute(prep, overrides={"run.steps": task.steps} if task.steps is not None else None)
     except ClustersimError as err:
         lines = err.lines() if hasattr(err, "lines") else [str(err)]
         return VariantOutcome(task.variant, error=(type(err).__name__, err.exit_code, lines))
@@ -372,6 +376,30 @@ def simulate_variant(task: VariantTask) -> VariantOutcome:
     result.resolved["variant"] = task.variant
     result.resolved["compare"] = task.compare
     return VariantOutcome(task.variant, result=result)
+
+
+def compare_fingerprint(cmp: Comparison, steps: int | None) -> str:
+    """What makes two runs of a comparison the same: the compare file, every variant's merged
+    scenario and topology edits, the steps override and the version (the contents of the
+    files they reference are not included)."""
+    data = {
+        "compare": cmp.doc.data,
+        "variants": [[v.name, v.scenario_data, v.topology_params] for v in cmp.variants],
+        "steps": steps,
+        "version": simulator.__version__,
+    }
+    text = json.dumps(data, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def variant_tasks(cmp: Comparison, steps: int | None = None, skip: Iterable[str] = ()) -> list[VariantTask]:
+    """One task per variant (file order), leaving out the variants named in `skip`."""
+    left_out = set(skip)
+    return [
+        VariantTask(cmp.name, v.name, v.prepared, cmp.prices, steps)
+        for v in cmp.variants
+        if v.name not in left_out
+    ]
 
 
 class VariantFailed(ClustersimError):
@@ -395,7 +423,7 @@ def run_comparison(
     steps: int | None = None,
 ) -> list[Any]:
     """Simulate every variant; RunResults in the compare file's order."""
-    tasks = [VariantTask(cmp.name, v.name, v.prepared, cmp.prices, steps) for v in cmp.variants]
+    tasks = variant_tasks(cmp, steps)
     outcomes = run_tasks(simulate_variant, tasks, executor, max_workers=max_workers, on_done=on_done)
     for o in outcomes:
         if o.error is not None:

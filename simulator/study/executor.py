@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import logging
 import os
+import signal
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from contextlib import contextmanager
@@ -147,6 +148,96 @@ def _collect(
     if errors:
         raise errors[min(errors)]
     return results
+
+
+def for_each_task(
+    fn: Callable[[T], R],
+    tasks: Sequence[T],
+    on_result: OnDone,
+    executor: Any = "pool",
+    *,
+    max_workers: int | None = None,
+) -> None:
+    """Apply `fn` to every task and hand each result to `on_result` as it finishes; keep none.
+
+    Unlike `run_tasks`, nothing is held once `on_result` returns, so a long study's memory
+    does not grow with its tasks. Any exception in this process while tasks run (a signal
+    turned into an exception, an error of `on_result`) cancels what has not started and
+    stops the local workers at once (killed, not waited for); finished results have been
+    handed over already.
+
+    Raises:
+        Whatever `fn` raises, for the first failing task in task order, once the others
+        are done.
+    """
+    tasks = list(tasks)
+    if not tasks:
+        return
+    if executor == "serial" or (executor in (None, "pool") and default_workers(len(tasks), max_workers) == 1):
+        _serial(fn, tasks, on_result)
+        return
+    if executor in (None, "pool"):
+        _pool_each(fn, tasks, default_workers(len(tasks), max_workers), on_result)
+        return
+    with dask_client(executor, max_workers=max_workers) as client:
+        futures = client.map(fn, tasks, pure=False)
+        try:
+            _dask_each(futures, on_result)
+        except BaseException:
+            client.cancel(futures)
+            raise
+
+
+def _ignore_sigint() -> None:
+    """Pool workers leave Ctrl-C to the parent, which stops them (no traceback per worker)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _pool_each(fn: Callable[[T], R], tasks: list[T], workers: int, on_result: OnDone) -> None:
+    pool = ProcessPoolExecutor(max_workers=workers, initializer=_ignore_sigint)
+    try:
+        futures = {pool.submit(fn, t): i for i, t in enumerate(tasks)}
+        _collect_each(as_completed(futures), futures.__getitem__, lambda f: f.exception(), on_result)
+    except BaseException:
+        processes = list((getattr(pool, "_processes", None) or {}).values())
+        pool.shutdown(wait=False, cancel_futures=True)
+        for proc in processes:
+            proc.kill()
+        for proc in processes:
+            proc.join(timeout=5)
+        raise
+    pool.shutdown(wait=True)
+
+
+def _dask_each(futures: list[Any], on_result: OnDone) -> None:
+    from distributed import as_completed as dask_completed
+
+    index = {f.key: i for i, f in enumerate(futures)}
+    _collect_each(
+        dask_completed(futures),
+        lambda f: index[f.key],
+        lambda f: f.exception() if f.status == "error" else None,
+        on_result,
+    )
+
+
+def _collect_each(
+    done: Iterable[Any],
+    index_of: Callable[[Any], int],
+    error_of: Callable[[Any], BaseException | None],
+    on_result: OnDone,
+) -> None:
+    """Hand each finished future's result over; raise the lowest-numbered failure at the end."""
+    errors: dict[int, BaseException] = {}
+    for fut in done:
+        i = index_of(fut)
+        exc = error_of(fut)
+        if exc is not None:
+            errors[i] = exc
+            continue
+        on_result(i, fut.result())
+    if errors:
+        raise errors[min(errors)]
 
 
 @contextmanager

@@ -393,6 +393,23 @@ def _task(args: tuple[int, dict[str, Any], StudySpec, int, StepOracle]) -> dict[
     return row
 
 
+def store_task(
+    args: tuple[int, dict[str, Any], StudySpec, int, StepOracle, tuple[str, ...]],
+) -> dict[str, pd.DataFrame]:
+    """One task of a stored study: its summary row (`runs`) and the other frames asked for
+    (`incidents`, `segments`), each with the variant, axis and seed columns first."""
+    index, labels, spec, seed, oracle, kept = args
+    result = _simulate(spec, seed, oracle)
+    keys: dict[str, Any] = {"variant": index, **labels, "seed": seed}
+    frames = {"runs": pd.DataFrame([{**keys, **result.summary}])}
+    for name in (n for n in ("incidents", "segments") if n in kept):
+        df = getattr(result, name).copy()
+        for pos, (col, value) in enumerate(keys.items()):
+            df.insert(pos, col, [value] * len(df))
+        frames[name] = df
+    return frames
+
+
 def study_oracles(study: Study) -> dict[int, StepOracle]:
     """One oracle per distinct step spec, built (and, for a scenario, warmed) in this process,
     so workers get the answers instead of re-running step simulations."""

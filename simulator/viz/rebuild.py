@@ -7,10 +7,11 @@ What a path holds is recognized by its files, checked in this order:
   profile, in the `samples` folders and in topologies/calibration/samples/;
 * a comparison (`compare.resolved.yaml` or `comparison.parquet|csv`, one run folder per
   variant) -> `simulator.viz.compare.comparison_html`, written as `comparison.html`;
-* a run-level study (`study.resolved.yaml` or `runs.parquet|csv`) -> a page of
+* a run (`summary.json` and at least one step-level or failure frame; a run with failures
+  also has a `runs` frame) -> the run dashboard, as `dashboard.html`;
+* a run-level study (`study.resolved.yaml`, `manifest.json` or `runs.parquet|csv`; the
+  runs read from the study's dataset while it is unfinished) -> a page of
   `simulator.viz.faults.sweep_figure` (goodput, and ETTR when present), as `sweep.html`;
-* a run (`summary.json` and at least one step-level or failure frame) -> the run
-  dashboard, as `dashboard.html`;
 * a folder holding calibration profiles (YAML files with `sources:` and collective or
   compute tables) -> the page of its only profile.
 
@@ -32,7 +33,14 @@ import pandas as pd
 import yaml
 
 from simulator.errors import InputError
-from simulator.metrics.store import read_frames, read_table
+from simulator.metrics.store import (
+    MANIFEST,
+    check_frame,
+    read_dataset,
+    read_manifest,
+    read_run_folder,
+    read_table,
+)
 from simulator.viz.calibration import profile_dashboard_html
 from simulator.viz.compare import comparison_html
 from simulator.viz.dashboard import page, run_dashboard_from_folder
@@ -69,15 +77,25 @@ def _has_table(folder: Path, stem: str) -> bool:
 
 
 def _read_yaml(path: Path) -> dict[str, Any]:
+    """A resolved file's mapping; {} when the file is missing (it only adds names and notes)."""
+    if not path.is_file():
+        return {}
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"cannot read ({type(exc).__name__})", file=path) from None
     except yaml.YAMLError as exc:
-        raise InputError(f"malformed YAML: {exc}", file=path) from None
+        raise InputError(f"malformed YAML: {str(exc).splitlines()[0]}", file=path) from None
     return data if isinstance(data, dict) else {}
 
 
 def build_run(folder: Path) -> tuple[str, str]:
-    """A run folder -> its run dashboard."""
+    """A run folder -> its run dashboard (the folder checked complete first).
+
+    Raises:
+        InputError: a frame or the summary is missing, unreadable or incomplete.
+    """
+    read_run_folder(folder)
     return run_dashboard_from_folder(folder), "dashboard.html"
 
 
@@ -98,7 +116,7 @@ def build_comparison(folder: Path) -> tuple[str, str]:
         vdir = folder / variant
         if not vdir.is_dir():
             raise InputError(f"run folder of variant {variant!r} not found", file=vdir)
-        run = read_frames(vdir)
+        run, _ = read_run_folder(vdir)
         for k, parts in frames.items():
             if k in run:
                 df = run[k]
@@ -160,8 +178,13 @@ def build_study(folder: Path) -> tuple[str, str]:
         InputError: the runs table is missing.
     """
     runs = read_table(folder, "runs")
-    if runs is None:
-        raise InputError("runs.parquet / runs.csv not found", file=folder)
+    if runs is None and (folder / MANIFEST).is_file():  # a study still running or stopped
+        runs = read_dataset(folder, "runs")
+    if runs is None or runs.empty:
+        raise InputError(
+            "no finished runs (runs.parquet / runs.csv, or a dataset) in this folder", file=folder
+        )
+    check_frame(folder, "runs", runs)
     resolved = _read_yaml(folder / "study.resolved.yaml")
     study = resolved.get("study") or {}
     if not runs.attrs.get("axes"):  # CSV keeps no attrs: take the axes from the resolved study
@@ -231,12 +254,22 @@ def detect_results(path: Path, samples: Sequence[Path] = ()) -> tuple[str, Build
     if not path.is_dir():
         raise InputError("results folder not found", file=path)
     folder = path
-    if (folder / "compare.resolved.yaml").is_file() or _has_table(folder, "comparison"):
+    manifest = read_manifest(folder)
+    if (
+        (folder / "compare.resolved.yaml").is_file()
+        or _has_table(folder, "comparison")
+        or (manifest or {}).get("kind") == "compare"
+    ):
         return "comparison", build_comparison
-    if (folder / "study.resolved.yaml").is_file() or _has_table(folder, "runs"):
-        return "study", build_study
+    # a run with failures has a runs table too: summary.json marks the run (a study has none)
     if (folder / "summary.json").is_file() and any(_has_table(folder, n) for n in RUN_FRAMES):
         return "run", build_run
+    if (
+        (folder / "study.resolved.yaml").is_file()
+        or (folder / MANIFEST).is_file()
+        or _has_table(folder, "runs")
+    ):
+        return "study", build_study
     if _calibration_profiles(folder):
         return "calibration", calibration
     raise InputError(

@@ -49,3 +49,51 @@ def test_empty_and_worker_cap() -> None:
     assert default_workers(3, 64) == 3
     assert default_workers(100, 2) == 2
     assert default_workers(0) == 1
+
+
+def _record_pid_and_sleep(folder: str) -> int:
+    import os
+    import time
+    from pathlib import Path
+
+    (Path(folder) / str(os.getpid())).write_text("")
+    time.sleep(60)
+    return 0
+
+
+def test_an_interrupt_kills_the_pool_workers_and_keeps_what_finished(tmp_path) -> None:
+    """SIGINT (turned into `Interrupted`) while two 60 s tasks run: the workers are killed at
+    once instead of being waited for, and the results handed over before stay handed over."""
+    import os
+    import signal
+    import threading
+
+    from simulator.io import Interrupted, stop_signals_raise
+    from simulator.study.executor import for_each_task
+
+    got: list[int] = []
+
+    def interrupt_when_both_started() -> None:
+        while len(list(tmp_path.iterdir())) < 2:
+            threading.Event().wait(0.05)
+        os.kill(os.getpid(), signal.SIGINT)
+
+    threading.Thread(target=interrupt_when_both_started, daemon=True).start()
+    with pytest.raises(Interrupted), stop_signals_raise():
+        for_each_task(
+            _record_pid_and_sleep, [str(tmp_path)] * 2, lambda i, r: got.append(i), "pool", max_workers=2
+        )
+    assert got == []
+    for pid in (int(p.name) for p in tmp_path.iterdir()):
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)
+
+
+def test_for_each_task_hands_every_result_over_in_completion_order() -> None:
+    from simulator.study.executor import for_each_task
+
+    got: dict[int, int] = {}
+    for_each_task(square_after, TASKS, got.__setitem__, "pool", max_workers=2)
+    assert got == {i: square_after(t) for i, t in enumerate(TASKS)}
+    with pytest.raises(ValueError):
+        for_each_task(fail_on_three, range(6), lambda i, r: None, "serial")

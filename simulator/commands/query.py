@@ -1,0 +1,98 @@
+"""`clustersim query RESULTS "SQL"`: SQL (DuckDB) over a results folder's frames.
+
+Every frame of the folder is a table named after it: for a study, `runs`, `incidents` and
+`segments` over every finished task of its dataset (`simulator.study.store`, so a study
+still running or stopped can be queried), plus its consolidated tables (`summary`); for a
+run folder, `ops`, `flows`, `links`, `steps`, ... from its Parquet files. The answer is
+printed as a table, or as CSV with `--csv`.
+
+Simplified: only Parquet frames are tables (a CSV-only folder, written without pyarrow, is
+refused); the query runs on an in-memory DuckDB database that reads the files in place.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.table import Table
+
+from simulator.commands.common import console, fail
+from simulator.errors import ClustersimError, InputError
+
+
+def _quoted(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+def frame_tables(folder: Path) -> dict[str, list[Path]]:
+    """Table name -> Parquet files, for every frame of a results folder (see the module docstring).
+
+    Raises:
+        InputError: the folder is missing or holds no Parquet frame.
+    """
+    from simulator.metrics.store import read_manifest
+
+    if not folder.is_dir():
+        raise InputError("results folder not found", file=folder)
+    tables: dict[str, list[Path]] = {p.stem: [p] for p in sorted(folder.glob("*.parquet"))}
+    manifest = read_manifest(folder)
+    if manifest is not None:
+        tasks = sorted(manifest["tasks"].values(), key=lambda t: (t["variant"], t["seed"]))
+        for name in manifest.get("frames", []):
+            files = [folder / t["files"][name] for t in tasks if name in t.get("files", {})]
+            if files:
+                tables[name] = files
+    if not tables:
+        raise InputError("no Parquet frames in this folder to query", file=folder)
+    return tables
+
+
+def run_query(folder: Path, sql: str) -> Any:
+    """The answer of `sql` over the folder's frames, as a pandas DataFrame.
+
+    Raises:
+        InputError: the folder holds no frames, or DuckDB rejects the query.
+    """
+    import duckdb
+
+    con = duckdb.connect(":memory:")
+    try:
+        for name, files in frame_tables(folder).items():
+            paths = "[" + ", ".join(_quoted(str(p)) for p in files) + "]"
+            con.execute(f'CREATE VIEW "{name}" AS SELECT * FROM read_parquet({paths}, union_by_name = true)')
+        return con.execute(sql).df()
+    except duckdb.Error as exc:
+        raise InputError(f"query failed: {str(exc).splitlines()[0]}", file=folder) from None
+    finally:
+        con.close()
+
+
+def query(
+    results: Annotated[Path, typer.Argument(help="Results folder: a study (sweep) or a run.")],
+    sql: Annotated[
+        str, typer.Argument(help="SQL over tables named after the frames (runs, segments, ops, ...).")
+    ],
+    csv: Annotated[bool, typer.Option("--csv", help="Print CSV instead of a table.")] = False,
+    limit: Annotated[int, typer.Option("--rows", min=1, help="Rows shown in the table.")] = 50,
+) -> None:
+    """Query a results folder with SQL (DuckDB); each frame is a table named after it."""
+    try:
+        df = run_query(results, sql)
+    except ClustersimError as err:
+        fail(err)
+    if csv:
+        console.out(df.to_csv(index=False), end="", highlight=False)
+        return
+    table = Table(show_header=True, title=f"{len(df)} row(s)")
+    for col in df.columns:
+        table.add_column(str(col))
+    for row in df.head(limit).itertuples(index=False):
+        table.add_row(*(str(v) for v in row))
+    console.print(table)
+
+
+def register(app: typer.Typer) -> None:
+    """Add the `query` command to the CLI."""
+    app.command()(query)

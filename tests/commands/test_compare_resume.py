@@ -1,0 +1,58 @@
+"""`clustersim compare --resume`: variants written as they finish, a stopped comparison resumed."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from simulator.commands.app import app
+from simulator.io import Interrupted
+from simulator.study import compare as cmpmod
+
+
+def _run(*args: str):
+    return CliRunner().invoke(app, ["compare", *args, "--serial", "--steps", "1", "--no-dashboards"])
+
+
+def test_a_stopped_comparison_keeps_finished_variants_and_resumes_to_the_same_table(
+    small_compare: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    straight, resumed = tmp_path / "straight", tmp_path / "resumed"
+    assert _run(str(small_compare), "-o", str(straight)).exit_code == 0
+    simulate = cmpmod.simulate_variant
+
+    def stop_at_the_second(task: cmpmod.VariantTask) -> cmpmod.VariantOutcome:
+        if task.variant == "tree":
+            raise Interrupted(15)
+        return simulate(task)
+
+    monkeypatch.setattr(cmpmod, "simulate_variant", stop_at_the_second)
+    r = _run(str(small_compare), "-o", str(resumed))
+    assert r.exit_code == 128 + 15, r.output
+    assert "continue with --resume" in r.output
+    assert (resumed / "ring" / "steps.parquet").is_file() and not (resumed / "tree").exists()
+    assert list(json.loads((resumed / "manifest.json").read_text())["tasks"]) == ["ring"]
+    monkeypatch.setattr(cmpmod, "simulate_variant", simulate)
+    r = _run(str(small_compare), "-o", str(resumed), "--resume")
+    assert r.exit_code == 0, r.output
+    assert "(1 done already)" in r.output
+    assert (resumed / "comparison.csv").read_text() == (straight / "comparison.csv").read_text()
+    for variant in ("ring", "tree", "hier-1step"):
+        for frame in ("ops", "steps", "links"):
+            got = (resumed / variant / f"{frame}.parquet").read_bytes()
+            assert got == (straight / variant / f"{frame}.parquet").read_bytes(), (variant, frame)
+
+
+def test_resume_of_another_comparison_is_refused(small_compare: Path, tmp_path: Path) -> None:
+    """A folder whose manifest was written for other inputs (another file, or other --steps)."""
+    out = tmp_path / "c"
+    out.mkdir()
+    (out / "manifest.json").write_text(json.dumps({"kind": "compare", "fingerprint": "other", "tasks": {}}))
+    r = _run(str(small_compare), "-o", str(out), "--resume")
+    assert r.exit_code == 2, r.output
+    assert "holds a different comparison" in r.output and len(r.output.strip().splitlines()) == 1
+    r = _run(str(small_compare), "-o", str(tmp_path / "empty"), "--resume")
+    assert r.exit_code == 2 and "nothing to resume" in r.output

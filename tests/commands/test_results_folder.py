@@ -1,0 +1,158 @@
+"""A results folder is replaced whole or not at all: staged writes, the lock, signals, unwritable outputs."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import signal
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+from filelock import FileLock
+from typer.testing import CliRunner
+
+from simulator.commands.app import app
+from simulator.errors import InputError
+from simulator.io import FolderBusy, Interrupted, ResultsFolder
+
+ROOT = Path(__file__).resolve().parents[2]
+QUICKSTART = ROOT / "scenarios" / "quickstart.yaml"
+
+
+def _bench():
+    spec = importlib.util.spec_from_file_location(
+        "bench_kill_write", ROOT / "benchmarks" / "bench_kill_write.py"
+    )
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _old_folder(tmp_path: Path) -> Path:
+    out = tmp_path / "res"
+    out.mkdir()
+    (out / "a.txt").write_text("old a")
+    (out / "b.txt").write_text("old b")
+    return out
+
+
+def _contents(folder: Path) -> dict[str, str]:
+    return {p.name: p.read_text() for p in sorted(folder.iterdir())}
+
+
+def test_commit_swaps_the_new_folder_in_and_leaves_nothing_beside_it(tmp_path: Path) -> None:
+    out = _old_folder(tmp_path)
+    with ResultsFolder(out) as folder:
+        (folder.stage() / "a.txt").write_text("new a")
+        assert _contents(out) == {"a.txt": "old a", "b.txt": "old b"}  # untouched until the swap
+        folder.commit()
+    assert _contents(out) == {"a.txt": "new a"}
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".res.lock", "res"]
+
+
+@pytest.mark.parametrize("stop", [RuntimeError("boom"), Interrupted(signal.SIGTERM)])
+def test_an_error_or_a_signal_before_the_swap_keeps_the_old_folder(
+    tmp_path: Path, stop: BaseException
+) -> None:
+    out = _old_folder(tmp_path)
+    with pytest.raises(type(stop)), ResultsFolder(out) as folder:
+        (folder.stage() / "a.txt").write_text("new a")
+        raise stop
+    assert _contents(out) == {"a.txt": "old a", "b.txt": "old b"}
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".res.lock", "res"]
+
+
+def test_sigterm_inside_the_guard_raises_interrupted_and_cleans_up(tmp_path: Path) -> None:
+    out = _old_folder(tmp_path)
+    with pytest.raises(Interrupted) as caught, ResultsFolder(out) as folder:
+        (folder.stage() / "a.txt").write_text("new a")
+        os.kill(os.getpid(), signal.SIGTERM)
+    assert caught.value.exit_code == 128 + signal.SIGTERM
+    assert _contents(out) == {"a.txt": "old a", "b.txt": "old b"}
+    assert signal.getsignal(signal.SIGTERM) == signal.SIG_DFL  # handlers restored
+
+
+def test_a_second_writer_is_refused_while_the_lock_is_held(tmp_path: Path) -> None:
+    out = _old_folder(tmp_path)
+    with FileLock(str(tmp_path / ".res.lock")), pytest.raises(FolderBusy, match="another clustersim"):
+        ResultsFolder(out).__enter__()
+    assert _contents(out) == {"a.txt": "old a", "b.txt": "old b"}
+
+
+def test_a_folder_left_aside_by_a_killed_swap_is_put_back(tmp_path: Path) -> None:
+    out = _old_folder(tmp_path)
+    out.rename(tmp_path / ".res.old")  # what a SIGKILL between the two renames leaves
+    with ResultsFolder(out):
+        pass
+    assert _contents(out) == {"a.txt": "old a", "b.txt": "old b"}
+    assert not (tmp_path / ".res.old").exists()
+
+
+@pytest.mark.parametrize(
+    ("target", "message"),
+    [
+        ("/dev/null/res", "error: output path '/dev/null/res' lies under '/dev/null', which is not a folder"),
+        ("FILE", "exists and is not a folder"),
+    ],
+)
+def test_unwritable_output_is_one_line_before_anything_runs(
+    tmp_path: Path, target: str, message: str
+) -> None:
+    if target == "FILE":
+        target = str(tmp_path / "file")
+        Path(target).write_text("x")
+    r = CliRunner().invoke(app, ["run", str(QUICKSTART), "-o", target])
+    assert r.exit_code == 2
+    lines = r.output.strip().splitlines()
+    assert len(lines) == 1 and message in lines[0], r.output
+    assert "simulating" not in r.output
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes into read-only folders")
+def test_read_only_parent_is_one_line(tmp_path: Path) -> None:
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    ro.chmod(0o555)
+    with pytest.raises(InputError, match="cannot write here"):
+        ResultsFolder(ro / "res").__enter__()
+
+
+def _make_in_process(folder: Path, seed: int, steps: int) -> float:
+    """The old and reference new folders, made here (same bytes as a subprocess run, no
+    interpreter start-up); returns the run's wall time as the write-phase window."""
+    t = time.perf_counter()
+    args = ["run", str(QUICKSTART), "-o", str(folder), "--seed", str(seed), "--steps", str(steps)]
+    r = CliRunner().invoke(app, args)
+    assert r.exit_code == 0, r.output
+    return time.perf_counter() - t
+
+
+def _assert_points(n: int, seed: int, in_process: bool) -> None:
+    bench = _bench()
+    with tempfile.TemporaryDirectory() as tmp:
+        if in_process:
+            rows = bench.trials(n, seed, Path(tmp), _make_in_process)
+        else:
+            rows = bench.trials(n, seed, Path(tmp))
+    for name, delay_s, outcome, code, left in rows:
+        assert outcome in ("old", "new"), (name, delay_s, outcome)
+        assert left == [], (name, delay_s, left)
+        # stopped inside the guard: 128 + signal (wholly old, or wholly new when it landed
+        # after the swap); after the guard the default action (-signal) or, finished, 0
+        signum = signal.Signals[name].value
+        assert code in (0, 128 + signum, -signum), (name, delay_s, code)
+        if code in (0, -signum):
+            assert outcome == "new", (name, delay_s, code)
+
+
+def test_kill_during_the_write_phase_leaves_wholly_old_or_wholly_new_3_points() -> None:
+    """SIGINT/SIGTERM at 3 random points of the write phase of a subprocess run (about 9 s CPU)."""
+    _assert_points(3, seed=3, in_process=True)
+
+
+@pytest.mark.slow
+def test_kill_during_the_write_phase_leaves_wholly_old_or_wholly_new_20_points() -> None:
+    _assert_points(20, seed=0, in_process=False)

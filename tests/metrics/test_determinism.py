@@ -1,0 +1,67 @@
+"""Same scenario and seed, same bytes: across PYTHONHASHSEED, and from the resolved scenario."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import yaml
+from typer.testing import CliRunner
+
+from simulator.commands.app import app
+from simulator.metrics.frames import canonical_text
+from simulator.metrics.store import write_frame
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _frames(folder: Path) -> dict[str, str]:
+    return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(folder.glob("*.parquet"))}
+
+
+def test_printed_sets_are_written_in_one_order(tmp_path: Path) -> None:
+    a = "S(x=frozenset({('gpu12', 1.5), ('gpu5', 1.5)}), y=frozenset(), z=frozenset({'b', 'a'}))"
+    b = "S(x=frozenset({('gpu5', 1.5), ('gpu12', 1.5)}), y=frozenset(), z=frozenset({'a', 'b'}))"
+    # elements sorted by their repr: "('gpu12'" before "('gpu5'", 'a' before 'b'
+    canonical = "S(x=frozenset({('gpu12', 1.5), ('gpu5', 1.5)}), y=frozenset(), z=frozenset({'a', 'b'}))"
+    assert canonical_text(a) == canonical_text(b) == canonical
+    write_frame(tmp_path / "1", "segments", pd.DataFrame({"state": [a]}))
+    write_frame(tmp_path / "2", "segments", pd.DataFrame({"state": [b]}))
+    assert (tmp_path / "1/segments.parquet").read_bytes() == (tmp_path / "2/segments.parquet").read_bytes()
+
+
+def test_failure_run_frames_identical_across_hash_seeds(tmp_path: Path) -> None:
+    """quickstart-failures (stragglers: a frozenset of GPU names in the segments' `state`)
+    under PYTHONHASHSEED 0 and 12345, in subprocesses (about 4 s)."""
+    hashes = []
+    for h in ("0", "12345"):
+        out = tmp_path / h
+        env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONHASHSEED": h}
+        args = ["run", str(ROOT / "scenarios/quickstart-failures.yaml"), "-o", str(out), "--no-dashboard"]
+        subprocess.run(
+            [sys.executable, "-m", "simulator.commands.app", *args], env=env, check=True, capture_output=True
+        )
+        hashes.append(_frames(out))
+    assert "segments.parquet" in hashes[0]
+    assert hashes[0] == hashes[1]
+
+
+def test_resolved_scenario_records_overrides_and_reproduces_the_run(tmp_path: Path) -> None:
+    runner = CliRunner()
+    first = tmp_path / "first"
+    args = ["run", str(ROOT / "scenarios/quickstart.yaml"), "-o", str(first), "--no-dashboard"]
+    r = runner.invoke(app, [*args, "--steps", "2", "--seed", "7"])
+    assert r.exit_code == 0, r.output
+    resolved = yaml.safe_load((first / "scenario.resolved.yaml").read_text())
+    assert resolved["overrides"] == {"run.steps": 2, "seed": 7}
+    assert resolved["scenario"]["run"]["steps"] == 2 and resolved["scenario"]["seed"] == 7
+    again = tmp_path / "again.yaml"
+    again.write_text(yaml.safe_dump(resolved["scenario"]))
+    r = runner.invoke(app, ["run", str(again), "-o", str(tmp_path / "second"), "--no-dashboard"])
+    assert r.exit_code == 0, r.output
+    assert _frames(first) == _frames(tmp_path / "second")
+    assert len(pd.read_parquet(first / "steps.parquet")["step"].unique()) == 2
