@@ -46,26 +46,36 @@ class System:
     scale_up_gbyte_per_s: float  # NVSwitch: per GPU per direction; xGMI: per link per direction
     nic_gbps: float  # scale-out rate per GPU, Gbit/s per direction
     medium: str
+    nic: str | None = None  # NIC preset (topologies/nics/presets.yaml): its network step latency
 
 
 # file-name prefix -> system; figures from the vendors' data sheets as quoted in
 # topologies/gpus/*.yaml and in topologies/calibration/samples/sources.md
 SYSTEMS: list[tuple[str, System]] = [
     # p4de: A100 NVLink 3 (300 GB/s per direction), 4 x 100G EFA = 400 Gbps per node
-    ("a100-80gb-16gpu-2node", System("a100-80gb.yaml", "nvswitch", 300, 50, "ethernet")),
-    ("a100", System("a100-80gb.yaml", "nvswitch", 300, 200, "ib")),
+    ("a100-80gb-16gpu-2node", System("a100-80gb.yaml", "nvswitch", 300, 50, "ethernet", "efa-p4d")),
+    ("a100", System("a100-80gb.yaml", "nvswitch", 300, 200, "ib", "connectx6-200g-hdr")),
     # GCP A3 High: 4 x 200G NICs for 8 GPUs (GPUDirect-TCPX)
-    ("h100-16gpu-2node-allgather-gcp-a3high", System("h100-sxm.yaml", "nvswitch", 450, 100, "ethernet")),
+    (
+        "h100-16gpu-2node-allgather-gcp-a3high",
+        System("h100-sxm.yaml", "nvswitch", 450, 100, "ethernet", "gcp-tcpx"),
+    ),
     # GCP A3 Mega: 8 x 200G NICs (GPUDirect-TCPXO)
-    ("h100-16gpu-2node-allgather-gcp-a3mega", System("h100-sxm.yaml", "nvswitch", 450, 200, "ethernet")),
-    ("h100-16gpu-2node-allreduce-gcp-a3mega", System("h100-sxm.yaml", "nvswitch", 450, 200, "ethernet")),
+    (
+        "h100-16gpu-2node-allgather-gcp-a3mega",
+        System("h100-sxm.yaml", "nvswitch", 450, 200, "ethernet", "gcp-tcpxo"),
+    ),
+    (
+        "h100-16gpu-2node-allreduce-gcp-a3mega",
+        System("h100-sxm.yaml", "nvswitch", 450, 200, "ethernet", "gcp-tcpxo"),
+    ),
     # AWS p5: 32 x 100G EFA = 3,200 Gbps per node, 400 per GPU
-    ("h100", System("h100-sxm.yaml", "nvswitch", 450, 400, "ethernet")),
+    ("h100", System("h100-sxm.yaml", "nvswitch", 450, 400, "ethernet", "efa-p5")),
     # MI300X / MI325X: 7 xGMI links of 64 GB/s per direction; MI325X with Thor2 400G RoCE
     ("mi300x", System("mi300x.yaml", "xgmi_mesh", 64, 400, "ethernet")),
-    ("mi325x", System("mi300x.yaml", "xgmi_mesh", 64, 400, "ethernet")),
+    ("mi325x", System("mi300x.yaml", "xgmi_mesh", 64, 400, "ethernet", "thor2-400g")),
     # MI355X: 7 xGMI links of 76.8 GB/s per direction; Pollara 400 per GPU
-    ("mi355x", System("mi355x.yaml", "xgmi_mesh", 76.8, 400, "ethernet")),
+    ("mi355x", System("mi355x.yaml", "xgmi_mesh", 76.8, 400, "ethernet", "pollara-400")),
 ]
 
 
@@ -89,7 +99,9 @@ def cluster_for(system: System, n_gpus: int, n_nodes: int) -> Cluster:
         nic_medium=system.medium,  # type: ignore[arg-type]
         servers_per_leaf=max(1, n_nodes),
     )
-    return Cluster(build_rail_clos(spec, gpu), gpu)
+    g = build_rail_clos(spec, gpu)
+    g.graph["nic"] = system.nic  # as `load_topology` records a topology file's `nic:` preset
+    return Cluster(g, gpu)
 
 
 def simulate(table: BenchmarkTable) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str]]:

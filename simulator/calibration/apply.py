@@ -13,6 +13,10 @@ Alone on the fabric the calibrated collective therefore takes exactly the fitted
 unless a clamp applies. An efficiency above 1 means the real library moves less data than
 the modeled algorithm (e.g. in-switch reduction); it is allowed up to `MAX_EFFICIENCY` (4x)
 and clamped above that, and below `MIN_EFFICIENCY` (1/1000, the engine's floor) likewise.
+A profile with a `collective_params:` block (fitted physical parameters, see
+`simulator.calibration.joint`) passes them to the engine (`fitted_collective_params`, into
+`StepSettings.collective_params`); its curve entries then apply only where they were
+measured (same kind, GPU and node count), and the physical parameters everywhere else.
 Every clamp, every collective no profile can speak for (no entry of its kind and scope), and
 every collective a profile speaks for beyond what it measured (predicted across GPU or node
 counts, or beyond the largest measured size), is kept in `ProfileTuning.warnings`: one
@@ -28,6 +32,8 @@ import numpy as np
 
 from simulator.calibration.compute import ComputeCalibration
 from simulator.calibration.profile import CalibrationProfile, CollectiveFit, load_profile
+from simulator.network.cluster import Cluster
+from simulator.network.collective_params import CollectiveParams, default_params, with_fitted
 
 MAX_EFFICIENCY = 4.0
 MIN_EFFICIENCY = 1e-3
@@ -60,6 +66,8 @@ class ProfileTuning:
     ) -> tuple[float | None, float, str] | None:
         for name, profile in self.profiles:
             fit = profile.collective(kind, n_ranks, n_nodes, size_bytes)
+            if profile.collective_params is not None and (fit is None or fit.predicted):
+                return None  # the fitted physical parameters speak where no table was measured
             if fit is None:
                 continue
             e = float(np.asarray(fit.curve(size_bytes)).reshape(-1)[0]) if size_bytes > 0 else 1.0
@@ -105,6 +113,12 @@ class ProfileTuning:
         """Every clamp applied and every collective left uncalibrated, one sentence each, sorted."""
         out = [why for _, why in sorted(self.unmatched.items())]
         out += [
+            f"{name}: collective_params {k} ended on its physical bound {b:g} when fitted (clamped)"
+            for name, profile in self.profiles
+            if profile.collective_params is not None
+            for k, b in sorted(profile.collective_params.at_bounds.items())
+        ]
+        out += [
             f"{kind} on {_scope_text(n, nodes)}: beyond what the profile measured; using {source}"
             for (kind, n, nodes), source in sorted(self.stretched.items())
         ]
@@ -119,6 +133,18 @@ class ProfileTuning:
                 "profile predicts there"
             )
         return out
+
+
+def fitted_collective_params(tuning: object, cluster: Cluster) -> CollectiveParams | None:
+    """The collective model's parameters for `cluster` under the first profile of `tuning`
+    with a `collective_params:` block (None: no such profile; the library's defaults)."""
+    if not isinstance(tuning, ProfileTuning):
+        return None
+    for _, profile in tuning.profiles:
+        if profile.collective_params is not None:
+            base = default_params(cluster.gpu.name, cluster.topo.nic)
+            return with_fitted(base, profile.collective_params.values)
+    return None
 
 
 def tuning_from_profiles(paths: list[Path]) -> tuple[ProfileTuning, ComputeCalibration | None, list[str]]:

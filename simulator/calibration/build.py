@@ -13,8 +13,9 @@ other folders:
     .venv/bin/python -m simulator.calibration.build --samples SAMPLES_DIR --out OUT_DIR
 
 Each profile is the same as running, from the repository root,
-`clustersim calibrate SAMPLES/<file> ... -o topologies/calibration/<name>.yaml --name <name>`
-with the files listed in `PROFILES` (no `--collective/--gpus/--nodes` is needed: every
+`clustersim calibrate SAMPLES/<file> ... -o topologies/calibration/<name>.yaml --name <name>
+--topology topologies/<system>.yaml` with the files listed in `PROFILES` and the topology
+of `PROFILE_TOPOLOGY` (no `--collective/--gpus/--nodes` is needed: every
 sample says them in its header, section headings or file name). Profiles record file
 names and sha256 checksums, never paths, so the output does not depend on where the
 samples sit, and a rebuild from unchanged samples gives byte-identical files.
@@ -26,8 +27,10 @@ import argparse
 from pathlib import Path
 
 from simulator.calibration.fit import fit_table
+from simulator.calibration.joint import fit_joint, make_sample, resized_cluster
 from simulator.calibration.parser import read_benchmarks
-from simulator.calibration.profile import CalibrationProfile, build_profile
+from simulator.calibration.profile import CalibrationProfile, CollectiveParamsFit, build_profile
+from simulator.calibration.table import BenchmarkTable
 from simulator.io import write_atomic
 
 REPO = Path(__file__).resolve().parents[2]
@@ -112,6 +115,33 @@ PROFILES: dict[str, tuple[str, list[str]]] = {
 }
 
 
+#: the topology (in `topologies/`) of each profile's system: the joint fit of the collective
+#: model's physical parameters reads every table's GPU group from it, resized to the
+#: table's node count
+PROFILE_TOPOLOGY: dict[str, str] = {
+    "h100-nvswitch-efa": "h100-p5-efa-2n.yaml",
+    "h100-gcp-a3mega-tcpxo": "h100-a3mega-tcpxo-2n.yaml",
+    "h100-gcp-a3high-tcpx": "h100-a3high-tcpx-2n.yaml",
+    "a100-nvswitch-efa": "a100-p4de-efa-2n.yaml",
+    "mi300x-xgmi": "mi300x-zaya1-128n.yaml",
+    "mi325x-thor2-ring": "mi325x-thor2-2n.yaml",
+    "mi355x-pollara400": "mi355x-pollara-2n.yaml",
+}
+
+
+def joint_block(tables: list[BenchmarkTable], topology: Path) -> CollectiveParamsFit | None:
+    """The `collective_params:` block fitted jointly over `tables` on `topology` (None when no
+    table is one the collective model prices: all-to-all and send/recv only)."""
+    samples = [make_sample(t, resized_cluster(topology, t.n_nodes)) for t in tables]
+    try:
+        fit = fit_joint(samples)
+    except ValueError:
+        return None
+    return CollectiveParamsFit(
+        topology=topology.name, values=fit.values, at_bounds=fit.at_bounds, table_errors=fit.table_errors
+    )
+
+
 def build(name: str, samples: Path = DEFAULT_SAMPLES) -> CalibrationProfile:
     """Fit one profile of `PROFILES` from its sample files.
 
@@ -128,7 +158,9 @@ def build(name: str, samples: Path = DEFAULT_SAMPLES) -> CalibrationProfile:
     """
     description, files = PROFILES[name]
     tables = read_benchmarks([samples / f for f in files])
-    return build_profile(name, [fit_table(t) for t in tables], description=description)
+    profile = build_profile(name, [fit_table(t) for t in tables], description=description)
+    block = joint_block(tables, REPO / "topologies" / PROFILE_TOPOLOGY[name])
+    return profile.model_copy(update={"collective_params": block})
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -53,6 +53,7 @@ from simulator.calibration.truncation import format_bytes
 from simulator.config.base import Spec
 from simulator.config.loader import load, parse_text, validate
 from simulator.errors import FieldError
+from simulator.network.collective_params import FITTED_FIELDS
 
 Scope = Literal["intra", "inter"]
 
@@ -151,6 +152,34 @@ class CollectiveEntry(Spec):
         return f"{self.collective} {self.n_gpus} GPUs/{self.n_nodes} node(s) from {self.source}"
 
 
+class CollectiveParamsFit(Spec):
+    """The collective model's physical parameters fitted jointly, and how well they fit."""
+
+    topology: str = Field(description="Topology file (name) the tables were fitted on.")
+    values: dict[str, float] = Field(
+        description="Field of CollectiveParams -> fitted value (nic_efficiency, "
+        "scale_up_efficiency, ll_efficiency, ll128_efficiency, net_latency_us, step_latency_us, "
+        "launch_latency_us)."
+    )
+    at_bounds: dict[str, float] = Field(
+        default_factory=dict, description="Fields that ended on a physical bound (a clamp), with it."
+    )
+    table_errors: dict[str, float] = Field(
+        default_factory=dict, description="Table -> median |model/measured - 1| of the joint fit."
+    )
+
+    @field_validator("values")
+    @classmethod
+    def _within_bounds(cls, v: dict[str, float]) -> dict[str, float]:
+        for k, x in v.items():
+            if k not in FITTED_FIELDS:
+                raise ValueError(f"unknown parameter {k!r}; expected one of {sorted(FITTED_FIELDS)}")
+            lo, hi = FITTED_FIELDS[k]
+            if not lo <= x <= hi:
+                raise ValueError(f"{k} = {x} outside its physical range [{lo}, {hi}]")
+        return v
+
+
 class CalibrationProfile(Spec):
     """Fitted collectives (and optionally compute efficiencies) of one machine."""
 
@@ -162,6 +191,11 @@ class CalibrationProfile(Spec):
     )
     compute: ComputeCalibration | None = Field(
         None, description="GEMM and memory-bound kernel efficiencies, if calibrated."
+    )
+    collective_params: CollectiveParamsFit | None = Field(
+        None,
+        description="Physical parameters of the collective model fitted jointly over every "
+        "table (simulator.calibration.joint); a run applies them to every collective.",
     )
 
     def to_yaml(self) -> str:

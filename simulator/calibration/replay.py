@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from simulator.calibration.apply import ProfileTuning
+from simulator.calibration.apply import ProfileTuning, fitted_collective_params
 from simulator.calibration.profile import CalibrationProfile
 from simulator.calibration.table import BenchmarkTable
 from simulator.engine.context import SimContext
@@ -79,13 +79,15 @@ def replay(
         )
         ops.append(op)
         prev = (op.id,)
+    tuning = tuning or ProfileTuning([(profile.name, profile)])
+    settings = StepSettings(fidelity=fidelity, collective_params=fitted_collective_params(tuning, cluster))
     sim = StepSimulator(
         SimContext(0),
         cluster,
         StepProgram("replay", cluster.gpus[:n], ops),
         ComputeCost(cluster.gpu),
-        StepSettings(fidelity=fidelity),
-        tuning or ProfileTuning([(profile.name, profile)]),
+        settings,
+        tuning,
     )
     sim.run(1)
     dur = {r.op_id: r.finished_at_s - r.started_at_s for r in sim.op_rows}

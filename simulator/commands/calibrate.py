@@ -41,7 +41,7 @@ if TYPE_CHECKING:
 
     from simulator.calibration.compute import ComputeCalibration
     from simulator.calibration.fit import TableFit
-    from simulator.calibration.profile import CalibrationProfile
+    from simulator.calibration.profile import CalibrationProfile, CollectiveParamsFit
     from simulator.calibration.table import BenchmarkTable
 
 
@@ -69,6 +69,7 @@ def _fit_and_write(
     name: str | None,
     description: str,
     gpu_file: Path | None = None,
+    topology: Path | None = None,
 ) -> None:
     # the fitting (numpy, scipy) and the calibration page (plotly) are imported inside the
     # functions of this module, so that `clustersim --help` stays fast
@@ -93,6 +94,14 @@ def _fit_and_write(
         gpu = load(GPUSpec, gpu_file)
     compute = ComputeCalibration.from_csv(csvs, gpu) if csvs else None
     profile = build_profile(name or output.stem, fits, description=description, compute=compute)
+    if topology is not None and tables:
+        from simulator.calibration.build import joint_block
+
+        block = joint_block(tables, topology)
+        profile = profile.model_copy(update={"collective_params": block})
+        _print_joint(block)
+    elif tables:
+        console.print("no collective_params: give --topology FILE to fit them", markup=False)
     write_atomic(output, profile.to_yaml())
     html_path = html or output.with_suffix(".html")
     if fits:
@@ -102,6 +111,19 @@ def _fit_and_write(
         write_atomic(html_path, profile_dashboard_html(output, samples=folders))
     _print_fits(output.name, fits, tables, compute)
     console.print(f"wrote {output}" + (f" and {html_path}" if fits else ""), markup=False)
+
+
+def _print_joint(block: CollectiveParamsFit | None) -> None:
+    """The jointly fitted physical parameters, their clamps and the fit error per table."""
+    if block is None:
+        console.print("no collective_params: no table the collective model prices", markup=False)
+        return
+    values = ", ".join(f"{k} {v:.4g}" for k, v in block.values.items())
+    console.print(f"collective_params (joint fit on {block.topology}): {values}", markup=False)
+    for k, b in block.at_bounds.items():
+        console.print(f"warning: {k} ended on its physical bound {b:g} (clamped)", markup=False)
+    for label, err in block.table_errors.items():
+        console.print(f"  joint fit {label}: median |error| {_pct(err)}", markup=False)
 
 
 def _print_fits(
@@ -293,6 +315,12 @@ def _print_check(t: BenchmarkTable, source: str, errors: object) -> float:
     return float(big.median()) if len(big) else float(rel.median())
 
 
+TOPOLOGY_HELP = (
+    "Topology file of the system the logs ran on (topologies/*.yaml): also fit the collective "
+    "model's physical parameters jointly over every table (collective_params)."
+)
+
+
 def calibrate(
     files: Annotated[
         list[Path], typer.Argument(help="nccl-tests / rccl-tests logs; GEMM or memory-kernel CSV files.")
@@ -336,6 +364,7 @@ def calibrate(
             "shape-aware GEMM model's achievable fraction and per-kernel cost.",
         ),
     ] = None,
+    topology: Annotated[Path | None, typer.Option("--topology", help=TOPOLOGY_HELP)] = None,
 ) -> None:
     """Fit a calibration profile from benchmark output (or --check one against it)."""
     try:
@@ -363,7 +392,7 @@ def calibrate(
             raise InputError("--in-place and --max-error go with --check PROFILE")
         if output is None:
             raise InputError("missing -o/--output PROFILE.yaml (or use --check PROFILE)")
-        _fit_and_write(logs, csvs, output, html, collective, gpus, nodes, name, description, gpu)
+        _fit_and_write(logs, csvs, output, html, collective, gpus, nodes, name, description, gpu, topology)
     except ClustersimError as err:
         fail(err)
 

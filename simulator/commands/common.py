@@ -37,8 +37,16 @@ def first_per_file(err: ClustersimError) -> list[str]:
 def fail(err: ClustersimError) -> NoReturn:
     """Print a user error as one line per file with problems (no traceback) and exit non-zero."""
     for line in first_per_file(err):
-        err_console.print(f"error: {line}", markup=False, soft_wrap=True)
+        err_console.print(f"error: {one_line(line)}", markup=False, soft_wrap=True)
     raise typer.Exit(code=err.exit_code)
+
+
+def one_line(text: str) -> str:
+    """`text` with every line break and other unprintable character escaped (`\\x85`), so a
+    message quoting a user's key or value stays on one line."""
+    if text.isprintable():
+        return text
+    return "".join(ch if ch.isprintable() else ascii(ch)[1:-1] for ch in text)
 
 
 @contextmanager

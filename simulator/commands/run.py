@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 import typer
 from rich.table import Table
 
-from simulator.commands.common import console, err_console, fail, first_per_file, progress_bar
+from simulator.commands.common import console, err_console, fail, first_per_file, one_line, progress_bar
 from simulator.commands.topo import topology_schema_tables
 from simulator.errors import ClustersimError, InputError
 
@@ -161,7 +161,7 @@ def validate(
             code = max(code, err.exit_code)
     if lines:
         for line in lines:
-            err_console.print(f"error: {line}", markup=False, soft_wrap=True)
+            err_console.print(f"error: {one_line(line)}", markup=False, soft_wrap=True)
         raise typer.Exit(code=code)
 
 

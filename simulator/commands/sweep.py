@@ -79,6 +79,7 @@ def sweep(
     """
     # the simulator and the figures are imported inside the command, so that `clustersim --help` stays fast
     from simulator.io import Interrupted, stop_signals_raise
+    from simulator.scenario.prepare import prepare
     from simulator.study.store import open_store, run_into_store
     from simulator.study.sweep import load_study
 
@@ -87,6 +88,9 @@ def sweep(
             raise InputError("give either --serial or --dask, not both")
         kept = _frames(frames)
         study = load_study(file)
+        if study.spec.step.from_scenario is not None:
+            # a bad step scenario is one line before the results folder is touched
+            prepare(study.base_dir / study.spec.step.from_scenario)
         n_seeds = seeds or study.spec.seeds
         n_runs = len(study.variants) * n_seeds
         with stop_signals_raise(), open_store(out, study, n_seeds, resume) as (store, done):

@@ -103,7 +103,9 @@ class StepSimulator:
         self.cost = cost
         self.settings = settings or StepSettings()
         self.tuning = tuning
-        self.collective_params = self.settings.collective_params or default_params(cluster.gpu.name)
+        self.collective_params = self.settings.collective_params or default_params(
+            cluster.gpu.name, cluster.topo.nic
+        )
         self.fabric = Fabric(
             self.env,
             cluster.links.capacity_bytes_per_s,

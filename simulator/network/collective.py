@@ -217,7 +217,7 @@ def plan_collective(
             )
     if params is None:
         gpu = topo.g.graph.get("gpu")
-        params = default_params(gpu.name if gpu is not None else "")
+        params = default_params(gpu.name if gpu is not None else "", topo.nic)
     facts = topo.facts(instances[0])
     choice: Choice = choose(kind, facts, params, size_bytes, algo, proto)
     if choice.algorithm not in SUPPORTED[kind]:

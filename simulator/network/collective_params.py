@@ -10,6 +10,12 @@ calibration profile can replace any field (`dataclasses.replace`) and fit them j
 across one-node and multi-node samples, since every field is a physical or per-library
 constant rather than a curve of one scale.
 
+The transport a NIC preset names (`topologies/nics/presets.yaml`) sets a floor on the
+latency of one network step (`net_latency_us`): NCCL's network constants are those of
+InfiniBand verbs, while other transports publish their own (AWS's EFA plugin models a
+network step at 20 us plus 3 us of completion overhead). A calibration fits the physical
+fields (`FITTED_FIELDS`) and applies them with `with_fitted`.
+
 Simplified: the GPU generation is read from the GPU model's name (A100 -> Ampere, H100 /
 H200 / H800 -> Hopper, B200 / GB200 -> Blackwell, AMD Instinct -> RCCL); an unknown name
 gets Hopper's NCCL constants. Host CPU vendor is not modelled: NVIDIA systems take the
@@ -20,10 +26,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 
 from simulator.network import nccl_tables as t
+from simulator.network.hardware import nic_presets
 
 Triple = tuple[float, float, float]
 
@@ -61,6 +68,15 @@ class CollectiveParams:
         scale_up_efficiency: fraction of the scale-up link rate a collective reaches: the
             library's model rate of a link over its signalling rate (NVLink: NCCL's 20.6
             GB/s of 25 on Hopper; xGMI: RCCL's 48 GB/s of 64 on MI300X).
+        net_latency_us: floor on the latency of one network step (the transport's message
+            latency plus its per-message overhead), us; 0 = the library's constants alone.
+        simple_net_overhead_us: added to the latency of every network step of the Simple
+            protocol, us: Simple moves whole chunks and hands each to the network proxy,
+            so its step costs more than LL's on transports with slow completions.
+        latency_scale: factor on the library's latency constants (base and per-step; 1 = as
+            the library states them), dimensionless.
+        step_latency_us: overhead added to every step over any link type, us.
+        launch_latency_us: overhead added to every call's base latency, us.
     """
 
     library: str
@@ -85,14 +101,67 @@ class CollectiveParams:
     nic_efficiency: float = 1.0
     scale_up_efficiency: float = 1.0
     algorithms: tuple[str, ...] = field(default=())
+    net_latency_us: float = 0.0
+    simple_net_overhead_us: float = 0.0
+    latency_scale: float = 1.0
+    step_latency_us: float = 0.0
+    launch_latency_us: float = 0.0
 
     def base_us(self, algorithm: str, protocol: str) -> float:
         """Fixed latency of one call, us."""
-        return self.base_latency_us.get(algorithm, (0.0, 0.0, 0.0))[t.PROTOCOLS.index(protocol)]
+        base = self.base_latency_us.get(algorithm, (0.0, 0.0, 0.0))[t.PROTOCOLS.index(protocol)]
+        return base * self.latency_scale + self.launch_latency_us
 
     def hw_us(self, link: str, algorithm: str, protocol: str) -> float:
         """Latency of one step over `link` (`nvlink`, `pci`, `net`), us."""
-        return self.hw_latency_us[link].get(algorithm, (0.0, 0.0, 0.0))[t.PROTOCOLS.index(protocol)]
+        lat = self.hw_latency_us[link].get(algorithm, (0.0, 0.0, 0.0))[t.PROTOCOLS.index(protocol)]
+        lat *= self.latency_scale
+        if link == "net":
+            lat = max(lat, self.net_latency_us)
+            if protocol == "simple":
+                lat += self.simple_net_overhead_us
+        return lat + self.step_latency_us
+
+
+#: the physical fields a calibration fits, with their physical bounds (low, high):
+#: efficiencies are fractions of a rate in (0, 1]; latencies are non-negative microseconds
+#: (at most 1 ms per step or call); the latency scale is a factor in [0.05, 20] on the
+#: library's constants; `ll_efficiency` / `ll128_efficiency` scale the LL and
+#: LL128 protocol bandwidth factors of ring and tree.
+FITTED_FIELDS: dict[str, tuple[float, float]] = {
+    "nic_efficiency": (0.02, 1.0),
+    "scale_up_efficiency": (0.02, 1.0),
+    "ll_efficiency": (0.02, 1.0),
+    "ll128_efficiency": (0.02, 1.0),
+    "net_latency_us": (0.0, 1000.0),
+    "simple_net_overhead_us": (0.0, 1000.0),
+    "latency_scale": (0.05, 20.0),
+    "step_latency_us": (0.0, 1000.0),
+    "launch_latency_us": (0.0, 1000.0),
+}
+
+
+def fitted_values(p: CollectiveParams) -> dict[str, float]:
+    """The fitted fields' values of `p` (the protocol efficiencies relative to `p` itself: 1)."""
+    return {k: (1.0 if k.endswith("_efficiency") and k.startswith("ll") else float(getattr(p, k)))
+            for k in FITTED_FIELDS}  # fmt: skip
+
+
+def with_fitted(p: CollectiveParams, values: Mapping[str, float]) -> CollectiveParams:
+    """`p` with fitted physical fields (names of `FITTED_FIELDS`; others are an error).
+
+    Raises:
+        ValueError: an unknown field name.
+    """
+    unknown = sorted(set(values) - set(FITTED_FIELDS))
+    if unknown:
+        raise ValueError(f"unknown collective parameter(s) {unknown}; expected {sorted(FITTED_FIELDS)}")
+    direct: dict = {k: float(v) for k, v in values.items() if not k.startswith("ll")}
+    ll, ll128 = float(values.get("ll_efficiency", 1.0)), float(values.get("ll128_efficiency", 1.0))
+    scale = {"ll": ll, "ll128": ll128, "ll128_one_node": ll128}
+    ring = _frozen({k: v * scale.get(k, 1.0) for k, v in p.ring_factor.items()})
+    tree = _frozen({k: v * scale.get(k, 1.0) for k, v in p.tree_factor.items()})
+    return replace(p, ring_factor=ring, tree_factor=tree, **direct)
 
 
 def generation_of(gpu_name: str) -> tuple[str, str]:
@@ -115,8 +184,21 @@ def _frozen(d: Mapping) -> Mapping:
     return MappingProxyType(dict(d))
 
 
-def default_params(gpu_name: str) -> CollectiveParams:
-    """The library's own constants for this GPU (NCCL or RCCL `tuning.cc`)."""
+def nic_net_latency_us(nic: str | None) -> float:
+    """Network step latency floor of a NIC preset: its transport's message latency plus
+    per-message overhead, us (0 for no preset, or one no public figure is given for)."""
+    preset = nic_presets().get(nic) if nic else None
+    if preset is None or preset.net_latency_us is None:
+        return 0.0
+    return preset.net_latency_us + (preset.message_overhead_us or 0.0)
+
+
+def default_params(gpu_name: str, nic: str | None = None) -> CollectiveParams:
+    """The library's own constants for this GPU (NCCL or RCCL `tuning.cc`) and NIC preset."""
+    return replace(_library_params(gpu_name), net_latency_us=nic_net_latency_us(nic))
+
+
+def _library_params(gpu_name: str) -> CollectiveParams:
     library, gen = generation_of(gpu_name)
     if library == "rccl":
         ampere = "ampere"  # RCCL's caps follow NCCL's non-Volta rows

@@ -3,7 +3,8 @@
 `Topo` answers, with caching: which server a GPU sits in, whether a set of GPUs is a full
 mesh, and the `GroupFacts` of a group that the algorithm selection reads (ranks, nodes,
 GPUs per node, scale-up link type and per-GPU bandwidth, per-GPU share of the server's
-NIC rate, NVSwitch present, in-network reduction present).
+NIC rate, NVSwitch present, in-network reduction present), and the NIC preset the topology
+named (`g.graph["nic"]`, None when it gave a rate instead).
 
 Simplified: a group's facts are read from its first server (the designs are symmetric);
 the per-GPU NIC share is the server's NIC rate into the network over all of the server's
@@ -31,6 +32,7 @@ class Topo:
         self._server: dict[str, str] = {}
         self._mesh_cache: dict[tuple[str, ...], bool] = {}
         self._facts: dict[tuple[int, int, int, str], GroupFacts] = {}
+        self.nic: str | None = g.graph.get("nic")  # NIC preset name, when the topology gave one
         self.in_network_reduction = any(
             bool(d.get("in_network_reduction")) for _, d in g.nodes(data=True) if d.get("kind") == "switch"
         )

@@ -171,6 +171,15 @@ class NICPreset(Spec):
     latency_us: float | None = Field(
         None, ge=0, description="NIC latency a public source states, µs (None when none does)."
     )
+    net_latency_us: float | None = Field(
+        None,
+        ge=0,
+        description="Latency of one network step of the collective library over this transport, "
+        "as its plugin or vendor publishes it, µs (None: the library's InfiniBand constants).",
+    )
+    message_overhead_us: float | None = Field(
+        None, ge=0, description="Per-message completion overhead on top of net_latency_us, µs."
+    )
 
 
 class NICPresetFile(Spec):

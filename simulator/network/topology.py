@@ -108,5 +108,6 @@ def load_topology(path: str | Path, doc: Document | None = None) -> Topology:
     g = build_design(spec, gpu)
     g.graph["name"] = header.name
     g.graph["gpu"] = gpu
+    g.graph["nic"] = getattr(spec, "nic", None)
     validate_graph(g, source=str(doc.path))
     return Topology(header.name, g, gpu, str(doc.path), spec)

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from simulator.calibration.apply import tuning_from_profiles
+from simulator.calibration.apply import fitted_collective_params, tuning_from_profiles
 from simulator.config.loader import Document, read_document
 from simulator.engine.context import SimContext
 from simulator.engine.cost import ComputeCost
@@ -152,6 +152,7 @@ def step_simulator(
         alpha_s=sc.network.alpha_us * factor("_us"),
         intra_node=sc.network.intra_node or str(prep.program.meta.get("intra_node_fidelity", "flow")),
         record_links=sc.network.record_links if record_links is None else record_links,
+        collective_params=fitted_collective_params(prep.tuning, cluster or prep.cluster),
     )
     return StepSimulator(ctx, cluster or prep.cluster, prep.program, cost, settings, prep.tuning)
 

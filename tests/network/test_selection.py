@@ -14,7 +14,7 @@ from simulator.errors import SimulationError
 from simulator.metrics import frames as fr
 from simulator.network.cluster import Cluster
 from simulator.network.collective import parse_algorithm
-from simulator.network.collective_params import default_params, generation_of
+from simulator.network.collective_params import default_params, generation_of, with_fitted
 from simulator.network.design.clos import RailClosSpec, build_rail_clos
 from simulator.network.hardware import GPUSpec
 from simulator.network.selection import GroupFacts, available, choose, latency_us, predict
@@ -175,3 +175,26 @@ def test_scenario_network_algorithms_accept_auto_and_protocols():
         NetworkSettings(algorithms={"all_reduce": "ring/fast"})
     with pytest.raises(ValidationError, match="no 'nvls_tree'"):
         NetworkSettings(algorithms={"broadcast": "nvls_tree"})
+
+
+def test_nic_preset_sets_the_network_step_latency_floor():
+    # aws-ofi-nccl's tuner: 20 us per network step + 3 us completion overhead (topologies/nics/sources.md)
+    efa = default_params("NVIDIA H100 80GB HBM3", "efa-p5")
+    assert efa.net_latency_us == 23.0
+    assert efa.hw_us("net", "ring", "ll") == 23.0
+    assert efa.hw_us("net", "ring", "simple") == 23.0  # NCCL's 14 us is below the floor
+    # InfiniBand: NCCL's own constants (tuning.cc hwLat[NET] ring LL 2.7 us)
+    ib = default_params("NVIDIA H100 80GB HBM3", "connectx7-400g-ib")
+    assert ib.hw_us("net", "ring", "ll") == 2.7
+
+
+def test_fitted_fields_apply_to_latency_and_protocol_bandwidth():
+    base = default_params("NVIDIA H100 80GB HBM3")
+    p = with_fitted(base, {"ll_efficiency": 0.5, "latency_scale": 2.0, "launch_latency_us": 3.0})
+    assert p.ring_factor["ll"] == base.ring_factor["ll"] * 0.5
+    assert p.ring_factor["simple"] == base.ring_factor["simple"]
+    assert p.tree_factor["ll128_one_node"] == base.tree_factor["ll128_one_node"]
+    # base latency of ring/LL: NCCL's 6.6 us x 2 + 3 us
+    assert p.base_us("ring", "ll") == pytest.approx(6.6 * 2 + 3.0)
+    with pytest.raises(ValueError, match="unknown collective parameter"):
+        with_fitted(base, {"magic": 1.0})

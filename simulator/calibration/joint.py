@@ -1,0 +1,192 @@
+"""Joint fit of the collective model's physical parameters over benchmark tables.
+
+What is fitted: the fields of `simulator.network.collective_params.FITTED_FIELDS` (NIC and
+scale-up efficiency, LL and LL128 protocol efficiency, the network step latency floor, a
+per-step overhead on every link type and a per-call launch overhead), one value each for
+every table given, one-node and multi-node together. They are physical or per-library
+constants rather than curves of one scale, so a profile fitted on one node speaks for two
+and more.
+
+How: `scipy.optimize.least_squares` (trust-region reflective, within each field's physical
+bounds) on the residuals log(predicted / measured) of every measured size of every table,
+plus a weak prior toward the library's constants (`PRIOR_WEIGHT`),
+where `predicted` is the selection's predicted time of the algorithm and protocol `auto`
+picks (`simulator.network.selection.choose(...).predicted_s`). That is the engine's own
+truth for a collective alone on its fabric: the engine runs the chosen algorithm's flows at
+`efficiency` of their rate and waits the chosen latency, so the fitted profile reproduces
+its samples when run (`replay`).
+
+Each table needs its system: the topology it ran on (`resized_cluster` resizes a topology
+file to the table's node count); its `GroupFacts` and the library defaults for its GPU and
+NIC preset (`default_params`) are read from there.
+
+Residuals are weighted so that each table's sizes below 1 MiB and from 1 MiB weigh the
+same in total. Simplified: point-to-point tables (all-to-all, send/recv) are left out: the library's
+tuning model does not price them and the engine moves them at the fabric's own rate. Sizes
+are weighted equally; times are out-of-place (`BenchmarkTable.sizes("out_of_place")`).
+A field that ends at one of its bounds is reported in `JointFit.at_bounds`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+from scipy.optimize import least_squares
+
+from simulator.calibration.table import BenchmarkTable
+from simulator.config.loader import read_document
+from simulator.network.cluster import Cluster
+from simulator.network.collective_params import (
+    FITTED_FIELDS,
+    CollectiveParams,
+    default_params,
+    fitted_values,
+    with_fitted,
+)
+from simulator.network.selection import P2P_KINDS, GroupFacts, choose
+from simulator.network.topology import load_topology
+
+NAMES = tuple(FITTED_FIELDS)
+MIB = 2**20
+_LOW = np.array([FITTED_FIELDS[k][0] for k in NAMES])
+_HIGH = np.array([FITTED_FIELDS[k][1] for k in NAMES])
+# a weak prior toward the library's and the catalog's own values, so that a field the
+# samples do not constrain (a table of large sizes only says nothing about LL's latency)
+# stays near its default instead of drifting; in units of `PRIOR_SCALE` per field: the
+# network step latency is a catalog figure (tight: 10 us), the Simple protocol's network
+# overhead a software unknown (loose: 200 us), other latencies 20 us, factors 0.5
+PRIOR_WEIGHT = 0.1
+PRIOR_SCALE = {"net_latency_us": 10.0, "simple_net_overhead_us": 200.0, "step_latency_us": 20.0,
+               "launch_latency_us": 20.0}  # fmt: skip
+_PRIOR_SCALE = np.array([PRIOR_SCALE.get(k, 0.5) for k in NAMES])
+# starting latencies of the solver's runs (the best end wins), us
+_START_LATENCIES_US = (0.0, 30.0)
+# latencies move in microseconds, efficiencies in fractions: the solver's scale per field
+_SCALE = np.array([10.0 if k.endswith("_us") else 0.1 for k in NAMES])
+
+
+@dataclass(frozen=True)
+class Sample:
+    """One measured table on its system.
+
+    Attributes:
+        table: the measured table.
+        facts: the table's GPU group on its topology.
+        base: the library defaults for the system's GPU and NIC preset.
+        sizes_bytes: measured sizes (> 0), bytes.
+        measured_s: out-of-place time per size, s.
+    """
+
+    table: BenchmarkTable
+    facts: GroupFacts
+    base: CollectiveParams
+    sizes_bytes: np.ndarray
+    measured_s: np.ndarray
+
+
+@dataclass
+class JointFit:
+    """A joint fit: the fitted values and how well they reproduce every table.
+
+    Attributes:
+        values: fitted field -> value (names of `FITTED_FIELDS`).
+        at_bounds: fields that ended on a physical bound (a clamp), with the bound.
+        table_errors: table label -> median |predicted / measured - 1| over its sizes.
+        skipped: labels of tables left out (point-to-point kinds).
+    """
+
+    values: dict[str, float]
+    at_bounds: dict[str, float] = field(default_factory=dict)
+    table_errors: dict[str, float] = field(default_factory=dict)
+    skipped: list[str] = field(default_factory=list)
+
+
+def resized_cluster(topology: Path, n_nodes: int) -> Cluster:
+    """The topology file's system, resized to `n_nodes` servers (one leaf group)."""
+    doc = read_document(topology)
+    data = dict(doc.data)
+    data["nodes"] = n_nodes
+    for key in ("servers_per_leaf", "su_size"):
+        if key in data or (data.get("generator") == "rail_clos" and key == "servers_per_leaf"):
+            data[key] = n_nodes
+    topo = load_topology(doc.path, doc.with_data(data))
+    return Cluster(topo.graph, topo.gpu)
+
+
+def make_sample(table: BenchmarkTable, cluster: Cluster) -> Sample:
+    """The table on `cluster` (its first `table.n_gpus` GPUs), out-of-place times."""
+    sizes = table.sizes("out_of_place")
+    sizes = sizes[sizes["size_bytes"] > 0]
+    facts = cluster.topo.facts(list(cluster.gpus[: table.n_gpus]))
+    base = default_params(cluster.gpu.name, cluster.topo.nic)
+    return Sample(table, facts, base, sizes["size_bytes"].to_numpy(float), sizes["time_s"].to_numpy(float))
+
+
+def predict_s(sample: Sample, params: CollectiveParams) -> np.ndarray:
+    """The model's time per measured size under `params` (the `auto` choice), s."""
+    kind = sample.table.collective
+    return np.array([choose(kind, sample.facts, params, float(s)).predicted_s for s in sample.sizes_bytes])
+
+
+def _values(x: np.ndarray) -> dict[str, float]:
+    return {k: float(v) for k, v in zip(NAMES, x, strict=True)}
+
+
+def _residuals(x: np.ndarray, samples: list[Sample], x0: np.ndarray) -> np.ndarray:
+    values = _values(x)
+    out = [PRIOR_WEIGHT * (x - x0) / _PRIOR_SCALE]
+    for s in samples:
+        pred = predict_s(s, with_fitted(s.base, values))
+        out.append(np.log(np.maximum(pred, 1e-12) / s.measured_s) * _weights(s.sizes_bytes))
+    return np.concatenate(out)
+
+
+def _weights(sizes_bytes: np.ndarray) -> np.ndarray:
+    """Per-size residual weights: each table's sizes below and from 1 MiB weigh the same in
+    total (a table of 20 small sizes and 8 large ones does not fit mostly the latency)."""
+    big = sizes_bytes >= MIB
+    n_big, n_small = int(big.sum()), int((~big).sum())
+    w = np.where(big, 1.0 / np.sqrt(max(n_big, 1)), 1.0 / np.sqrt(max(n_small, 1)))
+    return w * np.sqrt(len(sizes_bytes) / (int(n_big > 0) + int(n_small > 0)))
+
+
+def fit_joint(samples: list[Sample]) -> JointFit:
+    """Fit `FITTED_FIELDS` jointly over every (non point-to-point) sample (module docstring).
+
+    Raises:
+        ValueError: no sample the model prices.
+    """
+    used = [s for s in samples if s.table.collective not in P2P_KINDS and len(s.sizes_bytes)]
+    skipped = [s.table.label for s in samples if s not in used]
+    if not used:
+        raise ValueError("no collective table the model prices (all-to-all and send/recv are not fitted)")
+    start = fitted_values(used[0].base)
+    x0 = np.clip([start[k] for k in NAMES], _LOW + 1e-9, _HIGH - 1e-9)
+    is_latency = np.array([k.endswith("_us") for k in NAMES])
+    runs = [  # a few starts: the cost is piecewise (an argmin over algorithm and protocol)
+        least_squares(_residuals, np.where(is_latency, np.maximum(x0, lat), x0), bounds=(_LOW, _HIGH),
+                      x_scale=_SCALE, diff_step=1e-3, args=(used, x0), max_nfev=200)
+        for lat in _START_LATENCIES_US
+    ]  # fmt: skip
+    x = np.array(min(runs, key=lambda r: float(r.cost)).x)
+    on_bound = {}
+    for i, k in enumerate(NAMES):
+        for b in (_LOW[i], _HIGH[i]):
+            if abs(x[i] - b) <= 1e-6 * max(1.0, abs(b)):
+                x[i] = b  # snap: the solver stops within its tolerance of an active bound
+                on_bound[k] = float(b)
+    values = {k: float(f"{v:.6g}") for k, v in _values(x).items()}
+    return JointFit(values, on_bound, prediction_errors(used, values), skipped)
+
+
+def prediction_errors(samples: list[Sample], values: dict[str, float]) -> dict[str, float]:
+    """Median |predicted / measured - 1| per table under fitted `values` (e.g. held-out tables)."""
+    out = {}
+    for s in samples:
+        if s.table.collective in P2P_KINDS or not len(s.sizes_bytes):
+            continue
+        err = np.median(np.abs(predict_s(s, with_fitted(s.base, values)) / s.measured_s - 1))
+        out[s.table.label] = float(f"{err:.4g}")
+    return out
