@@ -4,9 +4,9 @@ Turns the items of one layer (or of the embedding or output layer) from `flops` 
 of the simulated ranks of one pipeline stage.
 
 Granularity: the compute items between two blocking communications are fused into one
-*segment*, emitted as at most three compute ops (GEMMs at the model dtype, attention at
-bf16 when the model trains in fp8, elementwise ops memory-bound) so the roofline prices
-compute-bound and memory-bound work apart. Communication placement:
+*segment*, emitted as at most three compute ops (GEMMs at the model dtype; attention, the
+router and the logits at bf16 when the model trains in fp8; elementwise ops memory-bound)
+so the roofline prices compute-bound and memory-bound work apart. Communication placement:
     * TP (all-reduce, or SP all-gather/reduce-scatter) and EP all-to-all are blocking: the
       collective waits for the segment before it, the segment after waits for it (Megatron
       without TP-comm overlap), so their exposure is real.
@@ -50,7 +50,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from simulator.workload.flops import CommCost, OpCost, Phase, layer_program
+from simulator.workload.flops import BF16_GEMMS, CommCost, OpCost, Phase, layer_program
 from simulator.workload.layout import LayoutSpec
 from simulator.workload.model import ModelSpec
 from simulator.workload.placement import CollectiveGroup, SimulatedRanks
@@ -140,10 +140,10 @@ class OpEmitter:
         classes: dict[tuple[str, str], list[float]] = {}
         kernels: dict[tuple[str, str], list[OpCost]] = {}
         for it in items:
-            if it.kind == "gemm":
-                key = ("mm", self.dtype)
-            elif it.kind == "attention":
+            if it.kind == "attention" or it.name.removeprefix("recompute_") in BF16_GEMMS:
                 key = ("mm", self.attn_dtype)
+            elif it.kind == "gemm":
+                key = ("mm", self.dtype)
             else:
                 key = ("mem", self.dtype)
             acc = classes.setdefault(key, [0.0, 0.0])

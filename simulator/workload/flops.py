@@ -20,6 +20,18 @@ Counting conventions:
     * Norms, activations, residual adds, router top-k, cross-entropy are `elementwise` ops
       costed by bytes (read + write); their FLOPs are a rough few per element and are not
       part of eq. 3 or 6·N.
+    * Low-precision training (`model.dtype` fp8/fp4/int8, Transformer Engine style): every
+      transformer-layer GEMM casts its operands to the GEMM dtype with a scaling factor
+      (`_low_precision_casts`). Forward: the input is written in the low precision twice,
+      as is and transposed (TE's cast_transpose; the transposed copy feeds the weight
+      gradient), reading the bf16 input unless a norm feeds the GEMM (TE's LayerNormLinear
+      writes the cast from the norm kernel: only the two low-precision writes are extra);
+      backward: the output gradient is cast and transposed the same way (read bf16, write
+      two low-precision copies). The amax reduction rides in the same kernels. Memory-bound
+      `elementwise` ops priced by these bytes; their FLOPs are not matmul FLOPs. The router
+      and the vocabulary projection stay in bf16 (Megatron runs them outside TE's fp8
+      autocast), so they get no casts. The weights' casts happen once per step (TE caches
+      them over the micro-batches) and are left out (≤ 3 bytes per parameter per step).
     * Collective `bytes` follow the nccl-tests "size" convention: all-reduce: the buffer;
       all-gather: the gathered (output) buffer; reduce-scatter: the full (input) buffer;
       all-to-all: one rank's send buffer; send/recv: one message (`count` messages).
@@ -47,6 +59,7 @@ from simulator.workload.layout import (
 from simulator.workload.model import ModelSpec
 
 __all__ = [
+    "BF16_GEMMS",
     "CommCost",
     "Item",
     "OpCost",
@@ -103,6 +116,39 @@ def _gemm(c: _Ctx, name: str, m: float, n: float, k: float) -> _Pair:
             OpCost(f"{name}_wgrad", "gemm", f, byts, (int(k), int(n), int(m))),
         ],
     )
+
+
+#: Bytes per element of the low-precision GEMM dtypes (fp4 packs two per byte).
+LOW_PRECISION_BYTES = {"fp8": 1.0, "int8": 1.0, "fp4": 0.5}
+#: GEMMs whose input a norm produces (TE's LayerNormLinear fuses the cast into the norm).
+_NORM_FED = ("qkv", "q", "q_a", "q_b", "kv_a", "kv_b", "mlp_up", "shared_up")
+#: GEMMs Megatron keeps in bf16 under fp8 training (no casts).
+BF16_GEMMS = ("router", "logits")
+
+
+def _low_precision_casts(c: _Ctx, pairs: list[_Pair]) -> list[_Pair]:
+    """`pairs` with each GEMM preceded by its low-precision casts (module docstring).
+
+    Per GEMM (m×k)·(k×n), with `q` the low-precision bytes per element and `p` the stored
+    (bf16) bytes: forward `(p + 2q)·m·k` bytes (`2q·m·k` when a norm feeds it), backward
+    `(p + 2q)·m·n` (under sequence parallelism the copies are of the gathered input, the
+    one the GEMM reads). bf16 (or wider) training returns `pairs` unchanged.
+    """
+    q = LOW_PRECISION_BYTES.get(c.m.dtype)
+    if q is None:
+        return pairs
+    out: list[_Pair] = []
+    for pair in pairs:
+        g = pair.fwd
+        if isinstance(g, OpCost) and g.kind == "gemm" and g.gemm is not None and g.name not in BF16_GEMMS:
+            m, n, k = g.gemm
+            fwd_bytes = (2 * q if g.name in _NORM_FED else c.p + 2 * q) * m * k
+            cast = OpCost(f"{g.name}_cast", "elementwise", ELEMENTWISE_FLOPS * m * k, fwd_bytes)
+            grad = (c.p + 2 * q) * m * n
+            cast_bwd = OpCost(f"{g.name}_cast_bwd", "elementwise", ELEMENTWISE_FLOPS * m * n, grad)
+            out.append(_Pair(cast, [cast_bwd]))
+        out.append(pair)
+    return out
 
 
 def _elt(c: _Ctx, name: str, elements: float, rw_bytes: float) -> _Pair:
@@ -283,9 +329,16 @@ def _moe(c: _Ctx) -> list[_Pair]:
 
 def _layer_pairs(model: ModelSpec, layout: LayoutSpec, layer_index: int, causal_skip: bool) -> list[_Pair]:
     c = _Ctx(model, layout, causal_skip)
+    pairs: list[_Pair] = list(_zero3_gather(model, layout, layer_index))
+    pairs += _low_precision_casts(c, _layer_body(c, model, layer_index))
+    return pairs
+
+
+def _layer_body(c: _Ctx, model: ModelSpec, layer_index: int) -> list[_Pair]:
+    """The block's compute and TP communication (without ZeRO-3 gathers and casts)."""
     h, p, T, Tn = c.h, c.p, c.T, c.Tn
     act = p * T * h  # a full (tokens × h) activation of the tp group
-    pairs: list[_Pair] = list(_zero3_gather(model, layout, layer_index))
+    pairs: list[_Pair] = []
     pairs.append(_norm(c, "attn_norm", h, Tn))
     pairs += _tp_enter(c, "tp_attn_in", act)
     pairs += _attention(c)

@@ -53,6 +53,7 @@ COMPARED = (
     "recompute",
     "zero_stage",
     "sequence_parallel",
+    "attention",
 )
 
 
@@ -129,3 +130,21 @@ def test_seed_scenario_loads(path: str) -> None:
     except InputError:
         if not row_needs.get(path):
             raise
+
+
+def test_attention_column_picks_the_kernel() -> None:
+    """Rows whose kernels wrote the s×s scores to HBM run the `unfused` attention core."""
+    by_id = {r["id"]: r for r in ROWS}
+    assert SV.layout_of(by_id["korthikanti-22b"])["attention"] == "unfused"
+    assert SV.layout_of(by_id["bloom-176b-384"])["attention"] == "unfused"
+    assert SV.layout_of(by_id["megascale-175b-12k"])["attention"] == "auto"
+
+
+def test_fit_scales_only_the_compute_dtypes_gemm_fraction() -> None:
+    """`--fit`'s constant: f' = m·f for the family's dtype (H100 fp8: 0.709·m), others kept."""
+    gpu = load_gpu(FileRef(file="topologies/gpus/h100-sxm.yaml"), ROOT / "x.yaml")
+    scaled = SV.scaled_gpu(gpu, "fp8", 0.8)
+    assert scaled.gemm_fraction("fp8") == pytest.approx(0.709 * 0.8)
+    assert scaled.gemm_fraction("bf16") == gpu.gemm_fraction("bf16") == 0.803
+    assert SV.scaled_gpu(gpu, "bf16", 0.5).gemm_fraction("bf16") == pytest.approx(0.803 * 0.5)
+    assert SV.FIT_BOUNDS[1] == 1.0  # never above the measured large-GEMM fraction
