@@ -46,18 +46,42 @@ def _facts_table(facts: dict[str, Any]) -> Table:
     return t
 
 
-def _cost_table(items: Any, summary: dict[str, float], currency: str) -> Table:
-    t = Table(title=f"Network capex and power ({currency}, illustrative prices)")
-    for col in ("category", "item", "quantity", "unit", "capex", "power"):
+def _cost_table(items: Any, summary: dict[str, float], currency: str, prices_file: str) -> Table:
+    t = Table(title=f"Cluster capex and rated power by part ({currency}, prices: {prices_file})")
+    for col in ("category", "item", "quantity", "unit", "capex", "share", "power"):
         t.add_column(col, justify="left" if col in ("category", "item") else "right")
-    for r in items.itertuples():
+    total = summary["capex_usd"] or 1.0
+    for cat, grp in items.groupby("category", sort=False):
+        for r in grp.itertuples():
+            t.add_row(
+                r.category,
+                r.item,
+                str(r.quantity),
+                f"{r.unit_usd:,.0f}",
+                f"{r.capex_usd:,.0f}",
+                "",
+                f"{r.power_w / 1e3:,.1f} kW",
+            )
         t.add_row(
-            r.category,
-            r.item,
-            str(r.quantity),
-            f"{r.unit_usd:,.0f}",
-            f"{r.capex_usd:,.0f}",
-            f"{r.power_w / 1e3:,.1f} kW",
+            f"{cat} total",
+            "",
+            "",
+            "",
+            f"{summary[f'capex_{cat}_usd']:,.0f}",
+            f"{summary[f'capex_{cat}_usd'] / total:.1%}",
+            f"{summary[f'power_{cat}_w'] / 1e3:,.1f} kW",
+            style="italic",
+        )
+    if "network_capex_usd" in summary:
+        t.add_row(
+            "network",
+            "switches + NICs + cables",
+            "",
+            "",
+            f"{summary['network_capex_usd']:,.0f}",
+            f"{summary['network_capex_usd'] / total:.1%}",
+            f"{summary['network_power_w'] / 1e3:,.1f} kW",
+            style="italic",
         )
     t.add_row(
         "total",
@@ -65,11 +89,12 @@ def _cost_table(items: Any, summary: dict[str, float], currency: str) -> Table:
         "",
         "",
         f"{summary['capex_usd']:,.0f}",
+        "100%",
         f"{summary['power_w'] / 1e3:,.1f} kW",
         style="bold",
     )
     if "capex_per_gpu_usd" in summary:
-        t.add_row("per GPU", "", "", "", f"{summary['capex_per_gpu_usd']:,.0f}", "")
+        t.add_row("per GPU", "", "", "", f"{summary['capex_per_gpu_usd']:,.0f}", "", "")
     return t
 
 
@@ -83,7 +108,8 @@ def topo(
         typer.Option("--prices", help="Price table (default: topologies/prices.yaml)."),
     ] = None,
 ) -> None:
-    """Print a topology's facts and network cost, and write an offline HTML drawing."""
+    """Print a topology's facts and its capex by part (GPUs, servers, storage, network), and
+    write an offline HTML drawing."""
     # heavy imports here keep `clustersim --help` fast
     from simulator.network.cost import cost_summary, estimate_cost, load_prices
     from simulator.network.facts import topology_facts
@@ -93,13 +119,13 @@ def topo(
     try:
         g = load_topology(file).graph
         price_spec = load_prices(prices)
+        items = estimate_cost(g, price_spec, scope="cluster")
     except ClustersimError as err:
         fail(err)
     facts = topology_facts(g)
-    items = estimate_cost(g, price_spec)
     summary = cost_summary(items, facts["gpus"])
     console.print(_facts_table(facts))
-    console.print(_cost_table(items, summary, price_spec.currency))
+    console.print(_cost_table(items, summary, price_spec.currency, str(prices or "topologies/prices.yaml")))
     html = topology_figure(g).to_html(include_plotlyjs=True, full_html=True)
     target = out / f"{file.stem}.html"
     write_atomic(target, html)

@@ -1,91 +1,54 @@
-"""Capital cost and power of a topology's scale-out network, from an editable price table.
+"""Capital cost and rated power of a cluster, part by part, from the price table.
 
-What is priced: every scale-out switch (tier >= 1) as ports x port price at the speed of
-its fastest cable, every NIC that has a scale-out link, and every cable between two
-different servers or switches (the edge attribute `links` counts parallel cables), by
-reach class (`dac` in-rack copper, `aoc` within a row, `optics` transceivers plus fibre).
-A cable's reach comes from the edge attribute `reach` set by the design builders;
-without it, links touching a tier >= 2 switch count as optics, the rest as AOC.
+What is priced (`estimate_cost`):
+    * network scope: every scale-out switch (tier >= 1) as ports x port price at the speed
+      of its fastest cable, where the ports are the switch's `radix` when a fixed-radix
+      design sets one (a whole box is bought) and the ports it uses otherwise; every NIC
+      that has a scale-out link; every cable between two different servers or switches
+      (the edge attribute `links` counts parallel cables), by reach class (`dac` in-rack
+      copper, `aoc` within a row, `optics` transceivers plus fibre) and by the tiers it
+      joins (`nic-leaf`, `leaf-spine`, `spine-core`, ...). A cable's reach comes from the
+      edge attribute `reach` set by the design builders; without it, links touching a
+      tier >= 2 switch count as optics, the rest as AOC.
+    * cluster scope adds: every GPU (by the GPU model's `name`), the rest of each GPU
+      server per GPU slot (CPUs, memory, baseboard, chassis) and every storage server.
+      GPU power is the model's `tdp_w`.
 
-What is not: servers, GPUs and everything inside a server (NVSwitch, PCIe switches,
-NVLink/xGMI/PCIe traces), racks, management and frontend networks not in the graph.
-Prices for a speed not in the table use the next listed speed up, or the fastest listed
-scaled linearly. All prices are illustrative unless the user's table says otherwise.
+What is not: racks, power and cooling plant, buildings, management and frontend networks
+not in the graph, software and staff. Prices for a speed not in the table use the next
+listed speed up, or the fastest scaled linearly.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import networkx as nx
 import pandas as pd
-from pydantic import Field, model_validator
 
-from simulator.config.base import Spec
-from simulator.config.loader import load
+from simulator.network.hardware import GPUSpec
+from simulator.network.prices import DEFAULT_PRICES, REACHES, PriceSpec, load_prices, lookup
 
-REACHES = ("dac", "aoc", "optics")
-DEFAULT_PRICES = Path(__file__).resolve().parents[2] / "topologies" / "prices.yaml"
+__all__ = [
+    "CATEGORIES",
+    "COLUMNS",
+    "DEFAULT_PRICES",
+    "PriceSpec",
+    "cost_summary",
+    "estimate_cost",
+    "load_prices",
+    "lookup",
+]
 
-SpeedTable = dict[float, float]
+COLUMNS = ["category", "item", "quantity", "unit_usd", "capex_usd", "unit_power_w", "power_w"]
+#: categories in display order; the network ones are `NETWORK_CATEGORIES`
+CATEGORIES = ("gpus", "servers", "storage", "switches", "nics", "cables")
+NETWORK_CATEGORIES = ("switches", "nics", "cables")
+Scope = Literal["network", "cluster"]
 
-
-class PriceSpec(Spec):
-    """Price and power table (USD, watts), keyed by port speed in Gbit/s."""
-
-    currency: str = Field("USD", description="Currency of every price in the table.")
-    switch_port_usd: dict[str, SpeedTable] = Field(
-        description="Price of one switch port, by medium (ib, ethernet, ...) then speed (Gbit/s)."
-    )
-    switch_port_power_w: SpeedTable = Field(
-        description="Switch power per port without optics, watts, by speed (Gbit/s)."
-    )
-    nic_usd: SpeedTable = Field(description="Price of one NIC, by port speed (Gbit/s).")
-    nic_power_w: SpeedTable = Field(description="Power of one NIC, watts, by speed (Gbit/s).")
-    cable_usd: dict[str, SpeedTable] = Field(
-        description="Price of one cable with both ends, by reach (dac, aoc, optics) then speed."
-    )
-    cable_power_w: dict[str, SpeedTable] = Field(
-        description="Power of one cable's two ends, watts, by reach (dac, aoc, optics) then speed."
-    )
-
-    @model_validator(mode="after")
-    def _check(self) -> PriceSpec:
-        tables: list[tuple[str, SpeedTable]] = [
-            ("switch_port_power_w", self.switch_port_power_w),
-            ("nic_usd", self.nic_usd),
-            ("nic_power_w", self.nic_power_w),
-        ]
-        tables += [(f"switch_port_usd.{k}", v) for k, v in self.switch_port_usd.items()]
-        for name in ("cable_usd", "cable_power_w"):
-            table = getattr(self, name)
-            missing = [r for r in REACHES if r not in table]
-            if missing:
-                raise ValueError(f"{name} lacks reach class(es) {missing}")
-            tables += [(f"{name}.{k}", v) for k, v in table.items()]
-        for name, t in tables:
-            if not t:
-                raise ValueError(f"{name} is empty; give at least one speed")
-            if any(s <= 0 for s in t) or any(v < 0 for v in t.values()):
-                raise ValueError(f"{name}: speeds must be > 0 and values >= 0")
-        return self
-
-
-def load_prices(path: str | Path | None = None) -> PriceSpec:
-    """Load a price table (default: `topologies/prices.yaml` of this checkout)."""
-    return load(PriceSpec, path or DEFAULT_PRICES)
-
-
-def lookup(table: SpeedTable, gbps: float) -> float:
-    """Value for a speed: the next listed speed up, or the fastest scaled linearly."""
-    speeds = sorted(table)
-    for s in speeds:
-        if s >= gbps - 1e-9:
-            return table[s]
-    top = speeds[-1]
-    return table[top] * gbps / top
+# A line item: (category, item, unit price in USD, unit power in W); the Counter counts units.
+_Item = tuple[str, str, float, float]
 
 
 def _gbps(edge: dict[str, Any]) -> float:
@@ -100,14 +63,6 @@ def _same_server(a: dict[str, Any], b: dict[str, Any]) -> bool:
     return a.get("node") is not None and a.get("node") == b.get("node")
 
 
-COLUMNS = ["category", "item", "quantity", "unit_usd", "capex_usd", "unit_power_w", "power_w"]
-
-
-# A line item: (category, item, unit price in USD, unit power in W); the Counter counts units.
-_Item = tuple[str, str, float, float]
-_CATEGORY_ORDER = {"switches": 0, "nics": 1, "cables": 2}
-
-
 def _switch_item(g: nx.Graph, n: str, d: dict[str, Any], prices: PriceSpec) -> _Item | None:
     """A scale-out switch priced as ports x port price at the speed of its fastest cable."""
     edges = list(g.adj[n].values())
@@ -115,11 +70,15 @@ def _switch_item(g: nx.Graph, n: str, d: dict[str, Any], prices: PriceSpec) -> _
         return None
     speed = max(_gbps(e) for e in edges)
     medium = Counter(e["medium"] for e in edges).most_common(1)[0][0]
-    ports = int(d.get("ports") or sum(int(e.get("links", 1)) for e in edges))
-    table = prices.switch_port_usd.get(medium) or prices.switch_port_usd.get("ethernet")
-    port_usd = lookup(table, speed) if table else 0.0
-    item = f"{d.get('role', 'switch')} switch, {ports} x {speed:g}G {medium}"
-    return ("switches", item, ports * port_usd, ports * lookup(prices.switch_port_power_w, speed))
+    ports = int(d.get("radix") or d.get("ports") or sum(int(e.get("links", 1)) for e in edges))
+    key = medium if medium in prices.switch_port_usd else "ethernet"
+    port_usd = (
+        lookup(prices.speed_table("switch_port_usd", key), speed) if key in prices.switch_port_usd else 0.0
+    )
+    port_w = lookup(prices.speed_table("switch_port_power_w"), speed)
+    kind = f"{ports}-port" if d.get("radix") else f"{ports} x"
+    item = f"{d.get('role', 'switch')} switch, {kind} {speed:g}G {medium}"
+    return ("switches", item, ports * port_usd, ports * port_w)
 
 
 def _nic_item(g: nx.Graph, n: str, prices: PriceSpec) -> _Item | None:
@@ -133,7 +92,22 @@ def _nic_item(g: nx.Graph, n: str, prices: PriceSpec) -> _Item | None:
     if not out:
         return None
     speed = max(_gbps(e) for e in out)
-    return ("nics", f"NIC {speed:g}G", lookup(prices.nic_usd, speed), lookup(prices.nic_power_w, speed))
+    return (
+        "nics",
+        f"NIC {speed:g}G",
+        lookup(prices.speed_table("nic_usd"), speed),
+        lookup(prices.speed_table("nic_power_w"), speed),
+    )
+
+
+def _end_name(d: dict[str, Any]) -> str:
+    if d.get("kind") == "switch":
+        return str(d.get("role") or f"tier{d.get('tier', 1)}")
+    return str(d.get("kind", "node"))
+
+
+def _tier(d: dict[str, Any]) -> int:
+    return int(d.get("tier", 0)) if d.get("kind") == "switch" else 0
 
 
 def _cable_item(du: dict[str, Any], dv: dict[str, Any], e: dict[str, Any], prices: PriceSpec) -> _Item | None:
@@ -142,29 +116,66 @@ def _cable_item(du: dict[str, Any], dv: dict[str, Any], e: dict[str, Any], price
         return None
     reach = e.get("reach")
     if reach not in REACHES:
-        top = (
-            max(int(x.get("tier", 0)) for x in (du, dv) if x.get("kind") == "switch")
-            if du.get("kind") == "switch" or dv.get("kind") == "switch"
-            else 1
-        )
-        reach = "optics" if top >= 2 else "aoc"
+        reach = "optics" if max(_tier(du), _tier(dv)) >= 2 else "aoc"
+    lo, hi = sorted((du, dv), key=_tier)
     speed = _gbps(e)
     return (
         "cables",
-        f"{reach} {speed:g}G",
-        lookup(prices.cable_usd[reach], speed),
-        lookup(prices.cable_power_w[reach], speed),
+        f"{reach} {speed:g}G {_end_name(lo)}-{_end_name(hi)}",
+        lookup(prices.speed_table("cable_usd", reach), speed),
+        lookup(prices.speed_table("cable_power_w", reach), speed),
     )
 
 
-def estimate_cost(g: nx.Graph, prices: PriceSpec) -> pd.DataFrame:
-    """Line items of the network's capex and power.
+def _compute_items(g: nx.Graph, prices: PriceSpec, gpu: GPUSpec | None) -> Counter[_Item]:
+    """GPUs, the rest of their servers (per GPU slot) and storage servers."""
+    items: Counter[_Item] = Counter()
+    n_gpus = sum(1 for _, d in g.nodes(data=True) if d.get("kind") == "gpu")
+    n_storage = sum(1 for _, d in g.nodes(data=True) if d.get("kind") == "storage")
+    gpu = gpu or g.graph.get("gpu")
+    if n_gpus:
+        if gpu is None:
+            raise prices.error("the topology names no GPU model, so its GPUs cannot be priced", ("gpu_usd",))
+        if gpu.tdp_w is None:
+            raise prices.error(f"GPU {gpu.name!r} has no tdp_w in its GPU file; power needs it", ("gpu_usd",))
+        items[("gpus", gpu.name, prices.by_gpu("gpu_usd", gpu.name), float(gpu.tdp_w))] += n_gpus
+        slot = (
+            "servers",
+            f"{gpu.name} server, per GPU slot",
+            prices.by_gpu("server_per_gpu_usd", gpu.name),
+            prices.by_gpu("server_per_gpu_power_w", gpu.name),
+        )
+        items[slot] += n_gpus
+    if n_storage:
+        stor = (
+            "storage",
+            "storage server",
+            prices.storage_server_usd.value,
+            prices.storage_server_power_w.value,
+        )
+        items[stor] += n_storage
+    return items
+
+
+def estimate_cost(
+    g: nx.Graph, prices: PriceSpec, scope: Scope = "network", gpu: GPUSpec | None = None
+) -> pd.DataFrame:
+    """Line items of the capex and rated power of the network or of the whole cluster.
+
+    Args:
+        g: the topology graph.
+        prices: the price table.
+        scope: `network` (switches, NICs, cables) or `cluster` (also GPUs, servers, storage).
+        gpu: the GPU model (default: the graph's `gpu` attribute).
 
     Returns:
-        DataFrame with columns category (switches, nics, cables), item, quantity,
-        unit_usd, capex_usd, unit_power_w, power_w; one row per distinct item.
+        DataFrame with columns category, item, quantity, unit_usd, capex_usd,
+        unit_power_w, power_w; one row per distinct item, categories in `CATEGORIES` order.
+
+    Raises:
+        InputError: (cluster scope) a part has no price in the table.
     """
-    items: Counter[_Item] = Counter()
+    items: Counter[_Item] = _compute_items(g, prices, gpu) if scope == "cluster" else Counter()
     for n, d in g.nodes(data=True):
         if _is_scale_out_switch(d):
             item = _switch_item(g, n, d, prices)
@@ -190,7 +201,7 @@ def estimate_cost(g: nx.Graph, prices: PriceSpec) -> pd.DataFrame:
         }
         for (c, i, usd, w), q in items.items()
     ]
-    rows.sort(key=lambda r: (_CATEGORY_ORDER[r["category"]], r["item"]))
+    rows.sort(key=lambda r: (CATEGORIES.index(r["category"]), r["item"]))
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
@@ -198,7 +209,8 @@ def cost_summary(items: pd.DataFrame, gpus: int | None = None) -> dict[str, floa
     """Totals of `estimate_cost` line items: capex and power, overall and by category.
 
     Keys: capex_usd, power_w, capex_<category>_usd, power_<category>_w, and
-    capex_per_gpu_usd when `gpus` is given.
+    capex_per_gpu_usd when `gpus` is given; with cluster-scope items also
+    network_capex_usd and network_power_w (switches, NICs and cables together).
     """
     out: dict[str, float] = {
         "capex_usd": float(items["capex_usd"].sum()),
@@ -207,6 +219,10 @@ def cost_summary(items: pd.DataFrame, gpus: int | None = None) -> dict[str, floa
     for cat, grp in items.groupby("category", sort=False):
         out[f"capex_{cat}_usd"] = float(grp["capex_usd"].sum())
         out[f"power_{cat}_w"] = float(grp["power_w"].sum())
+    if set(items["category"]) - set(NETWORK_CATEGORIES):
+        net = items[items["category"].isin(NETWORK_CATEGORIES)]
+        out["network_capex_usd"] = float(net["capex_usd"].sum())
+        out["network_power_w"] = float(net["power_w"].sum())
     if gpus:
         out["capex_per_gpu_usd"] = out["capex_usd"] / gpus
     return out

@@ -22,6 +22,7 @@ import simulator
 from simulator.calibration.apply import ProfileTuning
 from simulator.io import write_atomic
 from simulator.metrics import frames as fr
+from simulator.metrics.run_cost import cost_columns, run_power_frames
 from simulator.metrics.store import write_frame, write_json
 from simulator.metrics.summary import summarize
 from simulator.scenario.prepare import PreparedRun, step_simulator
@@ -129,8 +130,13 @@ def execute(
         # clamps applied and collectives no profile speaks for (simulator.calibration.apply)
         meta["calibration_warnings"] = prep.tuning.warnings
     summary = summarize(frames, meta)
+    cap = sc.compute.power_cap_fraction
+    summary.update(
+        cost_columns(frames, summary, prep.topology.graph, prep.topology.gpu, power_cap_fraction=cap)
+    )
     if sc.run_level:
         frames.update(run_level(prep, summary, seed))
+        frames.update(run_power_frames(frames, summary))
     resolved = {
         "scenario": resolved_scenario(prep, seed),
         "overrides": dict(overrides or {}),

@@ -22,6 +22,7 @@ from simulator.engine.step import CollectiveTuning, StepSettings, StepSimulator
 from simulator.errors import InputError
 from simulator.network.cluster import Cluster
 from simulator.network.collective import check_algorithm
+from simulator.network.prices import power_capped_gpu
 from simulator.network.topology import Topology, load_topology
 from simulator.scenario.job import check_run_level
 from simulator.scenario.spec import Scenario, load_scenario
@@ -145,7 +146,8 @@ def step_simulator(
     """A step simulator for the prepared run (on `cluster` instead of the scenario's, if given)."""
     sc = prep.scenario.spec
     ctx = SimContext(seed)
-    cost = ComputeCost(prep.topology.gpu, prep.compute_calibration, sc.compute.jitter_cv, ctx.rng("compute"))
+    gpu = power_capped_gpu(prep.topology.gpu, sc.compute.power_cap_fraction)
+    cost = ComputeCost(gpu, prep.compute_calibration, sc.compute.jitter_cv, ctx.rng("compute"))
     settings = StepSettings(
         fidelity=sc.network.fidelity,
         algorithms=dict(sc.network.algorithms),

@@ -95,6 +95,13 @@ class ComputeSettings(Spec):
     jitter_cv: float = Field(
         0.0, ge=0, le=1, description="Coefficient of variation of a lognormal per-op jitter (0 = none)."
     )
+    power_cap_fraction: float = Field(
+        1.0,
+        gt=0,
+        le=1,
+        description="Per-GPU power limit as a fraction of TDP (what-if; 1 = uncapped): compute slows "
+        "along power.power_cap_curve of topologies/prices.yaml and GPU draw is capped.",
+    )
 
 
 class LinkRef(Spec):

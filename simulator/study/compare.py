@@ -50,6 +50,7 @@ import simulator
 from simulator.config.base import FileRef, Spec
 from simulator.config.loader import Document, Loc, read_document, validate
 from simulator.errors import ClustersimError, InputError
+from simulator.metrics.run_cost import cost_columns
 from simulator.network.cost import DEFAULT_PRICES, PriceSpec, cost_summary, estimate_cost, load_prices
 from simulator.network.topology import resolve
 from simulator.scenario.execute import execute
@@ -373,6 +374,17 @@ def simulate_variant(task: VariantTask) -> VariantOutcome:
     result.summary.update(
         network_cost(prep.topology.graph, task.prices, result.summary.get("gpus_in_topology"))
     )
+    if task.prices is not None:
+        result.summary.update(
+            cost_columns(
+                result.frames,
+                result.summary,
+                prep.topology.graph,
+                prep.topology.gpu,
+                task.prices,
+                prep.scenario.spec.compute.power_cap_fraction,
+            )
+        )
     result.resolved["variant"] = task.variant
     result.resolved["compare"] = task.compare
     return VariantOutcome(task.variant, result=result)
@@ -454,6 +466,17 @@ TABLE_OPTIONAL = [
     "network_power_w",
     "network_capex_per_gpu_usd",
     "network_usd_per_mtoken",
+    "capex_usd",
+    "capex_per_gpu_usd",
+    "usd_per_step",
+    "usd_per_mtoken",
+    "energy_per_step_j",
+    "energy_per_token_j",
+    "mean_facility_power_w",
+    *(f"capex_{part}_usd" for part in ("gpus", "servers", "storage", "switches", "nics", "cables")),
+    "amortization_years",
+    "electricity_usd_per_kwh",
+    "pue",
 ]
 
 

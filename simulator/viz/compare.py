@@ -21,6 +21,13 @@ from plotly.colors import qualitative
 from simulator.faults.metrics import t_interval
 from simulator.metrics.summary import busiest_links
 from simulator.viz.breakdown import breakdown_frame
+from simulator.viz.cost_compare import (
+    capex_parts_figure,
+    cost_axes,
+    cost_cards,
+    cost_pareto_figure,
+    energy_figure,
+)
 from simulator.viz.dashboard import page
 from simulator.viz.style import PALETTE
 
@@ -207,6 +214,10 @@ def busiest_links_figure(links: pd.DataFrame, steps: pd.DataFrame, top: int = 5)
     return fig
 
 
+def _first(table: pd.DataFrame, column: str) -> str:
+    return f"{float(table[column].iloc[0]):g}" if column in table.columns else "?"
+
+
 def _ms(v: Any) -> str:
     return "n/a" if v is None or (isinstance(v, float) and np.isnan(v)) else f"{float(v) * 1e3:.2f} ms"
 
@@ -233,7 +244,7 @@ def comparison_cards(table: pd.DataFrame) -> list[tuple[str, str]]:
         capex = table.groupby(table["variant"].astype(str), sort=False)["network_capex_usd"].first()
         for variant in _order(table):
             cards.append((f"{variant}: network capex", f"${capex[variant] / 1e6:.2f}M"))
-    return cards
+    return cards + cost_cards(table)
 
 
 def comparison_figures(table: pd.DataFrame, frames: dict[str, pd.DataFrame]) -> list[go.Figure]:
@@ -247,6 +258,8 @@ def comparison_figures(table: pd.DataFrame, frames: dict[str, pd.DataFrame]) -> 
         figs.append(busiest_links_figure(links, steps))
     if "network_capex_usd" in table.columns:
         figs.append(cost_figure(table))
+    if cost_axes(table) is not None:
+        figs += [cost_pareto_figure(table), energy_figure(table), capex_parts_figure(table)]
     return figs
 
 
@@ -272,6 +285,16 @@ def comparison_html(
             if "network_capex_usd" in table.columns
             else "Relative step time is each variant's over the first variant's."
         ]
+        + (
+            [
+                "Cost per token: cluster capex (the job's share of its GPUs) spread over "
+                f"{_first(table, 'amortization_years')} years plus facility energy (PUE "
+                f"{_first(table, 'pue')}) at {_first(table, 'electricity_usd_per_kwh')} USD/kWh, "
+                "from topologies/prices.yaml (every figure there names its source and date)."
+            ]
+            if cost_axes(table) is not None
+            else []
+        )
     )
     return page(
         f"clustersim compare: {name}",

@@ -26,7 +26,7 @@ def prices() -> PriceSpec:
 def test_price_file_validates(prices: PriceSpec) -> None:
     assert DEFAULT_PRICES.name == "prices.yaml"
     assert prices.currency == "USD"
-    assert prices.nic_usd[400] > 0
+    assert prices.nic_usd[400].value > 0
 
 
 @pytest.mark.parametrize("spec_cls", DESIGN_SPECS)
@@ -63,14 +63,14 @@ def test_fat_tree_line_items_follow_counts(prices: PriceSpec) -> None:
     """k = 4 fat-tree at 400G: 20 switches x 4 ports; 16 NICs; 16 DAC (host-edge),
     16 AOC (edge-agg), 16 optics (agg-core)."""
     items = estimate_cost(build_design(FatTreeSpec(k=4, link_gbps=400)), prices).set_index("item")
-    port = prices.switch_port_usd["ethernet"][400]
+    port = prices.switch_port_usd["ethernet"][400].value
     switches = items[items.category == "switches"]
     assert switches["quantity"].sum() == 20
     assert switches["capex_usd"].sum() == pytest.approx(20 * 4 * port)
     assert items.loc["NIC 400G", "quantity"] == 16
-    assert items.loc["dac 400G", "quantity"] == 16
-    assert items.loc["aoc 400G", "quantity"] == 16
-    assert items.loc["optics 400G", "quantity"] == 16
+    assert items.loc["dac 400G nic-edge", "quantity"] == 16
+    assert items.loc["aoc 400G edge-aggregation", "quantity"] == 16
+    assert items.loc["optics 400G aggregation-core", "quantity"] == 16
     summary = cost_summary(items.reset_index(), gpus=16)
     assert summary["capex_per_gpu_usd"] == pytest.approx(summary["capex_usd"] / 16)
 
@@ -83,6 +83,6 @@ def test_lookup_rounds_up_then_scales() -> None:
 
 
 def test_bad_price_table_is_an_input_error(tmp_path) -> None:
-    doc = parse_text("switch_port_usd: {ib: {400: 1}}\nnic_usd: {400: -1}\n", tmp_path / "p.yaml")
+    doc = parse_text("switch_port_usd: {ib: {400: 1}}\nnic_usd: {400: {value: -1}}\n", tmp_path / "p.yaml")
     with pytest.raises(InputError):
         validate(PriceSpec, doc)

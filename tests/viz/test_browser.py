@@ -170,5 +170,5 @@ def test_real_comparison_and_sweep_dashboards(tmp_path: Path) -> None:
     sw_dir = run_sweep(tmp_path / "sw")
     res = CliRunner().invoke(app, ["dashboard", str(cmp_dir), str(sw_dir)])
     assert res.exit_code == 0, res.output
-    _check_quick(cmp_dir / "comparison.html", tmp_path / "shots", expected=5)
+    _check_quick(cmp_dir / "comparison.html", tmp_path / "shots", expected=8)  # 5 + Pareto, energy, capex
     _check_quick(sw_dir / "sweep.html", tmp_path / "shots", expected=2)

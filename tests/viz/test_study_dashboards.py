@@ -35,7 +35,7 @@ def test_comparison_rebuild_equals_the_page_compare_wrote(compare_dir: Path, tmp
     assert res.exit_code == 0 and "comparison dashboard" in res.output, res.output
     text = target.read_text(encoding="utf-8")
     assert text == (compare_dir / "comparison.html").read_text(encoding="utf-8")
-    assert "<meta name='clustersim-figures' content='5'>" in text
+    assert "<meta name='clustersim-figures' content='8'>" in text
     assert "one seed: bars are single runs, without intervals" in text
 
 

@@ -38,6 +38,7 @@ from simulator.network.design.parts import (
     scale_up_bisection,
     structure,
 )
+from simulator.network.design.rail_optimized import rail_fabric
 from simulator.network.design.scale_up import add_scale_up_server
 from simulator.network.design.spec import (
     ClosSpecBase,
@@ -176,14 +177,25 @@ class RailOnlySpec(ScaleOutSpecBase):
     server. There is no spine: traffic between different rails of different servers
     first crosses the HB domain to a GPU on the destination rail (as NCCL's PXN does).
 
-    Simplifications: each rail is one switch of `nodes` ports (a large rail built as a
-    Clos or chassis is drawn as one switch).
+    Without `switch_radix` each rail is one switch of `nodes` ports (a large rail built as
+    a Clos or chassis is drawn as one switch); with it, each rail is a non-blocking Clos of
+    switches of that radix (one switch while the rail fits, then leaves and spines, and
+    cores past `switch_radix` leaves; `rail_optimized.rail_fabric`), priced whole.
     """
 
     generator: Literal["rail_only"] = Field("rail_only", description="Design tag.")
     nodes: int = Field(32, ge=1, description="Number of servers (HB domains).")
     gpus_per_node: int = Field(8, ge=1, description="GPUs per HB domain (and rails).")
     nvlink_gbyte_per_s: NvlinkGbytePerS = 450.0
+    switch_radix: int | None = Field(
+        None, ge=4, description="Ports per rail switch; default one switch per rail of `nodes` ports."
+    )
+
+    @model_validator(mode="after")
+    def _even_radix(self) -> RailOnlySpec:
+        if self.switch_radix is not None and self.switch_radix % 2:
+            raise ValueError(f"switch_radix must be even, got {self.switch_radix}")
+        return self
 
 
 class MultiPlaneFatTreeSpec(ClosSpecBase):
@@ -389,14 +401,27 @@ def build_rail_only(spec: RailOnlySpec, gpu: GPUSpec | None = None) -> nx.Graph:
     lat = spec.hop_latency_us * US_IN_S
     nic_bw = spec.nic_gbps * GBPS_IN_BYTES_PER_S
     nvlink = spec.nvlink_gbyte_per_s * GBYTE_PER_S_IN_BYTES_PER_S
-    rails = [add_switch(parts, f"rail{r}", 1, "rail", spec.nodes, rail=r) for r in range(G)]
+    if spec.switch_radix is None:
+        rails = [add_switch(parts, f"rail{r}", 1, "rail", spec.nodes, rail=r) for r in range(G)]
+        leaves = rails
+    rail_nics: list[list[str]] = [[] for _ in range(G)]
     for i in range(spec.nodes):
         gpus = add_nvswitch_server(parts, i, G, nvlink, up_lat)
         nics = add_gpu_nics(parts, i, gpus, spec.pcie_gbyte_per_s * GBYTE_PER_S_IN_BYTES_PER_S, up_lat)
         for r, nic in enumerate(nics):
-            parts.link(nic, rails[r], nic_bw, lat, spec.medium, reach="aoc")
+            if spec.switch_radix is None:
+                parts.link(nic, rails[r], nic_bw, lat, spec.medium, reach="aoc")
+            rail_nics[r].append(nic)
+    if spec.switch_radix is not None:
+        radix = spec.switch_radix
+        rails = [
+            top
+            for r in range(G)
+            for top in rail_fabric(parts, r, rail_nics[r], radix, nic_bw, lat, spec.medium)
+        ]
+        leaves = [n for n, d in parts.nodes if d.get("kind") == "switch" and d.get("tier") == 1]
     if spec.storage:
-        attach_storage(parts, spec.storage, rails, rails, spec.medium, lat)
+        attach_storage(parts, spec.storage, rails, leaves, spec.medium, lat)
     n_gpus = spec.nodes * G
     # splitting the servers in two halves cuts every NIC link of one half (rails are
     # single switches); a split inside an HB domain is bounded by NVLink, which is larger

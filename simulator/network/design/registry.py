@@ -41,6 +41,7 @@ from simulator.network.design.clos import (
     build_switch,
 )
 from simulator.network.design.direct import DragonflySpec, TorusSpec, build_dragonfly, build_torus
+from simulator.network.design.rail_optimized import RailOptimizedClosSpec, build_rail_optimized_clos
 from simulator.network.design.scale_up import (
     NVSwitchNodeSpec,
     PCIeNodeSpec,
@@ -83,6 +84,7 @@ _GENERATOR_LIST = (
     Generator(SuperPodSpec, build_superpod),
     Generator(MI300XClusterSpec, build_mi300x_cluster),
     Generator(RailOnlySpec, build_rail_only),
+    Generator(RailOptimizedClosSpec, build_rail_optimized_clos),
     Generator(MultiPlaneFatTreeSpec, build_multiplane_fattree),
     Generator(FatTreeSpec, build_fat_tree),
     Generator(TorusSpec, build_torus),
@@ -97,6 +99,7 @@ DESIGN_SPECS: tuple[type[DesignSpecBase], ...] = (
     SuperPodSpec,
     MI300XClusterSpec,
     RailOnlySpec,
+    RailOptimizedClosSpec,
     MultiPlaneFatTreeSpec,
     FatTreeSpec,
     TorusSpec,
@@ -108,6 +111,7 @@ DesignSpec = Annotated[
     SuperPodSpec
     | MI300XClusterSpec
     | RailOnlySpec
+    | RailOptimizedClosSpec
     | MultiPlaneFatTreeSpec
     | FatTreeSpec
     | TorusSpec

@@ -75,6 +75,7 @@ def clos_above_leaves(
     medium: str,
     prefix: str = "",
     extra: dict[str, Any] | None = None,
+    min_tiers: int = 2,
 ) -> ClosTiers:
     """Build spines (and cores if needed) above `leaves` = [(name, down ports)].
 
@@ -88,6 +89,7 @@ def clos_above_leaves(
         medium: medium of the uplinks.
         prefix: prefix of the spine and core names (one fabric per plane).
         extra: further attributes of every spine and core switch.
+        min_tiers: 3 builds cores even when every leaf could reach every spine.
 
     Raises:
         InputError: the leaves or the pods need more ports than `radix` (field `switch_radix`).
@@ -105,7 +107,7 @@ def clos_above_leaves(
     if len(names) == 1:
         # a single leaf switches everything itself; no spine needed
         return ClosTiers(up, cores=[], top=names, tier_up_bytes_per_s=[])
-    if len(names) <= radix:
+    if len(names) <= radix and min_tiers < 3:
         return _two_tiers(parts, names, up, radix, cable, prefix, extra)
     return _three_tiers(parts, names, up, radix, cable, prefix, extra)
 
