@@ -12,7 +12,7 @@ import logging
 
 import typer
 
-from simulator.commands import calibrate, compare, dashboard, run, sweep, topo
+from simulator.commands import calibrate, compare, dashboard, importing, run, sweep, topo
 
 app = typer.Typer(
     name="clustersim",
@@ -22,7 +22,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
-COMMAND_MODULES = (run, topo, calibrate, compare, sweep, dashboard)
+COMMAND_MODULES = (run, topo, calibrate, compare, sweep, dashboard, importing)
 
 for _module in COMMAND_MODULES:
     _module.register(app)
