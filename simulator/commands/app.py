@@ -13,7 +13,7 @@ import os
 
 import typer
 
-from simulator.commands import calibrate, compare, dashboard, query, run, sweep, topo
+from simulator.commands import calibrate, compare, dashboard, importing, query, run, sweep, topo
 
 app = typer.Typer(
     name="clustersim",
@@ -23,7 +23,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
-COMMAND_MODULES = (run, topo, calibrate, compare, sweep, dashboard, query)
+COMMAND_MODULES = (run, topo, calibrate, compare, sweep, dashboard, query, importing)
 
 for _module in COMMAND_MODULES:
     _module.register(app)

@@ -10,9 +10,14 @@ Open the file in https://ui.perfetto.dev or chrome://tracing. Mapping:
   gets a `wait` event from when the rank reached it to when it started;
 * a last process "links" with one counter track (`ph: "C"`) per busiest directed link:
   utilization in percent over time (binned past `max_counter_points` per link, as in the
-  dashboard).
+  dashboard);
+* given the step program, flow arrows (`ph: "s"` on the source slice, `ph: "f"` bound to
+  the enclosing target slice): send -> recv of every transfer (from the sender's lane to
+  the receiver's, `cat: "p2p"`), and every dependency of an op on another rank's op
+  (from where the dependency ran to the op that waited, `cat: "dependency"`).
 
-Pure function of the saved frames; nothing is sampled on the op side.
+Pure function of the saved frames (and the program's dependency edges, if given);
+nothing is sampled on the op side.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ import pandas as pd
 from simulator.io import write_atomic
 from simulator.viz.links import busiest, link_series
 from simulator.viz.rank_groups import rank_groups
+from simulator.workload.program import StepProgram
 
 US = 1e6
 
@@ -145,6 +151,76 @@ def _op_events(
     return events
 
 
+#: A flow arrow: (category, source op id, source rank, target op id, target rank).
+Edge = tuple[str, str, int, str, int]
+
+
+def flow_edges(program: StepProgram) -> list[Edge]:
+    """The arrows of `program`: sender -> receiver of each transfer, and each dependency
+    of an op on an op of a rank it does not run on (from that op's first rank)."""
+    owner = {op.id: op.ranks for op in program.ops}
+    edges: list[Edge] = []
+    for op in program.ops:
+        if op.kind == "p2p" and len(op.ranks) == 2:
+            edges.append(("p2p", op.id, op.ranks[0], op.id, op.ranks[1]))
+        for d in op.deps:
+            src = owner.get(d, ())
+            if not src or set(src) & set(op.ranks):
+                continue
+            edges.extend(("dependency", d, src[0], op.id, r) for r in op.ranks)
+    return edges
+
+
+def _flow_events(
+    ops: pd.DataFrame,
+    edges: list[Edge],
+    groups: pd.Series,
+    pid_of: dict[Any, int],
+    tid_of: dict[tuple[int, str], int],
+) -> list[dict[str, Any]]:
+    """Flow start/finish pairs for `edges`, in every step both ends ran in.
+
+    Both ends sit at the start of their slice, the finish bound to the enclosing slice
+    (`bp: "e"`), so viewers attach the arrow to the two slices (an end exactly at a slice's
+    end could bind to the next one).
+    """
+    at = {
+        (str(r.op_id), int(r.rank), int(r.step)): (
+            int(r.rank),
+            str(r.stream),
+            r.started_at_s,
+            r.finished_at_s,
+        )
+        for r in ops[["op_id", "rank", "step", "stream", "started_at_s", "finished_at_s"]].itertuples(
+            index=False
+        )
+    }
+    events: list[dict[str, Any]] = []
+    steps = sorted({int(x) for x in ops["step"].unique()}) if not ops.empty else []
+    flow_id = 0
+    for step in steps:
+        for cat, src_id, src_rank, dst_id, dst_rank in edges:
+            a, b = at.get((src_id, src_rank, step)), at.get((dst_id, dst_rank, step))
+            if a is None or b is None:
+                continue
+            flow_id += 1
+            name = f"{src_id} -> {dst_id}"
+            for ph, (rank, stream, start, _) in (("s", a), ("f", b)):
+                ev = {
+                    "ph": ph,
+                    "id": flow_id,
+                    "name": name,
+                    "cat": cat,
+                    "pid": pid_of[groups[rank]],
+                    "tid": tid_of[(rank, stream)],
+                    "ts": start * US,
+                }
+                if ph == "f":
+                    ev["bp"] = "e"
+                events.append(ev)
+    return events
+
+
 def _link_counter_events(
     links: pd.DataFrame, pid: int, top_links: int, max_counter_points: int
 ) -> tuple[list[dict[str, Any]], int]:
@@ -177,6 +253,7 @@ def chrome_trace(
     steps: list[int] | None = None,
     top_links: int = 8,
     max_counter_points: int = 5000,
+    edges: list[Edge] | None = None,
 ) -> dict[str, Any]:
     """The trace as a dict (`{"traceEvents": [...], "displayTimeUnit": "ms", ...}`).
 
@@ -185,6 +262,7 @@ def chrome_trace(
         steps: steps to export (default all).
         top_links: busiest links given a utilization counter track.
         max_counter_points: counter samples per link at most (time-weighted bins beyond).
+        edges: flow arrows to draw (`flow_edges(program)`); none by default.
 
     Raises:
         ValueError: the frames have no ops frame.
@@ -202,6 +280,11 @@ def chrome_trace(
     thread_events, tid_of = _thread_events(ops, groups, pid_of)
     events += thread_events
     events += _op_events(ops, groups, pid_of, tid_of)
+    n_flows = 0
+    if edges:
+        flows = _flow_events(ops, edges, groups, pid_of, tid_of)
+        n_flows = len(flows) // 2
+        events += flows
     links = frames.get("links")
     n_counters = 0
     if links is not None and not links.empty and top_links > 0:
@@ -219,6 +302,7 @@ def chrome_trace(
             "generator": "clustersim",
             "time_unit": "us of simulated time",
             "link_counters": n_counters,
+            "flows": n_flows,
         },
     }
 
@@ -233,4 +317,5 @@ def write_chrome_trace(frames: dict[str, pd.DataFrame], path: str | Path, **kwar
         "ops": sum(1 for e in ev if e["ph"] == "X" and e["cat"] != "wait"),
         "counter_samples": sum(1 for e in ev if e["ph"] == "C"),
         "link_counters": trace["otherData"]["link_counters"],
+        "flows": trace["otherData"]["flows"],
     }

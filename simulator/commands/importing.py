@@ -1,0 +1,148 @@
+"""`clustersim import chakra|kineto ...` and `export chakra|chrome SCENARIO`.
+
+Import reads a folder of per-rank Chakra execution traces, or PyTorch profiler traces of
+one step, and writes a `clustersim-step/1` trace, checked by the trace format's own
+validation before it is written. Export writes the step of a scenario (a trace, or a
+model and its layout) as Chakra ET files, or simulates it and writes its Chrome trace with
+flow arrows.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from simulator.commands.common import console, err_console, fail, progress_bar
+from simulator.errors import ClustersimError, InputError
+
+import_app = typer.Typer(help="Turn traces of other tools into clustersim step traces.", no_args_is_help=True)
+export_app = typer.Typer(help="Write a scenario's step in the formats of other tools.", no_args_is_help=True)
+
+
+def _count_rank_files(folder: Path) -> int:
+    from simulator.workload.interchange.chakra_io import rank_files
+
+    return len(rank_files(folder))
+
+
+def import_chakra_command(
+    folder: Annotated[Path, typer.Argument(help="Folder of PREFIX.RANK.et files (and comm_group.json).")],
+    output: Annotated[Path, typer.Option("-o", "--output", help="Step trace YAML to write.")],
+    unknown: Annotated[
+        str, typer.Option(help="Node types with no model: reject, or run as compute ops of their duration.")
+    ] = "reject",
+    keep_placement: Annotated[
+        bool, typer.Option(help="Keep the GPU placement the trace was exported with (else packed).")
+    ] = False,
+) -> None:
+    """Import a Chakra execution trace as a clustersim step trace."""
+    from simulator.workload.interchange.chakra_read import import_chakra
+    from simulator.workload.interchange.tracebuild import program_from_dict, write_trace_yaml
+
+    try:
+        if unknown not in ("reject", "compute"):
+            raise InputError(f"--unknown must be reject or compute, not {unknown!r}")
+        n = _count_rank_files(folder)
+        with progress_bar("reading ranks", n, unit="ranks") as on_done:
+            result = import_chakra(
+                folder, unknown, on_rank=lambda r: on_done(r, None), keep_placement=keep_placement
+            )
+        data = result.data
+        gpus = data.get("placement") or [f"rank{r}" for r in range(int(data["ranks"]))]
+        program = program_from_dict(data, output, list(gpus))
+        write_trace_yaml(data, output, header=f"Imported from the Chakra execution trace {folder.name}/.")
+    except ClustersimError as err:
+        fail(err)
+    for warning in result.warnings:
+        err_console.print(f"warning: {folder}: {warning}", markup=False, soft_wrap=True)
+    console.print(f"{result.node_count} nodes of {n} ranks -> {len(program.ops)} ops: {output}")
+
+
+def import_kineto_command(
+    files: Annotated[
+        list[Path], typer.Argument(help="PyTorch profiler JSON traces (.json or .json.gz), one per rank.")
+    ],
+    output: Annotated[Path, typer.Option("-o", "--output", help="Step trace YAML to write.")],
+    step: Annotated[
+        int | None, typer.Option(help="Profiled step N (ProfilerStep#N); default: the first.")
+    ] = None,
+    dp_replicas: Annotated[
+        int, typer.Option(min=1, help="What-if: the recorded ranks as this many data-parallel copies.")
+    ] = 1,
+) -> None:
+    """Import a PyTorch profiler (Kineto) trace of one training step as a clustersim step trace."""
+    from simulator.workload.interchange.kineto import import_kineto
+    from simulator.workload.interchange.tracebuild import program_from_dict, write_trace_yaml
+
+    try:
+        with progress_bar("reading ranks", len(files), unit="files"):
+            result = import_kineto(list(files), step, dp_replicas)
+        data = result.data
+        program = program_from_dict(data, output, [f"rank{r}" for r in range(int(data["ranks"]))])
+        header = (
+            f"Imported from PyTorch profiler traces ({', '.join(f.name for f in files)}), "
+            f"ProfilerStep#{result.step}.\nCompute kernels keep their measured durations; collectives are "
+            f"re-simulated. Recorded GPU step time: {result.recorded_step_s * 1e3:.3f} ms."
+        )
+        write_trace_yaml(data, output, header=header)
+    except ClustersimError as err:
+        fail(err)
+    for warning in result.warnings:
+        err_console.print(f"warning: {warning}", markup=False, soft_wrap=True)
+    console.print(
+        f"{len(files)} rank trace(s), step {result.step} ({result.recorded_step_s * 1e3:.3f} ms recorded) "
+        f"-> {len(program.ops)} ops: {output}"
+    )
+
+
+def export_chakra_command(
+    scenario: Annotated[Path, typer.Argument(help="Scenario YAML file (trace or model workload).")],
+    output: Annotated[Path, typer.Option("-o", "--output", help="Folder for the ET files.")],
+    prefix: Annotated[str, typer.Option(help="File name prefix: PREFIX.RANK.et.")] = "trace",
+) -> None:
+    """Export a scenario's step as Chakra execution traces (one file per rank)."""
+    from simulator.engine.cost import ComputeCost
+    from simulator.scenario.prepare import prepare
+    from simulator.workload.interchange.chakra_write import export_chakra
+
+    try:
+        prep = prepare(scenario)
+        cost = ComputeCost(prep.topology.gpu, prep.compute_calibration)
+        paths = export_chakra(prep.program, output, prefix, duration_of=cost.roofline_s)
+    except ClustersimError as err:
+        fail(err)
+    console.print(f"{len(prep.program.ops)} ops -> {len(paths)} rank files in {output}/")
+
+
+def export_chrome_command(
+    scenario: Annotated[Path, typer.Argument(help="Scenario YAML file.")],
+    output: Annotated[Path, typer.Option("-o", "--output", help="Trace JSON to write.")],
+    links: Annotated[int, typer.Option(help="Busiest links given a utilization counter track.", min=0)] = 8,
+) -> None:
+    """Simulate a scenario and write its timeline as a Chrome/Perfetto trace with flow arrows
+    (send -> recv, dependencies across ranks)."""
+    from simulator.scenario.execute import execute
+    from simulator.scenario.prepare import prepare
+    from simulator.viz.chrome_trace import flow_edges, write_chrome_trace
+
+    try:
+        prep = prepare(scenario)
+        result = execute(prep)
+        counts = write_chrome_trace(result.frames, output, top_links=links, edges=flow_edges(prep.program))
+    except ClustersimError as err:
+        fail(err)
+    console.print(
+        f"trace: {output} ({counts['ops']:,} ops, {counts['flows']:,} flow arrows; open in https://ui.perfetto.dev)"
+    )
+
+
+def register(app: typer.Typer) -> None:
+    """Add `import chakra`, `import kineto` and `export chakra` to the CLI."""
+    import_app.command("chakra")(import_chakra_command)
+    import_app.command("kineto")(import_kineto_command)
+    export_app.command("chakra")(export_chakra_command)
+    export_app.command("chrome")(export_chrome_command)
+    app.add_typer(import_app, name="import")
+    app.add_typer(export_app, name="export")

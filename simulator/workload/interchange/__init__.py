@@ -1,0 +1,1 @@
+"""Workload interchange: Chakra execution traces and PyTorch profiler (Kineto) traces in and out."""

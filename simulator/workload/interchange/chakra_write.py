@@ -1,0 +1,180 @@
+"""Write a step program as a Chakra execution trace (one `PREFIX.RANK.et` file per rank).
+
+Mapping (the inverse of `chakra_read`):
+
+* compute op -> `COMP_NODE` with `duration_micros` (rounded, for ASTRA-sim) and the exact
+  `clustersim.duration_s`, or `num_ops`/`tensor_size` (FLOPs and bytes) when the op is
+  priced by the cost model;
+* collective -> one `COMM_COLL_NODE` per member rank (`comm_type`, `comm_size`, `pg_name`
+  naming a group of `comm_group.json`, as ASTRA-sim reads it; `clustersim.group` with the
+  ranks);
+* matched send/recv -> `COMM_SEND_NODE` on the sender and `COMM_RECV_NODE` on the receiver
+  (`comm_src`, `comm_dst`, `comm_tag` counting the pair's transfers, `comm_size`);
+* checkpoint -> `CHECKPOINT_NODE` with `clustersim.size_bytes` and `clustersim.target`.
+
+Dependencies on an op of the same rank are `data_deps`; the order of ops on one (rank,
+stream) is written as a `ctrl_deps` on the stream's previous op, since Chakra has no
+streams. A dependency on another rank's op (Chakra has none) is kept in
+`clustersim.remote_deps` as `RANK:NODE_ID`; other tools ignore it. Not written: the
+weights and roles of ranks that stand for others (a generated program's representatives).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+from simulator.workload.interchange import chakra_et_pb2 as pb
+from simulator.workload.interchange.chakra_io import SCHEMA_VERSION, make_attr, write_et
+from simulator.workload.program import Op, StepProgram
+
+COMM_TYPES = {
+    "all_reduce": pb.ALL_REDUCE,
+    "reduce": pb.REDUCE,
+    "all_gather": pb.ALL_GATHER,
+    "broadcast": pb.BROADCAST,
+    "all_to_all": pb.ALL_TO_ALL,
+    "reduce_scatter": pb.REDUCE_SCATTER,
+}
+
+
+def _node_name(op: Op, rank: int) -> str:
+    base, _, r = op.id.partition("@")
+    return base if op.kind in ("compute", "checkpoint") and r == str(rank) else op.id
+
+
+class _Writer:
+    def __init__(self, program: StepProgram, duration_of: Callable[[Op], float | None] | None) -> None:
+        self.program = program
+        self.duration_of = duration_of
+        self.n = len(program.rank_gpus)
+        self.nodes: list[list[pb.Node]] = [[] for _ in range(self.n)]
+        self.node_id: dict[tuple[str, int], int] = {}  # (op id, rank) -> node id on that rank
+        self.ops = {op.id: op for op in program.ops}
+        self.groups: dict[tuple[int, ...], int] = {}
+        self.tags: dict[tuple[int, int], int] = {}
+
+    def place(self) -> None:
+        """Give every op instance its node id on each rank it runs on."""
+        for op in self.program.ops:
+            for r in op.ranks:
+                self.node_id[(op.id, r)] = len(self.node_id)  # unique across ranks, simple to read
+
+    def owner(self, op: Op, dep: Op) -> int:
+        """The rank of `op` whose node carries dependency `dep`."""
+        own = [r for r in op.ranks if r in dep.ranks]
+        if op.kind == "p2p":
+            return op.ranks[1] if op.ranks[1] in dep.ranks and op.ranks[0] not in dep.ranks else op.ranks[0]
+        return own[0] if own else op.ranks[0]
+
+    def write_nodes(self) -> None:
+        last: dict[tuple[int, str], int] = {}
+        for op in self.program.ops:
+            local: dict[int, list[int]] = {r: [] for r in op.ranks}
+            remote: dict[int, list[str]] = {r: [] for r in op.ranks}
+            for d in op.deps:
+                dep = self.ops[d]
+                r = self.owner(op, dep)
+                if r in dep.ranks:
+                    local[r].append(self.node_id[(d, r)])
+                else:
+                    remote[r].append(f"{dep.ranks[0]}:{self.node_id[(d, dep.ranks[0])]}")
+            for r in op.ranks:
+                node = self.node(op, r)
+                node.data_deps.extend(local[r])
+                prev = last.get((r, op.stream))
+                if prev is not None and prev not in local[r]:
+                    node.ctrl_deps.append(prev)
+                last[(r, op.stream)] = node.id
+                if remote[r]:
+                    node.attr.append(make_attr("clustersim.remote_deps", remote[r]))
+                self.nodes[r].append(node)
+
+    def node(self, op: Op, rank: int) -> pb.Node:
+        node = pb.Node(id=self.node_id[(op.id, rank)], name=_node_name(op, rank))
+        attrs: dict[str, object] = {"clustersim.stream": op.stream, "clustersim.tag": op.tag}
+        if op.kind == "compute":
+            node.type = pb.COMP_NODE
+            duration = op.duration_s
+            if duration is None and op.kernels and self.duration_of is not None:
+                duration = self.duration_of(op)
+            if duration is not None:
+                node.duration_micros = round(duration * 1e6)
+                attrs["clustersim.duration_s"] = float(duration)
+            else:
+                attrs.update(num_ops=round(op.flops), tensor_size=round(op.bytes_accessed))
+                attrs.update(
+                    {"clustersim.flops": float(op.flops), "clustersim.bytes": float(op.bytes_accessed)}
+                )
+            attrs.update({"is_cpu_op": False, "clustersim.dtype": op.dtype})
+        elif op.kind == "collective":
+            node.type = pb.COMM_COLL_NODE
+            pg = self.groups.setdefault(op.group, len(self.groups))
+            attrs.update(comm_type=int(COMM_TYPES[str(op.collective)]), comm_size=round(op.size_bytes))
+            attrs.update(pg_name=str(pg))
+            attrs["clustersim.group"] = list(op.group)
+            attrs["clustersim.size_bytes"] = float(op.size_bytes)
+            if op.mirrors:
+                attrs["clustersim.mirrors"] = [r for m in op.mirrors for r in m]
+            if op.algorithm:
+                attrs["clustersim.algorithm"] = op.algorithm
+        elif op.kind == "p2p":
+            src, dst = op.ranks
+            node.type = pb.COMM_SEND_NODE if rank == src else pb.COMM_RECV_NODE
+            if rank == src:
+                self.tags[(src, dst)] = self.tags.get((src, dst), -1) + 1
+            attrs.update(
+                comm_src=src, comm_dst=dst, comm_tag=self.tags[(src, dst)], comm_size=round(op.size_bytes)
+            )
+            attrs["clustersim.size_bytes"] = float(op.size_bytes)
+        else:  # checkpoint
+            node.type = pb.CHECKPOINT_NODE
+            attrs["clustersim.size_bytes"] = float(op.size_bytes)
+            if op.target:
+                attrs["clustersim.target"] = op.target
+        node.attr.extend(make_attr(k, v) for k, v in attrs.items())
+        return node
+
+
+def export_chakra(
+    program: StepProgram,
+    folder: Path,
+    prefix: str = "trace",
+    duration_of: Callable[[Op], float | None] | None = None,
+) -> list[Path]:
+    """Write `program` as Chakra ET files `folder/PREFIX.RANK.et` and `comm_group.json`.
+
+    Args:
+        duration_of: the time of a compute op priced per kernel (its kernels are not
+            written); ops with a duration or FLOPs/bytes only are written as they are.
+
+    Returns:
+        The rank files, by rank.
+    """
+    w = _Writer(program, duration_of)
+    w.place()
+    w.write_nodes()
+    folder.mkdir(parents=True, exist_ok=True)
+    meta = pb.GlobalMetadata(version=SCHEMA_VERSION)
+    meta.attr.extend(
+        [
+            make_attr("schema", f"Chakra v{SCHEMA_VERSION}"),
+            make_attr("clustersim.name", program.name),
+            make_attr("clustersim.placement", list(program.rank_gpus)),
+            make_attr("clustersim.ranks", w.n),
+        ]
+    )
+    meta.attr.extend(
+        make_attr(f"clustersim.meta.{k}", v)
+        for k, v in sorted(program.meta.items())
+        if isinstance(v, int | float | str) and not isinstance(v, bool)
+    )
+    paths = []
+    for r in range(w.n):
+        path = folder / f"{prefix}.{r}.et"
+        write_et(path, meta, w.nodes[r])
+        paths.append(path)
+    groups = {str(pg): list(ranks) for ranks, pg in w.groups.items()}
+    (folder / "comm_group.json").write_text(json.dumps(groups, indent=1) + "\n", encoding="utf-8")
+    return paths

@@ -1,0 +1,323 @@
+"""Chakra ET export and import: round trips, a hand-built trace, and bad input."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from simulator.commands.app import app
+from simulator.scenario.prepare import prepare, step_simulator
+from simulator.workload.interchange import chakra_et_pb2 as pb
+from simulator.workload.interchange.chakra_io import attrs_of, make_attr, read_et, write_et
+from simulator.workload.interchange.chakra_read import import_chakra
+from simulator.workload.interchange.chakra_write import export_chakra
+from simulator.workload.interchange.tracebuild import program_from_dict
+from simulator.workload.program import StepProgram
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def canonical(program: StepProgram) -> list[tuple]:
+    """Every op with all it carries (deps as a set: their order does not change the step)."""
+    return sorted(
+        (
+            o.id,
+            o.kind,
+            o.ranks,
+            o.stream,
+            tuple(sorted(o.deps)),
+            o.tag,
+            o.duration_s,
+            o.flops,
+            o.bytes_accessed,
+            o.dtype,
+            o.collective,
+            o.group,
+            o.mirrors,
+            o.size_bytes,
+            o.algorithm,
+            o.target,
+        )
+        for o in program.ops
+    )
+
+
+def stream_orders(program: StepProgram) -> dict[tuple[int, str], list[str]]:
+    out: dict[tuple[int, str], list[str]] = {}
+    for o in program.ops:
+        for r in o.ranks:
+            out.setdefault((r, o.stream), []).append(o.id)
+    return out
+
+
+def step_time_s(prep, program: StepProgram) -> float:
+    sim = step_simulator(dataclasses.replace(prep, program=program), seed=1)
+    sim.run(1)
+    row = sim.step_rows[0]
+    return row.finished_at_s - row.started_at_s
+
+
+def round_trip(program: StepProgram, gpus: list[str], tmp_path: Path) -> StepProgram:
+    export_chakra(program, tmp_path / "et")
+    result = import_chakra(tmp_path / "et")
+    assert result.warnings == []
+    return program_from_dict(result.data, tmp_path / "t.yaml", gpus)
+
+
+@pytest.mark.parametrize(
+    "scenario",
+    ["quickstart.yaml", pytest.param("gpt13b-tp8-dp32-rail-clos.yaml", marks=pytest.mark.slow)],
+)
+def test_trace_round_trip_same_program_and_step_time(scenario, tmp_path):
+    prep = prepare(ROOT / "scenarios" / scenario)
+    back = round_trip(prep.program, prep.cluster.gpus, tmp_path)
+    assert canonical(back) == canonical(prep.program)
+    assert stream_orders(back) == stream_orders(prep.program)
+    t0, t1 = step_time_s(prep, prep.program), step_time_s(prep, back)
+    assert t0 > 0
+    assert abs(t1 - t0) <= 1e-9 * t0
+
+
+@pytest.mark.slow
+def test_generated_step_round_trip_same_step_time(tmp_path):
+    """A model + layout step: compute priced per kernel is exported as its priced duration,
+    representatives' collectives with their mirrors; the ops and the step time come back."""
+    from simulator.engine.cost import ComputeCost
+
+    prep = prepare(ROOT / "scenarios" / "llama3-8b-tp2-dp8.yaml")
+    cost = ComputeCost(prep.topology.gpu, prep.compute_calibration)
+    export_chakra(prep.program, tmp_path / "et", duration_of=cost.roofline_s)
+    back = program_from_dict(import_chakra(tmp_path / "et").data, tmp_path / "t.yaml", prep.cluster.gpus)
+    assert len(back.ops) == len(prep.program.ops)
+
+    # generated ids may hold '@', which trace ids cannot: compare what the ops are
+    def comms(p):
+        return [
+            (o.kind, o.collective, o.group, o.mirrors, o.size_bytes) for o in p.ops if o.kind != "compute"
+        ]
+
+    assert comms(back) == comms(prep.program)
+    t0, t1 = step_time_s(prep, prep.program), step_time_s(prep, back)
+    assert abs(t1 - t0) <= 1e-9 * t0
+
+
+def _tiny_program() -> StepProgram:
+    from simulator.workload.program import Op
+
+    ops = [
+        Op("fwd@0", "compute", (0,), duration_s=1e-3, tag="fwd"),
+        Op("fwd@1", "compute", (1,), duration_s=1e-3, tag="fwd"),
+        Op(
+            "ar",
+            "collective",
+            (0, 1),
+            "comm",
+            ("fwd@0", "fwd@1"),
+            "dp",
+            collective="all_reduce",
+            group=(0, 1),
+            size_bytes=1024.0,
+        ),
+        Op(
+            "s@0",
+            "p2p",
+            (0, 1),
+            "comm",
+            ("ar",),
+            "pp",
+            collective="send_recv",
+            group=(0, 1),
+            size_bytes=2048.0,
+        ),
+        Op("opt@1", "compute", (1,), deps=("s@0",), flops=1e12, bytes_accessed=1e9, tag="optimizer"),
+    ]
+    return StepProgram("tiny", ["g0", "g1"], ops)
+
+
+def test_writer_matches_hand_built_messages(tmp_path):
+    """ASTRA-sim's fields of the exported nodes, against messages built here from the schema."""
+    export_chakra(_tiny_program(), tmp_path)
+    _, rank0 = read_et(tmp_path / "trace.0.et")
+    _, rank1 = read_et(tmp_path / "trace.1.et")
+    fwd0, ar0, send = rank0
+    fwd1, ar1, recv, opt = rank1
+    expected_send = pb.Node(id=send.id, name="s@0", type=pb.COMM_SEND_NODE, data_deps=[ar0.id])
+    expected_send.attr.extend(
+        [
+            make_attr("comm_src", 0),
+            make_attr("comm_dst", 1),
+            make_attr("comm_tag", 0),
+            make_attr("comm_size", 2048),
+        ]
+    )
+    for got, want in ((send, expected_send),):
+        assert (got.name, got.type, list(got.ctrl_deps), list(got.data_deps)) == (
+            want.name,
+            want.type,
+            list(want.ctrl_deps),
+            list(want.data_deps),
+        )
+        assert {k: v for k, v in attrs_of(got).items() if not k.startswith("clustersim.")} == attrs_of(want)
+    assert (ar0.type, attrs_of(ar0)["comm_type"], attrs_of(ar0)["comm_size"]) == (
+        pb.COMM_COLL_NODE,
+        pb.ALL_REDUCE,
+        1024,
+    )
+    assert list(ar0.data_deps) == [fwd0.id] and list(ar1.data_deps) == [fwd1.id]
+    assert (fwd0.type, fwd0.duration_micros, fwd0.name) == (pb.COMP_NODE, 1000, "fwd")
+    assert recv.type == pb.COMM_RECV_NODE and list(opt.data_deps) == [recv.id]
+    assert (attrs_of(opt)["num_ops"], attrs_of(opt)["tensor_size"]) == (10**12, 10**9)
+    groups = json.loads((tmp_path / "comm_group.json").read_text())
+    assert groups[attrs_of(ar0)["pg_name"]] == [0, 1]
+
+
+def _astra_style_trace(folder: Path) -> None:
+    """A 2-rank trace as ASTRA-sim's generators write it: no clustersim attributes."""
+    folder.mkdir()
+    (folder / "comm_group.json").write_text('{"7": [0, 1]}')
+    for rank in (0, 1):
+        comp = pb.Node(id=10, name="gemm", type=pb.COMP_NODE, duration_micros=250)
+        coll = pb.Node(id=11, name="grad_ar", type=pb.COMM_COLL_NODE, data_deps=[10])
+        coll.attr.extend(
+            [make_attr("comm_type", pb.ALL_REDUCE), make_attr("comm_size", 4096), make_attr("pg_name", "7")]
+        )
+        p2p = pb.Node(
+            id=12, name="xfer", type=pb.COMM_SEND_NODE if rank == 0 else pb.COMM_RECV_NODE, data_deps=[11]
+        )
+        p2p.attr.extend(
+            [
+                make_attr("comm_src", 0),
+                make_attr("comm_dst", 1),
+                make_attr("comm_tag", 5),
+                make_attr("comm_size", 512),
+            ]
+        )
+        write_et(folder / f"et.{rank}.et", pb.GlobalMetadata(version="0.0.4"), [comp, coll, p2p])
+
+
+def test_imports_a_hand_built_astra_sim_trace(tmp_path):
+    _astra_style_trace(tmp_path / "et")
+    prog = program_from_dict(import_chakra(tmp_path / "et").data, tmp_path / "t.yaml", ["a", "b"])
+    ops = {o.id: o for o in prog.ops}
+    assert ops["gemm@0"].duration_s == pytest.approx(250e-6, rel=1e-12)
+    ar = ops["grad_ar"]
+    assert (ar.collective, ar.group, ar.size_bytes) == ("all_reduce", (0, 1), 4096.0)
+    assert set(ar.deps) == {"gemm@0", "gemm@1"}
+    xfer = ops["xfer@0"]
+    assert (xfer.kind, xfer.ranks, xfer.size_bytes, set(xfer.deps)) == ("p2p", (0, 1), 512.0, {"grad_ar"})
+
+
+def _write_bad(tmp_path: Path, case: str) -> tuple[Path, str]:
+    folder = tmp_path / "et"
+    _astra_style_trace(folder)
+    meta = pb.GlobalMetadata(version="0.0.4")
+    path = folder / "et.1.et"
+    comp = pb.Node(id=10, name="gemm", type=pb.COMP_NODE, duration_micros=250)
+    if case == "truncated":
+        path.write_bytes(path.read_bytes()[:-3])
+        return path, "truncated protobuf"
+    if case == "missing":
+        write_et(path, meta, [pb.Node(id=10, name="g", type=pb.COMP_NODE, data_deps=[99])])
+        return path, "node 10: depends on node 99"
+    if case == "cycle":
+        a = pb.Node(id=1, name="a", type=pb.COMP_NODE, data_deps=[2])
+        b = pb.Node(id=2, name="b", type=pb.COMP_NODE, data_deps=[1])
+        write_et(path, meta, [a, b])
+        return path, "dependency cycle"
+    if case == "group":
+        coll = pb.Node(id=11, name="ar", type=pb.COMM_COLL_NODE)
+        coll.attr.extend(
+            [make_attr("comm_type", 0), make_attr("comm_size", 8), make_attr("clustersim.group", [1, 5])]
+        )
+        write_et(path, meta, [comp, coll])
+        return path, "node 11: collective group names rank 5; expected ranks 0..1"
+    write_et(path, meta, [comp, pb.Node(id=3, name="ld", type=pb.MEM_LOAD_NODE)])
+    return path, "node 3: node type MEM_LOAD_NODE has no clustersim model"
+
+
+@pytest.mark.parametrize("case", ["truncated", "missing", "cycle", "group", "unknown"])
+def test_bad_chakra_input_is_one_line_exit_2(tmp_path, case):
+    path, needle = _write_bad(tmp_path, case)
+    res = CliRunner().invoke(app, ["import", "chakra", str(path.parent), "-o", str(tmp_path / "t.yaml")])
+    assert res.exit_code == 2, res.output
+    lines = [ln for ln in res.output.splitlines() if ln.strip()]
+    assert len(lines) == 1 and str(path) in lines[0] and needle in lines[0], res.output
+    assert not (tmp_path / "t.yaml").exists()
+
+
+def test_cli_import_writes_a_trace_the_scenario_loader_reads(tmp_path):
+    _astra_style_trace(tmp_path / "et")
+    out = tmp_path / "t.yaml"
+    res = CliRunner().invoke(app, ["import", "chakra", str(tmp_path / "et"), "-o", str(out)])
+    assert res.exit_code == 0, res.output
+    from simulator.workload.trace import load_trace
+
+    prog = load_trace(out, ["a", "b"])
+    assert {o.id for o in prog.ops} == {"gemm@0", "gemm@1", "grad_ar", "xfer@0"}
+
+
+def test_example_chakra_trace_is_the_exporters_output_and_imports_to_its_source(tmp_path):
+    folder = ROOT / "workloads" / "traces" / "chakra" / "dp16-gpt1p3b"
+    gpus = [f"n{i // 8}.gpu{i % 8}" for i in range(16)]
+    from simulator.workload.trace import load_trace
+
+    source = load_trace(ROOT / "workloads" / "traces" / "dp16-gpt1p3b-step.yaml", gpus)
+    export_chakra(source, tmp_path, prefix="dp16-gpt1p3b")
+    for p in sorted(folder.iterdir()):
+        assert (tmp_path / p.name).read_bytes() == p.read_bytes(), p.name
+    back = program_from_dict(import_chakra(folder).data, tmp_path / "t.yaml", gpus)
+    assert canonical(back) == canonical(source)
+
+
+def test_unknown_node_types_mapped_as_compute_are_counted(tmp_path):
+    folder = tmp_path / "et"
+    _astra_style_trace(folder)
+    meta = pb.GlobalMetadata(version="0.0.4")
+    _, nodes = read_et(folder / "et.1.et")
+    extra = [pb.Node(id=20 + i, name=f"ld{i}", type=pb.MEM_LOAD_NODE, duration_micros=3) for i in range(2)]
+    write_et(folder / "et.1.et", meta, [*nodes, *extra])
+    result = import_chakra(folder, unknown="compute")
+    assert result.warnings == ["2 MEM_LOAD_NODE nodes (run as compute)"]
+    ops = {o["id"]: o for o in result.data["ops"]}
+    assert ops["ld0"]["stream"] == "other" and ops["ld0"]["duration_s"] == 3e-6
+
+
+def test_members_disagreeing_on_a_collective_name_the_node(tmp_path):
+    folder = tmp_path / "et"
+    _astra_style_trace(folder)
+    _, nodes = read_et(folder / "et.1.et")
+    for a in nodes[1].attr:
+        if a.name == "comm_size":
+            a.int64_val = 8192
+    write_et(folder / "et.1.et", pb.GlobalMetadata(version="0.0.4"), nodes)
+    res = CliRunner().invoke(app, ["import", "chakra", str(folder), "-o", str(tmp_path / "t.yaml")])
+    assert res.exit_code == 2
+    assert "et.1.et: node 11: collective #0 of group [0, 1] is all_reduce of 8192 bytes here" in res.output
+
+
+def test_a_rank_not_simulated_exports_an_empty_file_and_joins_its_collectives(tmp_path):
+    from simulator.workload.program import Op
+
+    ops = [
+        Op("f@0", "compute", (0,), duration_s=1e-3),
+        Op(
+            "ar",
+            "collective",
+            (0,),
+            "comm",
+            ("f@0",),
+            "dp",
+            collective="all_reduce",
+            group=(0, 1),
+            size_bytes=64.0,
+        ),
+    ]
+    export_chakra(StepProgram("rep", ["g0", "g1"], ops, weight={0: 2}), tmp_path / "et")
+    assert read_et(tmp_path / "et" / "trace.1.et")[1] == []
+    back = program_from_dict(import_chakra(tmp_path / "et").data, tmp_path / "t.yaml", ["g0", "g1"])
+    ar = next(o for o in back.ops if o.kind == "collective")
+    assert (ar.group, ar.deps, ar.size_bytes) == ((0, 1), ("f@0",), 64.0)

@@ -1,0 +1,156 @@
+"""PyTorch profiler (Kineto) import, on traces of the synthetic generator."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from simulator.commands.app import app
+from simulator.scenario.prepare import prepare, step_simulator
+from simulator.workload.interchange.kineto import import_kineto
+from simulator.workload.interchange.kineto_synth import SyntheticDDP, synthetic_kineto
+from simulator.workload.interchange.tracebuild import program_from_dict
+
+ROOT = Path(__file__).resolve().parents[2]
+P = SyntheticDDP()
+GPUS = [f"g{i}" for i in range(P.world)]
+
+
+def _write(tmp_path: Path, edit=None, params: SyntheticDDP = P) -> list[Path]:
+    paths = []
+    for r in range(params.world):
+        data = synthetic_kineto(r, params)
+        if edit is not None:
+            edit(data)
+        path = tmp_path / f"rank{r}.json"
+        path.write_text(json.dumps(data))
+        paths.append(path)
+    return paths
+
+
+def test_kernels_become_measured_compute_and_nccl_kernels_collectives(tmp_path):
+    result = import_kineto(_write(tmp_path), step=2)
+    assert result.warnings == [] and result.step == 2
+    prog = program_from_dict(result.data, tmp_path / "t.yaml", GPUS)
+    ops = {o.id: o for o in prog.ops}
+    fwd = [o for o in prog.ops if o.kind == "compute" and "fwd" in o.id]
+    assert len(fwd) == P.layers * P.world and all(o.duration_s == P.fwd_us / 1e6 for o in fwd)
+    colls = [o for o in prog.ops if o.kind == "collective"]
+    # In msg nelems x 2 bytes (BFloat16) per all-reduce, one per layer, over the 4 ranks
+    assert [(o.collective, o.group, o.size_bytes) for o in colls] == [
+        ("all_reduce", (0, 1, 2, 3), P.grad_elems * 2.0)
+    ] * P.layers
+    # the NCCL stream waits for each layer's backward GEMM (Stream Wait Event); the optimizer
+    # waits for the last all-reduce
+    first = colls[0]
+    assert set(first.deps) == {
+        f"sm90_xmma_gemm_bf16bf16_bf16f32_bwd_layer{P.layers - 1}@{r}" for r in range(4)
+    }
+    assert ops["multi_tensor_apply_kernel_adam@0"].deps == (colls[-1].id,)
+    # recorded: the GPU span of the step across ranks, laid out by the generator
+    assert result.recorded_step_s > (P.layers * (P.fwd_us + P.bwd_us) + P.optim_us) / 1e6
+
+
+def test_imported_step_simulates_with_measured_compute(tmp_path):
+    """Compute on the critical path is measured; what the collectives add is simulated."""
+    result = import_kineto(_write(tmp_path), step=1)
+    prep = prepare(ROOT / "scenarios" / "quickstart.yaml")
+    prog = program_from_dict(result.data, tmp_path / "t.yaml", prep.cluster.gpus)
+    sim = step_simulator(dataclasses.replace(prep, program=prog), seed=1)
+    sim.run(1)
+    step_s = sim.step_rows[0].finished_at_s - sim.step_rows[0].started_at_s
+    compute_s = (P.layers * (P.fwd_us + P.bwd_us) + P.optim_us) / 1e6
+    assert step_s > compute_s  # the last all-reduce is exposed before the optimizer
+
+
+def test_group_from_pg_config_and_fallback_warnings(tmp_path):
+    def strip(data):
+        for ev in data["traceEvents"]:
+            args = ev.get("args", {})
+            args.pop("Process Group Ranks", None)
+            if ev.get("cat") == "cuda_sync":
+                ev["cat"] = "dropped"
+
+    result = import_kineto(_write(tmp_path, strip), step=1)
+    colls = [o for o in result.data["ops"] if o["kind"] == "collective"]
+    assert all(o["group"] == [0, 1, 2, 3] for o in colls)  # from distributedInfo.pg_config
+    assert any("no cuda_sync events" in w for w in result.warnings)
+
+
+def test_collective_without_size_is_kept_measured_with_a_warning(tmp_path):
+    def strip(data):
+        for ev in data["traceEvents"]:
+            ev.get("args", {}).pop("In msg nelems", None)
+
+    result = import_kineto(_write(tmp_path, strip), step=1)
+    assert not [o for o in result.data["ops"] if o["kind"] == "collective"]
+    warned = [w for w in result.warnings if "no message size" in w]
+    assert len(warned) == P.layers * P.world and "ncclDevKernel_AllReduce" in warned[0]
+    measured = [o for o in result.data["ops"] if o.get("tag") == "comm_measured"]
+    assert measured and all(o["duration_s"] == P.allreduce_us / 1e6 for o in measured)
+
+
+def _no_gpu(data):
+    data["traceEvents"] = [e for e in data["traceEvents"] if e.get("cat") != "kernel"]
+
+
+@pytest.mark.parametrize(
+    "content, needle",
+    [
+        (None, "no GPU events"),
+        ('{"traceEvents": 3}', "not a PyTorch profiler trace"),
+        ("[1, 2]", "not a PyTorch profiler trace"),
+        ("{not json", "not JSON"),
+        ('{"traceEvents": [1]}', "traceEvents[0]"),
+    ],
+)
+def test_bad_kineto_input_is_one_line_exit_2(tmp_path, content, needle):
+    if content is None:
+        path = _write(tmp_path, _no_gpu)[0]
+    else:
+        path = tmp_path / "bad.json"
+        path.write_text(content)
+    res = CliRunner().invoke(app, ["import", "kineto", str(path), "-o", str(tmp_path / "t.yaml")])
+    assert res.exit_code == 2, res.output
+    lines = [ln for ln in res.output.splitlines() if ln.strip()]
+    assert len(lines) == 1 and str(path) in lines[0] and needle in lines[0], res.output
+
+
+def test_missing_profiler_step_is_an_error_naming_the_steps(tmp_path):
+    res = CliRunner().invoke(
+        app, ["import", "kineto", str(_write(tmp_path)[0]), "-o", str(tmp_path / "t.yaml"), "--step", "9"]
+    )
+    assert res.exit_code == 2 and "no ProfilerStep#9; the trace has steps [1, 2]" in res.output
+
+
+def test_data_parallel_what_if_replicates_measured_compute(tmp_path):
+    """Two copies of the 4 recorded ranks: 8 ranks, the same measured kernels on each, and
+    the all-reduces (over the whole recorded job) now over all 8 ranks."""
+    result = import_kineto(_write(tmp_path), step=1, dp_replicas=2)
+    prog = program_from_dict(result.data, tmp_path / "t.yaml", [f"g{i}" for i in range(8)])
+    colls = [o for o in prog.ops if o.kind == "collective"]
+    assert len(colls) == P.layers and all(o.group == tuple(range(8)) for o in colls)
+    assert all(o.size_bytes == P.grad_elems * 2.0 for o in colls)
+    per_rank = {
+        r: sum(o.duration_s for o in prog.ops if o.kind == "compute" and o.ranks == (r,)) for r in range(8)
+    }
+    assert per_rank[0] == pytest.approx((P.layers * (P.fwd_us + P.bwd_us) + P.optim_us) / 1e6, rel=1e-12)
+    assert len(set(per_rank.values())) == 1
+    assert result.data["meta"]["simulated"].startswith("collectives")
+
+
+def test_unprofiled_ranks_are_reported(tmp_path):
+    result = import_kineto(_write(tmp_path)[:1], step=1)
+    assert any("3 of 4 ranks not profiled" in w for w in result.warnings)
+    assert result.data["ranks"] == 4
+
+
+def test_example_kineto_traces_import():
+    folder = ROOT / "workloads" / "traces" / "kineto" / "ddp4-synthetic"
+    result = import_kineto(sorted(folder.glob("*.json")), step=2)
+    assert result.warnings == []
+    assert sum(o["kind"] == "collective" for o in result.data["ops"]) == P.layers
