@@ -22,6 +22,8 @@ from tests.inputs.corpus_cli import CORPUS, run_case
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 MANIFEST = yaml.safe_load((HERE / "expected.yaml").read_text())
+# git keeps no empty folder: the empty results-folder case is made on a fresh clone
+(CORPUS / "results" / "empty-folder").mkdir(exist_ok=True)
 KINDS = {"scenario", "topology", "gpu", "graph", "trace", "workload", "profile", "log", "study", "compare"}
 KINDS |= {"results"}
 
