@@ -33,7 +33,16 @@ def _run(tmp_path: Path, hash_seed: str) -> Path:
     out = tmp_path / f"out{hash_seed}"
     env = {**os.environ, "PYTHONHASHSEED": hash_seed, "PYTHONPATH": str(ROOT)}
     r = subprocess.run(
-        [sys.executable, "-m", "simulator.commands.app", "run", str(tmp_path / "s.yaml"), "-o", str(out)],
+        [
+            sys.executable,
+            "-m",
+            "simulator.commands.app",
+            "run",
+            str(tmp_path / "s.yaml"),
+            "-o",
+            str(out),
+            "--no-dashboard",
+        ],
         capture_output=True,
         text=True,
         timeout=300,
