@@ -209,7 +209,8 @@ def _write_comparison(out: Path, cmp: Comparison) -> pd.DataFrame:
     results = []
     for v in cmp.variants:  # summaries and the two frames the page draws, one variant at a time
         frames, summary = read_run_folder(out / v.name)
-        results.append(RunResult(v.name, {k: frames[k] for k in ("steps", "links")}, summary, {}))
+        drawn: dict[str, pd.DataFrame] = {k: frames[k] for k in ("steps", "links") if k in frames}
+        results.append(RunResult(v.name, drawn, summary, {}))
     table = cmpmod.comparison_table(results, cmp.spec.cost.amortization_years)
     _write_table(table, out, "comparison")
     frames = {k: cmpmod.concat_frames(results, k) for k in ("steps", "links")}

@@ -95,6 +95,7 @@ class StepSimulator:
         cost: ComputeCost,
         settings: StepSettings | None = None,
         tuning: CollectiveTuning | None = None,
+        fabric: Fabric | None = None,
     ) -> None:
         self.ctx = ctx
         self.env = ctx.env
@@ -106,7 +107,8 @@ class StepSimulator:
         self.collective_params = self.settings.collective_params or default_params(
             cluster.gpu.name, cluster.topo.nic
         )
-        self.fabric = Fabric(
+        # several jobs' simulators may share one fabric (and its env): their flows contend
+        self.fabric = fabric or Fabric(
             self.env,
             cluster.links.capacity_bytes_per_s,
             record_links=self.settings.record_links,
@@ -268,15 +270,24 @@ class StepSimulator:
     # -- processes -----------------------------------------------------------------
     def run(self, steps: int = 1, on_step: Callable[[int], None] | None = None) -> None:
         """Simulate `steps` steps back to back."""
+        proc = self.start(steps, on_step)
+        self.env.run(until=proc)
+
+    def start(
+        self, steps: int = 1, on_step: Callable[[int], None] | None = None, delay_s: float = 0.0
+    ) -> simpy.Process:
+        """Plan every op and start the steps as a process of the env, `delay_s` from now
+        (the caller runs the env: several simulators may share it)."""
         if steps < 1:
             raise SimulationError("steps must be at least 1")
         for op in self.program.ops:
             if op.kind != "compute":
                 self.prepare(op)
-        proc = self.env.process(self._steps(steps, on_step))
-        self.env.run(until=proc)
+        return self.env.process(self._steps(steps, on_step, delay_s))
 
-    def _steps(self, steps: int, on_step: Callable[[int], None] | None):  # noqa: ANN202 - SimPy generator
+    def _steps(self, steps: int, on_step: Callable[[int], None] | None, delay_s: float = 0.0):  # noqa: ANN202 - SimPy generator
+        if delay_s > 0:
+            yield self.env.timeout(delay_s)
         for k in range(steps):
             start = self.env.now
             done = {op.id: self.env.event() for op in self.program.ops}

@@ -50,7 +50,21 @@ TEXT_COLUMNS = frozenset(
     }
 )
 
-FRAME_NAMES = ("ops", "flows", "links", "steps", "incidents", "segments", "runs")
+FRAME_NAMES = (
+    "ops",
+    "flows",
+    "links",
+    "steps",
+    "incidents",
+    "segments",
+    "runs",
+    # several jobs (`simulator.metrics.jobs`) and cluster runs (`simulator.jobs.scheduler`)
+    "jobs",
+    "job_links",
+    "cluster_jobs",
+    "occupancy",
+    "cluster_incidents",
+)
 
 #: The manifest of a study folder stored task by task (`simulator.study.store`).
 MANIFEST = "manifest.json"
@@ -184,8 +198,9 @@ RUN_FRAMES = ("ops", "flows", "links", "steps")
 
 
 def check_run_frames(frames: dict[str, pd.DataFrame], folder: str | Path) -> None:
-    """Raise if a step-level run folder lacks one of `RUN_FRAMES` (a partial or damaged folder)."""
-    missing = [name for name in RUN_FRAMES if name not in frames]
+    """Raise if a step-level run folder lacks one of `RUN_FRAMES` (a partial or damaged folder);
+    a cluster run (a `cluster_jobs` frame) simulates no step and has none of them."""
+    missing = [name for name in RUN_FRAMES if name not in frames and "cluster_jobs" not in frames]
     if missing:
         raise InputError(
             f"no {missing[0]} frame ({missing[0]}.parquet / .csv): an incomplete run folder "
@@ -281,13 +296,15 @@ def read_run_folder(folder: str | Path) -> tuple[dict[str, pd.DataFrame], dict[s
         raise InputError("summary.json is not a JSON object", file=folder / "summary.json")
     frames = read_frames(folder)
     needed = [*STEP_FRAMES, *(RUN_LEVEL_FRAMES if summary.get("run_level") else ())]
+    if "cluster_jobs" in frames:  # a cluster run simulates no step (simulator.jobs.scheduler)
+        needed = ["cluster_jobs", "occupancy"]
     for name in needed:
         if name not in frames:
             raise InputError(f"{name} frame missing ({name}.parquet / {name}.csv)", file=folder)
     for name, df in frames.items():
         check_frame(folder, name, df)
     for name in ("ops", "steps"):
-        if frames[name].empty:
+        if name in needed and frames[name].empty:
             raise InputError(f"{name} frame is empty", file=folder / f"{name}.parquet")
     topo = folder / "topology.json"
     if topo.is_file():

@@ -25,6 +25,8 @@ from simulator.metrics import frames as fr
 from simulator.metrics.run_cost import cost_columns, run_power_frames
 from simulator.metrics.store import write_frame, write_json
 from simulator.metrics.summary import summarize
+from simulator.scenario.cluster_level import run_cluster
+from simulator.scenario.multi import run_jobs
 from simulator.scenario.prepare import PreparedRun, step_simulator
 from simulator.scenario.run_level import run_level
 from simulator.viz.dashboard import load_graph, run_dashboard_html
@@ -65,7 +67,16 @@ def resolved_scenario(prep: PreparedRun, seed: int) -> dict[str, Any]:
     sc = prep.scenario
     data = copy.deepcopy(sc.doc.data) if isinstance(sc.doc.data, dict) else {}
     data["topology"] = {"file": str(sc.topology_path.resolve())}
-    data["workload"] = {"file": str(sc.workload_path.resolve())}
+    if sc.spec.jobs:
+        data["jobs"] = [
+            {**job, "workload": {"file": str(p.resolve())}}
+            for job, p in zip(data.get("jobs") or [], sc.job_paths, strict=False)
+        ]
+    elif sc.spec.cluster is not None:
+        if sc.spec.cluster.trace is not None:
+            data["cluster"] = {**data["cluster"], "trace": {"file": str(sc.workload_path.resolve())}}
+    else:
+        data["workload"] = {"file": str(sc.workload_path.resolve())}
     if sc.calibration_paths or "calibration" in data:
         data["calibration"] = [{"file": str(p.resolve())} for p in sc.calibration_paths]
     data["seed"] = seed
@@ -92,6 +103,9 @@ def execute(
     """
     sc = prep.scenario.spec
     seed = sc.seed if seed is None else seed
+    if prep.jobs or sc.cluster is not None:
+        frames, summary = run_jobs(prep, seed, on_step) if prep.jobs else run_cluster(prep, seed)
+        return RunResult(sc.name, frames, summary, _resolved(prep, seed, overrides), prep.topology.graph)
     wall0 = time.perf_counter()
     sim = step_simulator(prep, seed)
     sim.run(sc.run.steps, on_step)
@@ -137,7 +151,12 @@ def execute(
     if sc.run_level:
         frames.update(run_level(prep, summary, seed))
         frames.update(run_power_frames(frames, summary))
-    resolved = {
+    return RunResult(sc.name, frames, summary, _resolved(prep, seed, overrides), prep.topology.graph)
+
+
+def _resolved(prep: PreparedRun, seed: int, overrides: dict[str, Any] | None) -> dict[str, Any]:
+    """What `scenario.resolved.yaml` holds: the scenario that reproduces the run and its files."""
+    return {
         "scenario": resolved_scenario(prep, seed),
         "overrides": dict(overrides or {}),
         "scenario_file": str(prep.scenario.path),
@@ -147,4 +166,3 @@ def execute(
         "seed": seed,
         "clustersim_version": simulator.__version__,
     }
-    return RunResult(sc.name, frames, summary, resolved, prep.topology.graph)

@@ -20,11 +20,14 @@ from simulator.engine.context import SimContext
 from simulator.engine.cost import ComputeCost
 from simulator.engine.step import CollectiveTuning, StepSettings, StepSimulator
 from simulator.errors import InputError
+from simulator.jobs.trace import read_job_trace
 from simulator.network.cluster import Cluster
 from simulator.network.collective import check_algorithm
+from simulator.network.fabric import Fabric
 from simulator.network.prices import power_capped_gpu
 from simulator.network.topology import Topology, load_topology
 from simulator.scenario.job import check_run_level
+from simulator.scenario.job_place import PreparedJob, prepare_jobs
 from simulator.scenario.spec import Scenario, load_scenario
 from simulator.units import factor
 from simulator.workload.generate import program_from_workload
@@ -43,6 +46,8 @@ class PreparedRun:
     tuning: CollectiveTuning | None = None
     compute_calibration: Any = None
     calibration_sources: list[str] = field(default_factory=list)
+    #: a scenario with `jobs`: every job placed and built (`program` is the first job's)
+    jobs: list[PreparedJob] = field(default_factory=list)
 
 
 def load_workload(scenario: Scenario, topology: Topology, cluster: Cluster) -> StepProgram:
@@ -98,15 +103,41 @@ def prepare_scenario(scenario: Scenario, topology_doc: Document | None = None) -
     and check that the run can start (`preflight`)."""
     topology = load_topology(scenario.topology_path, doc=topology_doc)
     cluster = build_cluster(scenario, topology)
-    program = load_workload(scenario, topology, cluster)
+    jobs = prepare_jobs(scenario, topology, cluster) if scenario.spec.jobs else []
+    if scenario.spec.cluster is not None:
+        # the run level's view of the whole cluster: every GPU, one replica per server
+        servers = {str(cluster.graph.nodes[x].get("node", x)) for x in cluster.gpus}
+        program = StepProgram("cluster", list(cluster.gpus), [], meta={"dp": float(len(servers))})
+        if scenario.spec.cluster.trace is not None:  # read now, so `validate` rejects a bad row
+            for row in read_job_trace(scenario.workload_path):
+                if row.gpus > len(cluster.gpus):
+                    raise InputError(
+                        f"job {row.name!r} asks for {row.gpus} GPUs and the cluster has {len(cluster.gpus)}",
+                        file=scenario.workload_path,
+                        line=row.line,
+                        field="gpus",
+                    )
+    else:
+        program = jobs[0].program if jobs else load_workload(scenario, topology, cluster)
     tuning, compute_cal, sources = load_calibration(scenario.calibration_paths)
-    prep = PreparedRun(scenario, topology, cluster, program, tuning, compute_cal, sources)
+    prep = PreparedRun(scenario, topology, cluster, program, tuning, compute_cal, sources, jobs)
+    if jobs and scenario.spec.run_level:
+        raise scenario.error(
+            "a scenario with `jobs` simulates steps; days of a cluster with failures and a "
+            "scheduler are a scenario with `cluster` (see docs/jobs.md)",
+            ("policy",),
+        )
     check_run_level(prep)
-    preflight(prep)
+    for job in jobs:
+        preflight(prep, job.program, job.path)
+    if not jobs and scenario.spec.cluster is None:
+        preflight(prep)
     return prep
 
 
-def preflight(prep: PreparedRun) -> None:
+def preflight(
+    prep: PreparedRun, program: StepProgram | None = None, workload_path: Path | None = None
+) -> None:
     """What the step simulation would refuse, found before it starts (so `validate` and
     `run` agree): a GPU of the job cut off from the fabric, a collective algorithm its
     group cannot use, a checkpoint with no storage to write to, a compute dtype the GPU
@@ -116,7 +147,8 @@ def preflight(prep: PreparedRun) -> None:
         SimulationError: the scenario is valid but cannot be simulated (exit 3).
         InputError: a compute op names a dtype the topology's GPU has no peak for.
     """
-    program, algorithms = prep.program, prep.scenario.spec.network.algorithms
+    program = program or prep.program
+    algorithms = prep.scenario.spec.network.algorithms
     used = sorted({program.rank_gpus[r] for op in program.ops for r in (*op.ranks, *op.group)})
     prep.cluster.check_gpus_reachable(used)
     checked: set[tuple[str, str | None, int]] = set()
@@ -136,27 +168,40 @@ def preflight(prep: PreparedRun) -> None:
                 raise InputError(
                     f"op {op.id!r} computes in {op.dtype}, and the GPU {prep.topology.gpu.name!r} has "
                     f"no peak FLOP/s for {op.dtype}; give one in its peak_tflops",
-                    file=prep.scenario.workload_path,
+                    file=workload_path or prep.scenario.workload_path,
                 ) from None
 
 
 def step_simulator(
-    prep: PreparedRun, seed: int, cluster: Cluster | None = None, record_links: bool | None = None
+    prep: PreparedRun,
+    seed: int,
+    cluster: Cluster | None = None,
+    record_links: bool | None = None,
+    *,
+    ctx: SimContext | None = None,
+    program: StepProgram | None = None,
+    fabric: Fabric | None = None,
+    compute_stream: str = "compute",
 ) -> StepSimulator:
-    """A step simulator for the prepared run (on `cluster` instead of the scenario's, if given)."""
+    """A step simulator for the prepared run (on `cluster` instead of the scenario's, if given).
+
+    Several jobs share one run by passing the same `ctx` and a view of one `fabric`, each
+    with its `program` and its own `compute_stream` (the family of its jitter draws).
+    """
     sc = prep.scenario.spec
-    ctx = SimContext(seed)
+    ctx = ctx or SimContext(seed)
+    program = program or prep.program
     gpu = power_capped_gpu(prep.topology.gpu, sc.compute.power_cap_fraction)
-    cost = ComputeCost(gpu, prep.compute_calibration, sc.compute.jitter_cv, ctx.rng("compute"))
+    cost = ComputeCost(gpu, prep.compute_calibration, sc.compute.jitter_cv, ctx.rng(compute_stream))
     settings = StepSettings(
         fidelity=sc.network.fidelity,
         algorithms=dict(sc.network.algorithms),
         alpha_s=sc.network.alpha_us * factor("_us"),
-        intra_node=sc.network.intra_node or str(prep.program.meta.get("intra_node_fidelity", "flow")),
+        intra_node=sc.network.intra_node or str(program.meta.get("intra_node_fidelity", "flow")),
         record_links=sc.network.record_links if record_links is None else record_links,
         collective_params=fitted_collective_params(prep.tuning, cluster or prep.cluster),
     )
-    return StepSimulator(ctx, cluster or prep.cluster, prep.program, cost, settings, prep.tuning)
+    return StepSimulator(ctx, cluster or prep.cluster, program, cost, settings, prep.tuning, fabric)
 
 
 def default_output(prep: PreparedRun) -> Path:

@@ -21,7 +21,7 @@ from pydantic import ConfigDict, Field, field_validator, model_validator
 
 from simulator.config.base import FileRef, Spec
 from simulator.config.loader import Document, read_document, validate
-from simulator.errors import InputError, SimulationError
+from simulator.errors import FieldError, InputError, InputErrors, SimulationError
 from simulator.faults.degradation import DegradationSpec
 from simulator.faults.failure import FailureSpec
 from simulator.faults.policy import PolicySpec
@@ -177,6 +177,135 @@ class ReliabilitySpec(Spec):
         return to_si(data, "duration_s")
 
 
+class PlacementSpec(Spec):
+    """Where a job's GPUs go (`simulator.jobs.placement`)."""
+
+    policy: Literal["packed", "leaf_aligned", "spread", "random", "explicit"] = Field(
+        "packed",
+        description="packed (fill servers, then leaves), leaf_aligned (inside one leaf group if it "
+        "fits), spread (round-robin over leaf groups), random (servers in a seeded order), "
+        "explicit (the GPUs listed in `gpus`).",
+    )
+    seed: int = Field(0, ge=0, description="Seed of the random policy.")
+    gpus: list[str] = Field(default_factory=list, description="explicit: the GPU of every rank, in order.")
+
+    @model_validator(mode="after")
+    def _explicit_needs_gpus(self) -> PlacementSpec:
+        if (self.policy == "explicit") != bool(self.gpus):
+            raise ValueError("the explicit policy takes a list of GPUs in `gpus`, and only it does")
+        if len(set(self.gpus)) != len(self.gpus):
+            dup = next(x for x in self.gpus if self.gpus.count(x) > 1)
+            raise ValueError(f"GPU {dup!r} is listed twice")
+        return self
+
+
+class JobSpec(Spec):
+    """One job of a scenario with several jobs on one cluster."""
+
+    model_config = ConfigDict(allow_inf_nan=False)
+
+    name: str = Field(description="Job name (unique in the scenario); the `job` column of the frames.")
+    workload: FileRef = Field(description="Workload file: a step trace or a model with its layout.")
+    gpus: int = Field(ge=1, description="GPUs the job runs on (the workload's rank count).")
+    placement: PlacementSpec = Field(PlacementSpec(), description="Placement policy (or a GPU list).")
+    arrival_s: float = Field(
+        0.0, ge=0, description="When the job starts, s from the run start (YAML: arrival_ms, arrival_h)."
+    )
+    priority: int = Field(0, description="Higher runs first when jobs compete for GPUs (scheduler).")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _shorthands(cls, data: Any) -> Any:
+        """`placement: packed` names a policy; `placement: [n0.gpu0, ...]` lists the GPUs."""
+        data = to_si(data, "arrival_s")
+        if isinstance(data, dict):
+            p = data.get("placement")
+            if isinstance(p, str):
+                data = {**data, "placement": {"policy": p}}
+            elif isinstance(p, list):
+                data = {**data, "placement": {"policy": "explicit", "gpus": p}}
+        return data
+
+    @field_validator("name")
+    @classmethod
+    def _job_name(cls, v: str) -> str:
+        return check_name(v)
+
+    @model_validator(mode="after")
+    def _explicit_count(self) -> JobSpec:
+        if self.placement.gpus and len(self.placement.gpus) != self.gpus:
+            raise ValueError(
+                f"the placement lists {len(self.placement.gpus)} GPUs and the job has {self.gpus}"
+            )
+        return self
+
+
+class SyntheticJobsSpec(Spec):
+    """Jobs drawn at random (`simulator.jobs.trace.synthetic_jobs`), seeded by the scenario's seed."""
+
+    model_config = ConfigDict(allow_inf_nan=False)
+
+    count: int = Field(ge=1, le=100_000, description="Number of jobs.")
+    mean_interarrival_s: float = Field(
+        gt=0, description="Mean gap between submits (Poisson arrivals), s (YAML: mean_interarrival_h)."
+    )
+    median_duration_s: float = Field(
+        gt=0, description="Median compute time of a job (lognormal), s (YAML: median_duration_h)."
+    )
+    sigma: float = Field(1.0, ge=0, le=4, description="Log-sd of the lognormal run time.")
+    sizes: list[int] = Field(
+        [8, 16, 32, 64, 128, 256, 512], min_length=1, description="GPU counts a job may ask for."
+    )
+    weights: list[float] = Field(
+        [0.35, 0.2, 0.15, 0.12, 0.08, 0.06, 0.04], min_length=1, description="Probability of each size."
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _units(cls, data: Any) -> Any:
+        return to_si(data, "mean_interarrival_s", "median_duration_s")
+
+    @model_validator(mode="after")
+    def _sizes_weights(self) -> SyntheticJobsSpec:
+        if len(self.sizes) != len(self.weights):
+            raise ValueError(
+                f"{len(self.sizes)} sizes and {len(self.weights)} weights; give one weight per size"
+            )
+        if any(x < 1 for x in self.sizes) or any(w < 0 for w in self.weights) or sum(self.weights) <= 0:
+            raise ValueError("sizes must be >= 1 and weights >= 0 with a positive sum")
+        return self
+
+
+class ClusterSpec(Spec):
+    """A cluster over days: jobs arrive (from a job trace or drawn at random), a scheduler
+    places them, failures interrupt them (`simulator.jobs.scheduler`)."""
+
+    model_config = ConfigDict(allow_inf_nan=False)
+
+    trace: FileRef | None = Field(
+        None, description="Job trace CSV (clustersim-jobs/1), relative to this file."
+    )
+    synthetic: SyntheticJobsSpec | None = Field(None, description="Jobs drawn at random instead of a trace.")
+    scheduler: Literal["fifo", "backfill", "topology_aware"] = Field(
+        "backfill",
+        description="fifo; backfill (EASY backfilling, packed placement); topology_aware "
+        "(backfilling with leaf-aligned placement: fewest shared uplinks).",
+    )
+    spare_servers: int = Field(0, ge=0, description="Spare servers shared by every job.")
+    checkpoint_s: float = Field(60.0, ge=0, description="Stall of one checkpoint, s (YAML: checkpoint_min).")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _units(cls, data: Any) -> Any:
+        return to_si(data, "checkpoint_s")
+
+    @model_validator(mode="after")
+    def _one_source(self) -> ClusterSpec:
+        if (self.trace is None) == (self.synthetic is None):
+            raise FieldError("give a job `trace` or `synthetic` jobs (one of them)", field="trace")
+        return self
+
+
 class ScenarioSpec(Spec):
     """A scenario file."""
 
@@ -184,7 +313,16 @@ class ScenarioSpec(Spec):
     description: str = Field("", description="What this scenario shows.")
     seed: int = Field(0, ge=0, description="Seed of every random stream in the run.")
     topology: FileRef = Field(description="Topology file.")
-    workload: FileRef = Field(description="Workload file: a step trace or a model with its layout.")
+    workload: FileRef | None = Field(
+        None, description="Workload file: a step trace or a model with its layout (or give `jobs`)."
+    )
+    jobs: list[JobSpec] = Field(
+        default_factory=list,
+        description="Several jobs sharing the cluster and its fabric (instead of `workload`).",
+    )
+    cluster: ClusterSpec | None = Field(
+        None, description="A cluster over days with many jobs and a scheduler (instead of `workload`)."
+    )
     calibration: list[FileRef] = Field(default_factory=list, description="Calibration profiles to apply.")
     network: NetworkSettings = Field(NetworkSettings(), description="Communication model.")
     compute: ComputeSettings = Field(ComputeSettings(), description="Compute model.")
@@ -213,6 +351,19 @@ class ScenarioSpec(Spec):
     def _one_path_component(cls, v: str) -> str:
         return check_name(v)
 
+    @model_validator(mode="after")
+    def _workload_or_jobs(self) -> ScenarioSpec:
+        given = [
+            k for k, v in (("workload", self.workload), ("jobs", self.jobs), ("cluster", self.cluster)) if v
+        ]
+        if len(given) > 1:  # none given: `load_scenario` says `workload` is missing
+            raise FieldError(
+                "give one of `workload` (one job), `jobs` (several on one fabric) or `cluster` (days of "
+                f"a scheduler), not {' and '.join(given)}",
+                field=given[-1],
+            )
+        return self
+
     @field_validator("calibration", mode="before")
     @classmethod
     def _one_or_many(cls, v: Any) -> Any:
@@ -227,7 +378,9 @@ class Scenario:
         self.path = path
         self.doc = doc
         self.topology_path = resolve(path, spec.topology.file)
-        self.workload_path = resolve(path, spec.workload.file)
+        first = spec.workload or (spec.jobs[0].workload if spec.jobs else spec.cluster and spec.cluster.trace)
+        self.workload_path = resolve(path, first.file) if first else path
+        self.job_paths = [resolve(path, j.workload.file) for j in spec.jobs]
         self.calibration_paths = [resolve(path, c.file) for c in spec.calibration]
 
     @property
@@ -238,6 +391,27 @@ class Scenario:
         return self.doc.error(message, loc)
 
 
+def check_jobs(spec: ScenarioSpec, doc: Document) -> None:
+    """Job names are distinct and no two explicit placements share a GPU.
+
+    Raises:
+        InputError: naming the later job's line.
+    """
+    seen: dict[str, int] = {}
+    owner: dict[str, str] = {}
+    for i, job in enumerate(spec.jobs):
+        if job.name in seen:
+            raise doc.error(f"job name {job.name!r} is also job {seen[job.name]}'s", ("jobs", i, "name"))
+        seen[job.name] = i
+        for k, x in enumerate(job.placement.gpus):
+            if x in owner:
+                raise doc.error(
+                    f"job {job.name!r} is placed on {x!r}, which job {owner[x]!r} holds too",
+                    ("jobs", i, "placement", "gpus", k),
+                )
+            owner[x] = job.name
+
+
 def load_scenario(path: str | Path) -> Scenario:
     """Parse and validate a scenario file; check its references exist."""
     doc = read_document(path)
@@ -246,11 +420,37 @@ def load_scenario(path: str | Path) -> Scenario:
             raise doc.error("this is a compare file, not a scenario; run it with `clustersim compare FILE`")
         if "job" in doc.data and "step" in doc.data:
             raise doc.error("this is a study file, not a scenario; run it with `clustersim sweep FILE`")
-    spec = validate(ScenarioSpec, doc)
+    # `workload` is required unless `jobs` or `cluster` stands in for it
+    no_workload = isinstance(doc.data, dict) and not any(
+        k in doc.data for k in ("workload", "jobs", "cluster")
+    )
+    try:
+        spec = validate(ScenarioSpec, doc)
+    except InputErrors as exc:
+        if no_workload:
+            raise InputErrors([*exc.errors, doc.error("required field is missing", ("workload",))]) from None
+        raise
+    if no_workload:
+        raise doc.error("required field is missing", ("workload",))
+    check_jobs(spec, doc)
     sc = Scenario(spec, Path(path), doc)
-    for loc, p in (("topology", sc.topology_path), ("workload", sc.workload_path)):
+    for loc, p in (("topology", sc.topology_path), ("workload", sc.workload_path if spec.workload else None)):
+        if p is None:
+            continue
         if not p.is_file():
             raise doc.error(f"file {str(p)!r} not found (resolved relative to the scenario)", (loc, "file"))
+    trace = spec.cluster.trace if spec.cluster else None
+    if trace is not None and not sc.workload_path.is_file():
+        raise doc.error(
+            f"file {str(sc.workload_path)!r} not found (resolved relative to the scenario)",
+            ("cluster", "trace", "file"),
+        )
+    for i, p in enumerate(sc.job_paths):
+        if not p.is_file():
+            raise doc.error(
+                f"file {str(p)!r} not found (resolved relative to the scenario)",
+                ("jobs", i, "workload", "file"),
+            )
     for i, p in enumerate(sc.calibration_paths):
         if not p.is_file():
             raise doc.error(

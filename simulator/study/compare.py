@@ -106,6 +106,14 @@ class VariantSpec(Spec):
     run: dict[str, Any] | None = Field(
         None, description="Partial override of the scenario's `run` (e.g. {steps: 2})."
     )
+    jobs: list[dict[str, Any]] | None = Field(
+        None,
+        description="The scenario's `jobs` (replace the base's list; e.g. other placements); "
+        "workload files relative to the compare file.",
+    )
+    cluster: dict[str, Any] | None = Field(
+        None, description="Partial override of the scenario's `cluster` (e.g. {scheduler: fifo})."
+    )
 
     @field_validator("calibration", mode="before")
     @classmethod
@@ -227,7 +235,20 @@ def variant_overrides(v: VariantSpec, compare_path: Path, base_path: Path) -> di
         over["workload"] = {"file": _rebase(v.workload.file, compare_path, base_path)}
     if v.calibration is not None:
         over["calibration"] = [{"file": _rebase(c.file, compare_path, base_path)} for c in v.calibration]
-    for key in ("network", "compute", "state", "run"):
+    if v.jobs is not None:
+        over["jobs"] = [
+            {
+                **j,
+                "workload": {
+                    **j["workload"],
+                    "file": _rebase(str(j["workload"]["file"]), compare_path, base_path),
+                },
+            }
+            if isinstance(j.get("workload"), dict) and "file" in j["workload"]
+            else j
+            for j in v.jobs
+        ]
+    for key in ("network", "compute", "state", "run", "cluster"):
         part = getattr(v, key)
         if part is not None:
             over[key] = part
@@ -374,7 +395,7 @@ def simulate_variant(task: VariantTask) -> VariantOutcome:
     result.summary.update(
         network_cost(prep.topology.graph, task.prices, result.summary.get("gpus_in_topology"))
     )
-    if task.prices is not None:
+    if task.prices is not None and "steps" in result.frames:  # a cluster run has no step to price
         result.summary.update(
             cost_columns(
                 result.frames,
@@ -477,6 +498,15 @@ TABLE_OPTIONAL = [
     "amortization_years",
     "electricity_usd_per_kwh",
     "pue",
+    # several jobs on one fabric, and cluster runs
+    "n_jobs",
+    "max_slowdown",
+    "mean_slowdown",
+    "gpu_utilization",
+    "jobs_finished",
+    "mean_queueing_delay_s",
+    "median_jct_s",
+    "lost_work_gpu_h",
 ]
 
 

@@ -35,6 +35,7 @@ from simulator.errors import InputError
 from simulator.metrics.store import check_run_frames, read_frames, read_summary
 from simulator.viz.breakdown import breakdown_figure
 from simulator.viz.faults import incidents_figure
+from simulator.viz.jobs import job_cards, job_figures
 from simulator.viz.links import link_heatmap_figure, link_mean_utilization, link_utilization_figure
 from simulator.viz.rank_groups import rank_groups
 from simulator.viz.style import aggregation_note
@@ -192,6 +193,9 @@ def run_figures(frames: dict[str, pd.DataFrame], graph: Any = None) -> list[go.F
     figs = []
     ops = frames.get("ops")
     groups = rank_groups(ops) if ops is not None and not ops.empty else None
+    if "jobs" in frames or "cluster_jobs" in frames:  # several jobs: per-job views (viz.jobs)
+        ops = None
+        frames = {k: v for k, v in frames.items() if k != "steps"}
     if ops is not None:
         figs.append(timeline_figure(ops))
     if "steps" in frames and not frames["steps"].empty:
@@ -235,6 +239,14 @@ def run_dashboard_html(frames: dict[str, pd.DataFrame], summary: dict[str, Any],
         notes.append(
             "no link intervals were recorded (network.record_links: false), so link views are left out"
         )
+    if "n_jobs" in summary:
+        notes[0] = (
+            f"topology {summary.get('topology', '?')} ({summary.get('gpus_in_topology', '?')} GPUs), "
+            f"{summary.get('n_jobs')} jobs, seed {summary.get('seed', '?')}, "
+            f"clustersim {summary.get('version', '?')}."
+        )
+        figs = job_figures(frames, summary) + run_figures(frames, graph)
+        return page(title, job_cards(summary), figs, notes)
     return page(title, run_cards(summary), run_figures(frames, graph), notes)
 
 

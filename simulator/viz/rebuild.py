@@ -262,7 +262,9 @@ def detect_results(path: Path, samples: Sequence[Path] = ()) -> tuple[str, Build
     ):
         return "comparison", build_comparison
     # a run with failures has a runs table too: summary.json marks the run (a study has none)
-    if (folder / "summary.json").is_file() and any(_has_table(folder, n) for n in RUN_FRAMES):
+    if (folder / "summary.json").is_file() and any(
+        _has_table(folder, n) for n in (*RUN_FRAMES, "cluster_jobs")
+    ):
         return "run", build_run
     if (
         (folder / "study.resolved.yaml").is_file()

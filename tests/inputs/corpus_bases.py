@@ -327,6 +327,25 @@ def SEMANTIC() -> Iterator[tuple[str, str, str, str]]:  # noqa: N802
         sc.replace("file: ../_base/trace.yaml", "file: nowhere.yaml"),
         "not found",
     )
+    one_job = "jobs:\n  - {name: a, workload: {file: ../_base/trace.yaml}, gpus: 16}\n"
+    jobs = sc.replace("workload:\n  file: ../_base/trace.yaml\n", one_job)
+    yield "scenario", "jobs-and-workload", sc.replace("network:", one_job + "network:"), "jobs"
+    yield (
+        "scenario",
+        "jobs-do-not-fit",
+        jobs.replace("gpus: 16}\n", "gpus: 16}\n" + one_job[6:].replace("a,", "b,")),
+        "GPUs",
+    )
+    yield "scenario", "jobs-gpus-not-the-ranks", jobs.replace("gpus: 16", "gpus: 8"), "ranks"
+    yield (
+        "scenario",
+        "jobs-explicit-overlap",
+        jobs.replace(
+            "gpus: 16}",
+            "gpus: 1, placement: [n0.gpu0]}\n  - {name: b, workload: {file: ../_base/trace.yaml}, gpus: 1, placement: [n0.gpu0]}",
+        ),
+        "holds",
+    )
     yield "scenario", "topology-is-folder", sc.replace("file: ../_base/topology.yaml", "file: ."), "folder"
     yield (
         "scenario",

@@ -1,0 +1,1 @@
+"""Many jobs on one cluster: placement policies, job traces and the cluster scheduler."""

@@ -1,0 +1,99 @@
+"""The cluster scheduler on hand-worked cases: FIFO blocks, EASY backfilling fills the hole
+without delaying the head, a failure costs the work since the last checkpoint, spares keep a
+failed server's place, and topology-aware placement keeps a job under one leaf group."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from simulator.faults.failure import FailureEvent
+from simulator.jobs.placement import ClusterLayout, place_counts
+from simulator.jobs.scheduler import ClusterJob, ClusterRun, ClusterSettings
+
+H = 3600.0
+
+
+def _layout(servers: int = 2, per_group: int = 2) -> ClusterLayout:
+    names = [f"n{i}" for i in range(servers)]
+    return ClusterLayout(
+        names,
+        [[f"{n}.gpu{k}" for k in range(8)] for n in names],
+        np.array([i // per_group for i in range(servers)]),
+        math.ceil(servers / per_group),
+    )
+
+
+def _jobs() -> list[ClusterJob]:
+    # A holds one server for 10 h; B needs both servers; C fits beside A and ends long before A
+    return [
+        ClusterJob("A", 0.0, 8, 10 * H, init_s=0.0),
+        ClusterJob("B", 0.1 * H, 16, 1 * H, init_s=0.0),
+        ClusterJob("C", 0.2 * H, 8, 2 * H, init_s=0.0),
+    ]
+
+
+def _run(scheduler: str, jobs: list[ClusterJob], failures=(), **kw: float) -> ClusterRun:  # noqa: ANN001
+    settings = ClusterSettings(
+        scheduler=scheduler, duration_s=30 * H, detection_s=0.0, checkpoint_s=0.0, **kw
+    )
+    run = ClusterRun(_layout(), jobs, list(failures), settings)
+    run.run()
+    return run
+
+
+def test_fifo_blocks_behind_the_head() -> None:
+    t = _run("fifo", _jobs()).jobs_frame().set_index("job")
+    assert list(t["first_start_s"] / H) == pytest.approx([0.0, 10.0, 11.0], abs=1e-12)
+    assert list(t["end_s"] / H) == pytest.approx([10.0, 11.0, 13.0], abs=1e-12)
+    assert t.loc["C", "queueing_delay_s"] / H == pytest.approx(10.8, abs=1e-12)
+
+
+def test_backfill_starts_a_job_that_ends_before_the_heads_reservation() -> None:
+    """EASY (Lifka 1995): B's reservation is at 10 h, when A ends; C (2 h, 8 GPUs) fits now and
+    ends at 2.2 h < 10 h, so it starts at once and B still starts at 10 h."""
+    run = _run("backfill", _jobs())
+    t = run.jobs_frame().set_index("job")
+    assert t.loc["C", "first_start_s"] == pytest.approx(0.2 * H, abs=1e-9)
+    assert t.loc["B", "first_start_s"] == pytest.approx(10 * H, abs=1e-9)
+    # busy GPU-hours 8*10 + 16*1 + 8*2 = 112 over 16 GPUs x 30 h
+    assert run.utilization() == pytest.approx(112 / (16 * 30), rel=1e-12)
+
+
+def test_a_failure_costs_the_work_since_the_last_checkpoint() -> None:
+    """Checkpoint every 1 h (no stall); a GPU failure at 2.5 h keeps 2 h of work and loses 0.5 h;
+    the job restarts at once (spare server) and needs 10 - 2 = 8 h more: it ends at 10.5 h."""
+    job = ClusterJob("A", 0.0, 8, 10 * H, interval_s=1 * H, init_s=0.0)
+    fail = FailureEvent(2.5 * H, 0, "gpu", "gpu", 3, 3, 1, 5 * H)
+    run = _run("backfill", [job], [fail], spare_servers=1)
+    row = run.jobs_frame().iloc[0]
+    assert row["lost_work_s"] == pytest.approx(0.5 * H, abs=1e-9)
+    assert row["restarts"] == 1
+    assert row["end_s"] == pytest.approx(10.5 * H, abs=1e-9)
+    assert row["goodput"] == pytest.approx(10 / 10.5, rel=1e-12)
+
+
+def test_without_spares_a_job_waits_for_the_repair() -> None:
+    """A 16-GPU job on both servers; a host failure at 1 h takes n0 down for 5 h: no spare, so
+    the job restarts at 6 h from its 1 h checkpoint and ends at 6 + 9 = 15 h."""
+    job = ClusterJob("B", 0.0, 16, 10 * H, interval_s=1 * H, init_s=0.0)
+    fail = FailureEvent(1.0 * H, 0, "host", "host", 0, 0, 8, 5 * H)
+    row = _run("fifo", [job], [fail]).jobs_frame().iloc[0]
+    assert row["end_s"] == pytest.approx(15 * H, abs=1e-9)
+    spared = _run(
+        "fifo", [ClusterJob("B", 0.0, 16, 10 * H, interval_s=1 * H, init_s=0.0)], [fail], spare_servers=1
+    )
+    assert spared.jobs_frame().iloc[0]["end_s"] == pytest.approx(10 * H, abs=1e-9)
+
+
+def test_leaf_aligned_keeps_a_job_under_one_leaf_group() -> None:
+    """Four servers in two leaf groups, n0 half used: packed takes n0's rest and n1 (one group
+    but split across a half-used server), leaf_aligned the empty group (n2, n3)."""
+    layout = _layout(4, 2)
+    free = np.array([4, 8, 8, 8])
+    assert place_counts(layout, "packed", 16, free) == [(0, 4), (1, 8), (2, 4)]
+    assert place_counts(layout, "leaf_aligned", 16, free) == [(2, 8), (3, 8)]
+    assert place_counts(layout, "spread", 16, np.array([8, 8, 8, 8])) == [(0, 8), (2, 8)]
+    assert place_counts(layout, "packed", 40, free) is None

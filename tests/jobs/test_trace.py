@@ -1,0 +1,62 @@
+"""Job traces: the shipped example reads, bad rows are one-line errors naming line and column,
+the synthetic generator is seeded and round-trips through the CSV format."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from simulator.errors import InputError
+from simulator.jobs.trace import format_job_trace, read_job_trace, synthetic_jobs
+
+ROOT = Path(__file__).resolve().parents[2]
+HEADER = "job,submit_h,gpus,duration_h,steps,model,priority\n"
+
+
+def test_the_example_trace_reads() -> None:
+    rows = read_job_trace(ROOT / "workloads" / "jobs" / "example-jobs.csv")
+    assert len(rows) == 12
+    model_rows = [r for r in rows if r.model is not None]
+    assert [r.steps for r in model_rows] == [200000, 100000]
+    assert rows[0].duration_s == 20 * 3600.0 and rows[0].gpus == 64
+
+
+@pytest.mark.parametrize(
+    ("row", "expected"),
+    [
+        ("a,0,eight,1,,,0", "jobs.csv:2: gpus: expected an integer, found 'eight'"),
+        ("a,0,8,,,,0", "jobs.csv:2: duration_h: give duration_h, or steps with a model, not both or neither"),
+        ("a,0,8,,10,,0", "jobs.csv:2: model: steps need a model (a workload file) to price them"),
+        ("a,-1,8,1,,,0", "jobs.csv:2: submit_h: must be a finite number >= 0, found '-1'"),
+        ("a,0,8,1,,nowhere.yaml,0", "jobs.csv:2: model: file"),
+    ],
+)
+def test_bad_rows_are_one_line_errors(tmp_path: Path, row: str, expected: str) -> None:
+    p = tmp_path / "jobs.csv"
+    p.write_text(HEADER + row + "\n")
+    with pytest.raises(InputError) as exc:
+        read_job_trace(p)
+    assert expected in str(exc.value) and "\n" not in str(exc.value)
+
+
+def test_a_duplicate_name_and_an_unknown_column_are_errors(tmp_path: Path) -> None:
+    p = tmp_path / "jobs.csv"
+    p.write_text(HEADER + "a,0,8,1,,,0\n# comment\na,1,8,1,,,0\n")
+    with pytest.raises(InputError, match="jobs.csv:4: job: job name 'a' is given twice"):
+        read_job_trace(p)
+    p.write_text("job,submit_h,gpus,walltime\n")
+    with pytest.raises(InputError, match="jobs.csv:1: unknown column 'walltime'"):
+        read_job_trace(p)
+
+
+def test_synthetic_jobs_are_seeded_and_round_trip(tmp_path: Path) -> None:
+    a = synthetic_jobs(50, 3, mean_interarrival_h=1.0, median_duration_h=4.0)
+    assert a == synthetic_jobs(50, 3, mean_interarrival_h=1.0, median_duration_h=4.0)
+    assert a != synthetic_jobs(50, 4, mean_interarrival_h=1.0, median_duration_h=4.0)
+    assert a[0].submit_s == 0.0 and all(x.submit_s <= y.submit_s for x, y in zip(a, a[1:], strict=False))
+    p = tmp_path / "jobs.csv"
+    p.write_text(format_job_trace(a))
+    back = read_job_trace(p)
+    assert [(r.name, r.gpus) for r in back] == [(r.name, r.gpus) for r in a]
+    assert [r.duration_s for r in back] == pytest.approx([r.duration_s for r in a], rel=1e-5)

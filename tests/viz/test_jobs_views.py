@@ -1,0 +1,73 @@
+"""The job views draw what the frames say: interference bars are the alone / together step
+times, the link-load figure puts shared links first and stacks each job's bytes, and the
+occupancy timeline follows the busy GPUs; a several-jobs run page carries the job figures."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from simulator.viz.dashboard import run_dashboard_html
+from simulator.viz.jobs import interference_figure, job_link_load_figure, occupancy_figure
+
+JOBS = pd.DataFrame(
+    {
+        "job": ["a", "b"],
+        "step_time_alone_s": [0.100, 0.200],
+        "step_time_s": [0.125, 0.200],
+        "slowdown": [1.25, 1.0],
+    }
+)
+JOB_LINKS = pd.DataFrame(
+    {
+        "job": ["a", "a", "b", "b"],
+        "link": ["x->y", "busy->z", "x->y", "b->c"],
+        "bytes": [1e9, 9e9, 3e9, 2e9],
+        "jobs_on_link": [2, 1, 2, 1],
+    }
+)
+
+
+def test_interference_bars_are_the_step_times() -> None:
+    fig = interference_figure(JOBS)
+    alone, together = fig.data
+    assert list(alone.y) == [100.0, 200.0] and list(together.y) == [125.0, 200.0]
+    assert list(together.text) == ["x1.2500", "x1.0000"]
+
+
+def test_link_load_puts_shared_links_first_and_stacks_jobs() -> None:
+    fig = job_link_load_figure(JOB_LINKS)
+    a, b = fig.data
+    assert list(a.x) == ["x->y", "busy->z", "b->c"]
+    assert list(a.y) == [1.0, 9.0, 0.0] and list(b.y) == [3.0, 0.0, 2.0]
+
+
+def test_occupancy_follows_busy_gpus() -> None:
+    occ = pd.DataFrame(
+        {
+            "time_s": [0.0, 3600.0],
+            "busy_gpus": [8, 16],
+            "down_gpus": [0, 8],
+            "queued_jobs": [1, 0],
+            "running_jobs": [1, 2],
+        }
+    )
+    fig = occupancy_figure(occ, 32)
+    assert list(fig.data[0].x) == [0.0, 1.0] and list(fig.data[0].y) == [8, 16]
+    assert list(fig.data[1].y) == [0, 8]
+
+
+def test_a_several_jobs_page_carries_the_job_figures() -> None:
+    steps = pd.DataFrame(
+        {
+            "job": ["a", "b"],
+            "step": [0, 0],
+            "compute_s": [0.08, 0.15],
+            "exposed_comm_s": [0.04, 0.05],
+            "idle_s": [0.005, 0.0],
+            "weight": [1, 1],
+        }
+    )
+    summary = {"scenario": "t", "n_jobs": 2, "max_slowdown": 1.25, "gpus_in_job": 32, "gpus_in_topology": 64}
+    html = run_dashboard_html({"jobs": JOBS, "job_links": JOB_LINKS, "steps": steps}, summary)
+    assert "clustersim-figures' content='3'" in html
+    assert "Interference: step time alone vs together" in html and "worst slowdown" in html
