@@ -14,7 +14,12 @@ The transport a NIC preset names (`topologies/nics/presets.yaml`) sets a floor o
 latency of one network step (`net_latency_us`): NCCL's network constants are those of
 InfiniBand verbs, while other transports publish their own (AWS's EFA plugin models a
 network step at 20 us plus 3 us of completion overhead). A calibration fits the physical
-fields (`FITTED_FIELDS`) and applies them with `with_fitted`.
+fields (`FITTED_FIELDS`) and applies them with `with_fitted`. A preset may also name the
+protocols and algorithms its transport leaves to the library across servers
+(`net_protocols`, `net_algorithms`: AWS's EFA plugin sets `NCCL_PROTO=simple` where the
+provider cannot deliver 128-byte writes in order, as on p4d; Google's GPUDirect-TCPX and
+-TCPXO require ring only / ring and tree, Simple, and no NVLS). Simplified: these settings
+are process-wide in the library; the model applies them to groups spanning servers only.
 
 Simplified: the GPU generation is read from the GPU model's name (A100 -> Ampere, H100 /
 H200 / H800 -> Hopper, B200 / GB200 -> Blackwell, AMD Instinct -> RCCL); an unknown name
@@ -77,6 +82,10 @@ class CollectiveParams:
             the library states them), dimensionless.
         step_latency_us: overhead added to every step over any link type, us.
         launch_latency_us: overhead added to every call's base latency, us.
+        net_protocols: protocols left to a group spanning servers by the network transport's
+            plugin (a NIC preset's `protocols`); None = `protocols`.
+        net_algorithms: algorithms left to a group spanning servers by the transport's
+            required settings (a NIC preset's `algorithms`); None = `algorithms`.
     """
 
     library: str
@@ -106,6 +115,8 @@ class CollectiveParams:
     latency_scale: float = 1.0
     step_latency_us: float = 0.0
     launch_latency_us: float = 0.0
+    net_protocols: tuple[str, ...] | None = None
+    net_algorithms: tuple[str, ...] | None = None
 
     def base_us(self, algorithm: str, protocol: str) -> float:
         """Fixed latency of one call, us."""
@@ -195,7 +206,15 @@ def nic_net_latency_us(nic: str | None) -> float:
 
 def default_params(gpu_name: str, nic: str | None = None) -> CollectiveParams:
     """The library's own constants for this GPU (NCCL or RCCL `tuning.cc`) and NIC preset."""
-    return replace(_library_params(gpu_name), net_latency_us=nic_net_latency_us(nic))
+    preset = nic_presets().get(nic) if nic else None
+    protocols = preset.protocols if preset is not None else None
+    algorithms = preset.algorithms if preset is not None else None
+    return replace(
+        _library_params(gpu_name),
+        net_latency_us=nic_net_latency_us(nic),
+        net_protocols=None if protocols is None else tuple(protocols),
+        net_algorithms=None if algorithms is None else tuple(algorithms),
+    )
 
 
 def _library_params(gpu_name: str) -> CollectiveParams:

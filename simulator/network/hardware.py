@@ -180,6 +180,16 @@ class NICPreset(Spec):
     message_overhead_us: float | None = Field(
         None, ge=0, description="Per-message completion overhead on top of net_latency_us, µs."
     )
+    protocols: list[Literal["ll", "ll128", "simple"]] | None = Field(
+        None,
+        description="Protocols the collective library may use across servers over this transport, "
+        "where its plugin restricts them (None: all the library has).",
+    )
+    algorithms: list[Literal["ring", "tree", "nvls", "nvls_tree", "collnet", "pat"]] | None = Field(
+        None,
+        description="Algorithms the collective library may use across servers over this transport, "
+        "where its vendor's required settings restrict them (None: all the library has).",
+    )
 
 
 class NICPresetFile(Spec):

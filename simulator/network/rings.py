@@ -2,7 +2,7 @@
 
 What is modelled (the way NCCL and RCCL lay out their channels):
 
-* one server on a full mesh (xGMI): up to n-1 edge-disjoint directed Hamiltonian rings of
+* one server on a full mesh (xGMI): n-1 edge-disjoint directed Hamiltonian rings of
   the complete graph, one per channel, so every GPU-to-GPU link carries one channel;
 * several servers with G GPUs each (G even): G channels. Inside a server each channel
   follows a different directed Hamiltonian path; the G paths are Walecki's zigzag paths of
@@ -19,12 +19,14 @@ What is modelled (the way NCCL and RCCL lay out their channels):
 
 What is simplified: with an odd number of servers the hop that closes the ring joins two
 different local GPUs (routing decides how it crosses); with an odd G on a full mesh the
-rotation layout is used, which shares links between channels.
+rotation layout is used, which shares links between channels; a one-server mesh of 4 or 6
+GPUs has no n-1 disjoint rings (2 and 4 are used, each link carrying at most one channel).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from functools import lru_cache
 
 
 def by_server(server_of: Callable[[str], str], gpus: list[str]) -> list[list[str]]:
@@ -35,32 +37,59 @@ def by_server(server_of: Callable[[str], str], gpus: list[str]) -> list[list[str
     return list(groups.values())
 
 
+#: node budget of the backtracking search for edge-disjoint rings (K_8: 151 nodes, K_16:
+#: about 130,000); past it the most rings found so far are used
+_RING_SEARCH_BUDGET = 300_000
+
+
+@lru_cache(maxsize=64)
 def disjoint_rings(n: int) -> list[list[int]]:
-    """Edge-disjoint directed Hamiltonian cycles of the complete graph K_n (greedy search)."""
+    """Edge-disjoint directed Hamiltonian cycles of the complete graph K_n, n-1 when they exist.
+
+    A depth-first search over cycles through vertex 0 that backtracks into the previous
+    cycle when the remaining pairs hold no further one (deterministic order). The complete
+    directed graph splits into n-1 directed Hamiltonian cycles for every n except 4 and 6
+    (Tillson, "A Hamiltonian decomposition of K*_2m, 2m >= 8", J. Combin. Theory B 29, 1980;
+    Bermond and Faber 1976 for n = 4, Bermond, Germa and Sotteau 1979 for n = 6): there the
+    most found within the search budget are used (2 for n = 4, 4 for n = 6). With 8 GPUs on a
+    full xGMI mesh this gives 7 rings, every directed link carrying exactly one channel.
+    """
     used: set[tuple[int, int]] = set()
     rings: list[list[int]] = []
-    for _ in range(n - 1):
-        found = None
-        # depth-first search with a node budget; deterministic order
+    best: list[list[int]] = []
+    budget = [_RING_SEARCH_BUDGET if n not in (4, 6) else 2_000]
+
+    def cycles() -> Iterator[list[int]]:  # Hamiltonian cycles from 0 over unused directed pairs
         stack = [[0]]
-        budget = 20000
-        while stack and budget:
-            budget -= 1
+        while stack and budget[0] > 0:
+            budget[0] -= 1
             path = stack.pop()
             if len(path) == n:
                 if (path[-1], 0) not in used:
-                    found = path
-                    break
+                    yield path
                 continue
             last = path[-1]
-            for nxt in sorted(range(n), reverse=True):
-                if nxt not in path and (last, nxt) not in used:
-                    stack.append([*path, nxt])
-        if found is None:
-            break
-        rings.append(found)
-        used.update((found[i], found[(i + 1) % n]) for i in range(n))
-    return rings or [list(range(n))]
+            stack.extend(
+                [*path, nxt] for nxt in range(n - 1, -1, -1) if nxt not in path and (last, nxt) not in used
+            )
+
+    def search() -> bool:
+        if len(rings) > len(best):
+            best[:] = list(rings)
+        if len(rings) == n - 1:
+            return True
+        for cyc in cycles():
+            edges = [(cyc[i], cyc[(i + 1) % n]) for i in range(n)]
+            used.update(edges)
+            rings.append(cyc)
+            if search():
+                return True
+            rings.pop()
+            used.difference_update(edges)
+        return False
+
+    search()
+    return [list(r) for r in best] or [list(range(n))]
 
 
 def walecki_paths(n: int) -> list[list[int]]:

@@ -31,7 +31,10 @@ engine moves the chosen algorithm's flows on the fabric at `predicted / raw` of 
 Availability (NCCL): tree only for all-reduce; all-gather and reduce-scatter use ring,
 PAT, NVLS or CollNet; broadcast and reduce ring only; NVLS on one node, NVLSTree across
 nodes, both on NVSwitch servers of Hopper or later; CollNet only when a switch of the
-topology says `in_network_reduction: true`; LL128 not over PCIe scale-up. RCCL: ring, tree
+topology says `in_network_reduction: true`; LL128 not over PCIe scale-up; across servers,
+only the protocols and algorithms the network transport leaves (`CollectiveParams.net_protocols`
+and `net_algorithms`, from the NIC preset: Simple on EFA p4d; ring / ring and tree, Simple, on
+GPUDirect-TCPX / -TCPXO). RCCL: ring, tree
 and CollNet only. All-to-all and send/recv are point-to-point (`direct`, Simple): NCCL's
 tuning tables do not price them, so their latency stays the fabric's path latency.
 
@@ -231,10 +234,15 @@ def available(kind: str, f: GroupFacts, p: CollectiveParams) -> list[tuple[str, 
             algos.append("pat")
     if kind in ("all_reduce", "all_gather", "reduce_scatter") and f.n_nodes > 1 and f.in_network_reduction:
         algos.append("collnet")
+    protocols = p.protocols
+    if f.n_nodes > 1 and p.net_protocols is not None:
+        protocols = tuple(x for x in p.protocols if x in p.net_protocols) or ("simple",)
+    if f.n_nodes > 1 and p.net_algorithms is not None:
+        algos = [a for a in algos if a in p.net_algorithms] or ["ring"]
     out = []
     for a in algos:
         for proto in PROTOCOLS:
-            if proto not in p.protocols or (proto == "ll128" and f.intra_link == "pci"):
+            if proto not in protocols or (proto == "ll128" and f.intra_link == "pci"):
                 continue
             if a in ("nvls", "nvls_tree", "collnet", "pat") and proto != "simple":
                 continue
