@@ -40,7 +40,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from scipy.optimize import least_squares, nnls
 
 from simulator.calibration.collective import busbw_factor
 from simulator.calibration.table import BenchmarkTable
@@ -85,6 +84,9 @@ def fit_line(sizes_bytes: np.ndarray, times_s: np.ndarray) -> tuple[float, float
         raise ValueError("no sizes to fit")
     if len(s) == 1:
         return 0.0, float(s[0] / t[0])
+    # imported here: scipy.optimize is loaded only by runs that fit (not by every `run`)
+    from scipy.optimize import least_squares, nnls
+
     a = np.column_stack([1.0 / t, s / t])
     (alpha, gamma), _ = nnls(a, np.ones_like(t))
     if gamma <= 0:  # time does not grow with size: bound the bandwidth by the data

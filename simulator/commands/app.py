@@ -13,7 +13,9 @@ import os
 
 import typer
 
+from simulator import __version__
 from simulator.commands import calibrate, compare, dashboard, importing, query, run, sweep, topo
+from simulator.commands.common import FORMATS, set_output_format
 
 app = typer.Typer(
     name="clustersim",
@@ -29,8 +31,27 @@ for _module in COMMAND_MODULES:
     _module.register(app)
 
 
+def _print_version(given: bool) -> None:
+    if given:
+        typer.echo(f"clustersim {__version__}")
+        raise typer.Exit()
+
+
 @app.callback()
 def _root(
+    version: bool = typer.Option(
+        False,
+        "--version",
+        callback=_print_version,
+        is_eager=True,
+        help="Print the clustersim version and exit.",
+    ),
+    output_format: str = typer.Option(
+        "table",
+        "--format",
+        help=f"How tables are printed: {' | '.join(FORMATS)} (csv/json: data only on stdout, "
+        "notes on stderr).",
+    ),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Log progress details."),
     max_file_mb: float | None = typer.Option(
         None,
@@ -40,6 +61,7 @@ def _root(
     ),
 ) -> None:
     """clustersim: simulate GPU training clusters."""
+    set_output_format(output_format)
     if max_file_mb is not None:
         # read by simulator.config.loader.max_file_bytes (set here, not imported, so that
         # `clustersim --help` stays fast); workers inherit it

@@ -30,8 +30,6 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.table import Table
 
-from simulator.calibration.collective import KINDS, normalize_kind
-from simulator.calibration.csv_table import is_collective_csv
 from simulator.commands.common import console, err_console, fail, progress_bar
 from simulator.errors import ClustersimError, InputError, InputErrors
 from simulator.io import write_atomic
@@ -315,6 +313,19 @@ def _print_check(t: BenchmarkTable, source: str, errors: object) -> float:
     return float(big.median()) if len(big) else float(rel.median())
 
 
+#: The collectives `--collective` accepts, for its help text (the help must not import the
+#: calibration code, which pulls in scipy and pandas; a test keeps it equal to
+#: `simulator.calibration.collective.KINDS`).
+COLLECTIVE_NAMES = (
+    "all_reduce",
+    "all_gather",
+    "reduce_scatter",
+    "broadcast",
+    "reduce",
+    "all_to_all",
+    "send_recv",
+)
+
 TOPOLOGY_HELP = (
     "Topology file of the system the logs ran on (topologies/*.yaml): also fit the collective "
     "model's physical parameters jointly over every table (collective_params)."
@@ -327,7 +338,8 @@ def calibrate(
     ],
     output: Annotated[Path | None, typer.Option("--output", "-o", help="Profile YAML to write.")] = None,
     collective: Annotated[
-        str | None, typer.Option(help=f"Collective where a log does not say it: {', '.join(KINDS)}.")
+        str | None,
+        typer.Option(help=f"Collective where a log does not say it: {', '.join(COLLECTIVE_NAMES)}."),
     ] = None,
     gpus: Annotated[
         int | None, typer.Option(help="GPU (rank) count where a log does not say it.", min=1)
@@ -367,6 +379,9 @@ def calibrate(
     topology: Annotated[Path | None, typer.Option("--topology", help=TOPOLOGY_HELP)] = None,
 ) -> None:
     """Fit a calibration profile from benchmark output (or --check one against it)."""
+    from simulator.calibration.collective import KINDS, normalize_kind
+    from simulator.calibration.csv_table import is_collective_csv
+
     try:
         if collective is not None:
             kind = normalize_kind(collective)

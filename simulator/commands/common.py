@@ -1,20 +1,98 @@
-"""Helpers shared by CLI commands: one-line errors, the rich console and progress bars."""
+"""Helpers shared by CLI commands: one-line errors, the rich console, tables and progress bars.
+
+Tables go to standard output as rich tables, or as CSV / JSON records with the root
+`--format` option (`clustersim --format csv run ...`); piped to a file, rich tables keep
+their full width instead of the 80 columns rich assumes without a terminal. Progress bars
+and other chatter go to standard error, so that standard output stays parseable.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import csv
+import io
+import json
+import sys
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 import typer
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+from rich.table import Table
+from rich.text import Text
 
 from simulator.errors import ClustersimError, InputErrors
-from simulator.study.executor import OnDone
 
-console = Console(stderr=False, highlight=False)
+if TYPE_CHECKING:
+    # a type only: importing the executor at run time would load concurrent.futures.process
+    # for `clustersim --help`
+    from simulator.study.executor import OnDone
+
+#: width of a table written to a file or a pipe: wide enough that no cell is cut ("GP…")
+PIPED_WIDTH = 1000
+
+console = Console(stderr=False, highlight=False, width=None if sys.stdout.isatty() else PIPED_WIDTH)
 err_console = Console(stderr=True, highlight=False)
+
+#: the ways `--format` prints tables
+FORMATS = ("table", "csv", "json")
+_output = {"format": "table"}
+
+
+def set_output_format(fmt: str) -> None:
+    """Print tables as `fmt` from now on (one of `FORMATS`; the root `--format` option)."""
+    if fmt not in FORMATS:
+        raise typer.BadParameter(f"expected one of {', '.join(FORMATS)}", param_hint="--format")
+    _output["format"] = fmt
+
+
+def _plain(cell: object) -> str:
+    return cell.plain if isinstance(cell, Text) else str(cell)
+
+
+def table_records(table: Table) -> list[dict[str, str]]:
+    """The rows of a rich table as records keyed by column header (cells as plain text)."""
+    headers = [_plain(c.header) for c in table.columns]
+    columns = [[_plain(cell) for cell in c.cells] for c in table.columns]
+    return [dict(zip(headers, row, strict=True)) for row in zip(*columns, strict=True)]
+
+
+def print_table(table: Table) -> None:
+    """Print a table on standard output in the chosen `--format`.
+
+    `table`: rich; `csv`: a header line and one line per row; `json`: one object with the
+    table's title and its rows as records.
+    """
+    fmt = _output["format"]
+    if fmt == "table":
+        console.print(table)
+        return
+    records = table_records(table)
+    if fmt == "json":
+        title = _plain(table.title) if table.title is not None else ""
+        sys.stdout.write(json.dumps({"title": title, "rows": records}, indent=1) + "\n")
+        return
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=[_plain(c.header) for c in table.columns], lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(records)
+    sys.stdout.write(buf.getvalue())
+
+
+def say(text: str) -> None:
+    """A line for the reader (where results went, what runs): standard output with rich
+    tables, standard error with `--format csv|json` so that standard output stays data."""
+    target = console if _output["format"] == "table" else err_console
+    target.print(text, markup=False, soft_wrap=True)
 
 
 def first_per_file(err: ClustersimError) -> list[str]:
@@ -49,9 +127,26 @@ def one_line(text: str) -> str:
     return "".join(ch if ch.isprintable() else ascii(ch)[1:-1] for ch in text)
 
 
+def _progress(count: TextColumn | MofNCompleteColumn) -> Progress:
+    """A transient progress display on stderr: description, bar, count, host time elapsed
+    and the estimated time left (rich's estimate from the recent rate)."""
+    return Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        count,
+        TextColumn("elapsed"),
+        TimeElapsedColumn(),
+        TextColumn("left"),
+        TimeRemainingColumn(),
+        console=err_console,
+        transient=True,
+    )
+
+
 @contextmanager
 def progress_bar(description: str, total: int, unit: str = "") -> Iterator[OnDone]:
-    """A transient progress bar on the console, gone once the block ends.
+    """A transient progress bar on the console, gone once the block ends: count, host
+    time elapsed and the estimated time left.
 
     Args:
         description: what is being done, shown left of the bar.
@@ -63,13 +158,33 @@ def progress_bar(description: str, total: int, unit: str = "") -> Iterator[OnDon
         arguments are ignored, so it fits `simulator.study.executor.run_tasks`).
     """
     count = TextColumn(f"{{task.completed}}/{{task.total}} {unit}") if unit else MofNCompleteColumn()
-    with Progress(
-        TextColumn("[bold]{task.description}"),
-        BarColumn(),
-        count,
-        TimeElapsedColumn(),
-        console=console,
-        transient=True,
-    ) as progress:
+    with _progress(count) as progress:
         task = progress.add_task(description, total=total)
         yield lambda _index, _result: progress.advance(task)
+
+
+@contextmanager
+def phased_progress(
+    first: str, description: str, total: int
+) -> Iterator[tuple[Callable[[int, int], None], OnDone]]:
+    """Two bars in one display: a first phase whose size is known only once it starts
+    (a study's step simulations), then the counted items (its runs).
+
+    Yields:
+        (`on_phase(done, of)` for the first phase, `on_done(index, result)` for the items).
+    """
+    with _progress(MofNCompleteColumn()) as progress:
+        phase: list[TaskID] = []
+        items = progress.add_task(description, total=total, start=False)
+
+        def on_phase(done: int, of: int) -> None:
+            if not phase:
+                phase.append(progress.add_task(first, total=of))
+            progress.update(phase[0], completed=done, total=of)
+
+        def on_done(_index: int, _result: object) -> None:
+            if not progress.tasks[items].started:
+                progress.start_task(items)
+            progress.advance(items)
+
+        yield on_phase, on_done

@@ -15,7 +15,7 @@ import typer
 import yaml
 from rich.table import Table
 
-from simulator.commands.common import console, fail, progress_bar
+from simulator.commands.common import fail, print_table, progress_bar, say
 from simulator.commands.run import interrupted
 from simulator.errors import ClustersimError, InputError
 from simulator.io import write_atomic
@@ -125,7 +125,7 @@ def compare(
         with stop_signals_raise(), folder_lock(out):
             done = _open_manifest(out, cmpmod.compare_fingerprint(cmp, steps), resume)
             tasks = cmpmod.variant_tasks(cmp, steps, skip=done)
-            console.print(
+            say(
                 f"comparing {len(cmp.variants)} variant(s) of {cmp.name} on {describe(executor)}"
                 + (f" ({len(done)} done already)" if done else "")
             )
@@ -136,8 +136,8 @@ def compare(
         fail(err)
     except Interrupted as stop:
         interrupted(stop, out, "keeps the finished variants; continue with --resume")
-    console.print(comparison_rich_table(table, cmp.name))
-    console.print(f"results: {out}/ (comparison.html, comparison.csv, one run folder per variant)")
+    print_table(comparison_rich_table(table, cmp.name))
+    say(f"results: {out}/ (comparison.html, comparison.csv, one run folder per variant)")
 
 
 def _open_manifest(out: Path, fingerprint: str, resume: bool) -> set[str]:
@@ -178,6 +178,7 @@ def _run_variants(
     from simulator.metrics.store import read_manifest
     from simulator.study import compare as cmpmod
     from simulator.study.executor import for_each_task
+    from simulator.viz.dashboard import PLOTLY_FILE
 
     failed: dict[int, Any] = {}
     index = {t.variant: i for i, t in enumerate(tasks)}
@@ -186,7 +187,11 @@ def _run_variants(
         if outcome.error is not None:
             failed[i] = outcome
             return
-        replace_folder(out / outcome.variant, lambda d: outcome.result.write(d, dashboard=dashboards))
+        # variant pages load the comparison folder's one plotly.js copy (`../plotly.min.js`)
+        replace_folder(
+            out / outcome.variant,
+            lambda d: outcome.result.write(d, dashboard=dashboards, plotly_src=f"../{PLOTLY_FILE}"),
+        )
         manifest = read_manifest(out) or {}
         entry = {"variant": index[outcome.variant], "seed": 0, "files": {}}
         tasks_done = {**manifest.get("tasks", {}), outcome.variant: entry}
@@ -205,6 +210,7 @@ def _write_comparison(out: Path, cmp: Comparison) -> pd.DataFrame:
     from simulator.scenario.execute import RunResult
     from simulator.study import compare as cmpmod
     from simulator.viz.compare import comparison_html
+    from simulator.viz.dashboard import write_page
 
     results = []
     for v in cmp.variants:  # summaries and the two frames the page draws, one variant at a time
@@ -215,7 +221,7 @@ def _write_comparison(out: Path, cmp: Comparison) -> pd.DataFrame:
     _write_table(table, out, "comparison")
     frames = {k: cmpmod.concat_frames(results, k) for k in ("steps", "links")}
     write_atomic(out / "compare.resolved.yaml", _resolved(cmp))
-    write_atomic(out / "comparison.html", comparison_html(cmp.name, table, frames, [cmp.spec.description]))
+    write_page(out / "comparison.html", comparison_html(cmp.name, table, frames, [cmp.spec.description]))
     return table
 
 

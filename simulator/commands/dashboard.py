@@ -18,7 +18,6 @@ import typer
 
 from simulator.commands.common import console, fail
 from simulator.errors import ClustersimError, InputError
-from simulator.io import write_atomic
 
 
 def _size(n: int) -> str:
@@ -48,6 +47,7 @@ def dashboard(
 ) -> None:
     """Rebuild dashboards from saved results only (no simulation)."""
     # the figure modules (pandas, plotly) are imported inside the commands: `clustersim --help` stays fast
+    from simulator.viz.dashboard import write_page
     from simulator.viz.rebuild import rebuild_dashboard
 
     try:
@@ -59,7 +59,7 @@ def dashboard(
             t = time.perf_counter()
             rebuilt = rebuild_dashboard(folder, samples or ())
             path = output or rebuilt.default_path
-            write_atomic(path, rebuilt.html)
+            write_page(path, rebuilt.html)  # with plotly.min.js beside it when the page loads it
             console.print(
                 f"{rebuilt.kind} dashboard: {path} ({_size(len(rebuilt.html.encode()))}, "
                 f"built in {time.perf_counter() - t:.1f} s)",

@@ -18,7 +18,7 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from simulator.commands.common import console, fail
+from simulator.commands.common import console, fail, print_table
 from simulator.errors import ClustersimError, InputError
 
 
@@ -90,7 +90,7 @@ def query(
         table.add_column(str(col))
     for row in df.head(limit).itertuples(index=False):
         table.add_row(*(str(v) for v in row))
-    console.print(table)
+    print_table(table)
 
 
 def register(app: typer.Typer) -> None:

@@ -11,7 +11,16 @@ from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 import typer
 from rich.table import Table
 
-from simulator.commands.common import console, err_console, fail, first_per_file, one_line, progress_bar
+from simulator.commands.common import (
+    console,
+    err_console,
+    fail,
+    first_per_file,
+    one_line,
+    print_table,
+    progress_bar,
+    say,
+)
 from simulator.commands.topo import topology_schema_tables
 from simulator.errors import ClustersimError, InputError
 
@@ -33,7 +42,7 @@ def _percent(fraction: float) -> str:
 
 #: Rows of the run summary table: (label, summary key, formatter), in print order.
 SUMMARY_ROWS: list[tuple[str, str, Callable[[Any], str]]] = [
-    ("step time", "step_time_s", _ms),
+    ("step time (simulated)", "step_time_s", _ms),
     ("compute per rank", "compute_s", _ms),
     ("exposed communication", "exposed_comm_s", _ms),
     ("idle", "idle_s", _ms),
@@ -48,7 +57,7 @@ SUMMARY_ROWS: list[tuple[str, str, Callable[[Any], str]]] = [
     ("interruptions per run", "interruptions", lambda v: f"{v:.1f}"),
     ("GPUs in job", "gpus_in_job", str),
     ("simulated ranks", "simulated_ranks", str),
-    ("wall time", "wall_time_s", lambda v: f"{v:.2f} s"),
+    ("host wall time of this run", "wall_time_s", lambda v: f"{v:.2f} s"),
 ]
 
 
@@ -141,10 +150,10 @@ def run(
         fail(err)
     except Interrupted as stop:
         interrupted(stop, out)
-    console.print(summary_table(result.summary, f"{prep.scenario.name}"))
+    print_table(summary_table(result.summary, f"{prep.scenario.name}"))
     for warning in result.summary.get("calibration_warnings", []):
         err_console.print(f"warning: {warning}", markup=False, soft_wrap=True)
-    console.print(f"results: {out}/ (dashboard.html, summary.json, frames)")
+    say(f"results: {out}/ (dashboard.html, summary.json, frames)")
 
 
 def validate(

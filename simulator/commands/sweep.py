@@ -3,8 +3,9 @@
 Each run is written as it finishes into the study's store (`simulator.study.store`);
 `--resume` continues a stopped study, Ctrl-C stops the workers and keeps what finished.
 Once all are done, writes `runs` (one row per variant and seed) and `summary` (mean and
-95% interval per variant) as Parquet or CSV, `summary.csv`, the goodput figure
-`sweep.html` and `study.resolved.yaml`, then prints the summary table.
+95% interval per variant) as Parquet or CSV, `summary.csv`, the study page `sweep.html`
+(the page `clustersim dashboard` rebuilds) and `study.resolved.yaml`, then prints the
+summary table.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import typer
 import yaml
 from rich.table import Table
 
-from simulator.commands.common import console, fail, progress_bar
+from simulator.commands.common import fail, phased_progress, print_table, say
 from simulator.commands.run import interrupted
 from simulator.errors import ClustersimError, InputError
 from simulator.io import write_atomic
@@ -95,23 +96,24 @@ def sweep(
         n_runs = len(study.variants) * n_seeds
         with stop_signals_raise(), open_store(out, study, n_seeds, resume) as (store, done):
             where = "this process" if serial else "dask " + dask if dask else "a local process pool"
-            console.print(
+            say(
                 f"study {study.spec.name}: {len(study.variants)} variant(s) x {n_seeds} seed(s) = "
                 f"{n_runs} runs ({len(done)} done already) on {where}"
             )
             executor = "serial" if serial else dask or "pool"
             write_atomic(out / "study.resolved.yaml", _resolved(file, study, n_seeds))
-            with progress_bar(f"simulating {study.spec.name}", n_runs - len(done)) as on_done:
-                run_into_store(store, study, n_seeds, done, executor, workers, on_done, kept)
+            with phased_progress("step simulations", f"simulating {study.spec.name}", n_runs - len(done)) as (
+                on_warm,
+                on_done,
+            ):
+                run_into_store(store, study, n_seeds, done, executor, workers, on_done, kept, on_warm)
             runs, summary = _write_tables(out, file, study, n_seeds, store.read("runs"))
     except ClustersimError as err:
         fail(err)
     except Interrupted as stop:
         interrupted(stop, out, "keeps the finished runs; continue with --resume")
-    console.print(_summary_table(study.spec.name, summary, list(runs.attrs.get("axes", []))))
-    console.print(
-        f"wrote {out / 'runs.parquet'}, {out / 'summary.csv'}, {out / 'sweep.html'}, {out / 'dataset'}/"
-    )
+    print_table(_summary_table(study.spec.name, summary, list(runs.attrs.get("axes", []))))
+    say(f"wrote {out / 'runs.parquet'}, {out / 'summary.csv'}, {out / 'sweep.html'}, {out / 'dataset'}/")
 
 
 def _frames(given: str) -> tuple[str, ...]:
@@ -133,13 +135,16 @@ def _write_tables(
     """The consolidated tables of a finished study: runs, summary, figure, resolved study."""
     from simulator.metrics.store import write_frame
     from simulator.study.sweep import summarize_study
-    from simulator.viz.faults import sweep_figure
+    from simulator.viz.dashboard import write_page
+    from simulator.viz.rebuild import build_study
 
     summary = summarize_study(runs)
     write_frame(out, "runs", runs)
     write_frame(out, "summary", summary)
     write_atomic(out / "summary.csv", summary.to_csv(index=False))
-    write_atomic(out / "sweep.html", sweep_figure(runs).to_html(include_plotlyjs=True, full_html=True))
+    # the study page `clustersim dashboard OUT` rebuilds, built the same way from the same files
+    page, name = build_study(out)
+    write_page(out / name, page)
     return runs, summary
 
 

@@ -11,7 +11,7 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from simulator.commands.common import console, fail
+from simulator.commands.common import fail, print_table, say
 from simulator.errors import ClustersimError
 from simulator.io import write_atomic
 
@@ -124,12 +124,12 @@ def topo(
         fail(err)
     facts = topology_facts(g)
     summary = cost_summary(items, facts["gpus"])
-    console.print(_facts_table(facts))
-    console.print(_cost_table(items, summary, price_spec.currency, str(prices or "topologies/prices.yaml")))
+    print_table(_facts_table(facts))
+    print_table(_cost_table(items, summary, price_spec.currency, str(prices or "topologies/prices.yaml")))
     html = topology_figure(g).to_html(include_plotlyjs=True, full_html=True)
     target = out / f"{file.stem}.html"
     write_atomic(target, html)
-    console.print(f"drawing: {target}")
+    say(f"drawing: {target}")
 
 
 #: display unit of a parameter, from its name's suffix (the human units of topology files)

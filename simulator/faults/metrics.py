@@ -37,7 +37,6 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 METRICS = (
     "goodput",
@@ -75,6 +74,10 @@ def t_interval(values: Iterable[float], confidence: float = 0.95) -> tuple[float
     mean = float(x.mean())
     if len(x) < 2 or not np.isfinite(x).all():
         return mean, math.nan, math.nan
+    # imported here: scipy.stats costs about half a second, and a run without failures
+    # (or `clustersim --help`) never asks for an interval
+    from scipy import stats
+
     half = float(stats.t.ppf(0.5 + confidence / 2, len(x) - 1) * x.std(ddof=1) / math.sqrt(len(x)))
     return mean, mean - half, mean + half
 

@@ -29,7 +29,7 @@ from simulator.scenario.cluster_level import run_cluster
 from simulator.scenario.multi import run_jobs
 from simulator.scenario.prepare import PreparedRun, step_simulator
 from simulator.scenario.run_level import run_level
-from simulator.viz.dashboard import load_graph, run_dashboard_html
+from simulator.viz.dashboard import PLOTLY_FILE, load_graph, run_dashboard_html, write_page
 
 
 @dataclass
@@ -42,7 +42,7 @@ class RunResult:
     resolved: dict[str, Any]
     graph: Any = None
 
-    def write(self, folder: str | Path, dashboard: bool = True) -> Path:
+    def write(self, folder: str | Path, dashboard: bool = True, plotly_src: str = PLOTLY_FILE) -> Path:
         out = Path(folder)
         out.mkdir(parents=True, exist_ok=True)
         for name, df in self.frames.items():
@@ -56,7 +56,8 @@ class RunResult:
             write_json(out / "topology.json", data)
             graph = load_graph(out)  # the dashboard draws what a rebuild would read
         if dashboard:
-            write_atomic(out / "dashboard.html", run_dashboard_html(self.frames, self.summary, graph))
+            page = run_dashboard_html(self.frames, self.summary, graph, plotly_src)
+            write_page(out / "dashboard.html", page)
         return out
 
 

@@ -112,19 +112,32 @@ class SimulatedOracle:
             self.settings = self._prep.scenario.spec.reliability
         return self._prep
 
-    def warm(self, dp_replicas: int, draining: bool = False) -> None:
+    def warm_questions(self, draining: bool = False) -> int:
+        """How many questions `warm` answers (for a progress bar)."""
+        return 7 if draining and self.prep.cluster.storage else 6
+
+    def warm(
+        self, dp_replicas: int, draining: bool = False, on_answer: Callable[[], None] | None = None
+    ) -> None:
         """Answer the questions every run asks now, before the oracle is pickled to workers:
         the healthy step, checkpoint write/snapshot/loads, the compute share (for elastic
-        shrinking) and, if asked, the step during a checkpoint drain."""
+        shrinking) and, if asked, the step during a checkpoint drain. `on_answer` is called
+        after each (`warm_questions` of them)."""
         healthy = ClusterState(dp_replicas=dp_replicas)
-        self.step_time_s(healthy)
-        self.checkpoint_write_s(healthy)
-        self.checkpoint_snapshot_s(healthy)
-        self.checkpoint_load_s(healthy, "storage")
-        self.checkpoint_load_s(healthy, "peer")
-        self._compute_per_rank_s()
+        tick = on_answer or (lambda: None)
+        for ask in (
+            lambda: self.step_time_s(healthy),
+            lambda: self.checkpoint_write_s(healthy),
+            lambda: self.checkpoint_snapshot_s(healthy),
+            lambda: self.checkpoint_load_s(healthy, "storage"),
+            lambda: self.checkpoint_load_s(healthy, "peer"),
+            self._compute_per_rank_s,
+        ):
+            ask()
+            tick()
         if draining and self.prep.cluster.storage:
             self.step_time_s(healthy.replace(draining=True))
+            tick()
 
     # -- StepOracle --------------------------------------------------------------------
     def step_time_s(self, state: ClusterState) -> float:

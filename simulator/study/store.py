@@ -159,13 +159,15 @@ def run_into_store(
     max_workers: int | None = None,
     on_done: Callable[[int, Any], None] | None = None,
     frames: tuple[str, ...] = STORE_FRAMES,
+    on_warm: Callable[[int, int], None] | None = None,
 ) -> int:
     """Run every task not in `done`, writing each into `store` as it finishes; tasks run.
 
     Args:
         frames: the frames kept per task (`runs` always; `incidents`, `segments`).
+        on_warm: progress of the step simulations done first (`study_oracles`).
     """
-    oracles = study_oracles(study)
+    oracles = study_oracles(study, on_warm)
     tasks = [
         (v.index, v.labels, v.spec, v.spec.seed + k, oracles[v.index], frames)
         for v in study.variants

@@ -410,24 +410,40 @@ def store_task(
     return frames
 
 
-def study_oracles(study: Study) -> dict[int, StepOracle]:
+def study_oracles(
+    study: Study, on_progress: Callable[[int, int], None] | None = None
+) -> dict[int, StepOracle]:
     """One oracle per distinct step spec, built (and, for a scenario, warmed) in this process,
-    so workers get the answers instead of re-running step simulations."""
+    so workers get the answers instead of re-running step simulations.
+
+    Args:
+        on_progress: called with (questions answered, questions in all) as the scenario
+            oracles are warmed (the step simulations a study starts with).
+    """
     by_step: dict[str, StepOracle] = {}
     out: dict[int, StepOracle] = {}
     for v in study.variants:
         key = v.spec.step.model_dump_json()
         if key not in by_step:
-            oracle = build_oracle(v.spec, study.base_dir)
-            warm = getattr(oracle, "warm", None)
-            if warm is not None:
-                draining = any(
-                    getattr(x.spec.policy, "kind", "") in ("async_checkpoint", "in_memory")
-                    for x in study.variants
-                )
-                warm(v.spec.job.dp_replicas, draining=draining)
-            by_step[key] = oracle
+            by_step[key] = build_oracle(v.spec, study.base_dir)
         out[v.index] = by_step[key]
+    draining = any(
+        getattr(x.spec.policy, "kind", "") in ("async_checkpoint", "in_memory") for x in study.variants
+    )
+    first: dict[str, Any] = {}
+    for v in study.variants:
+        first.setdefault(v.spec.step.model_dump_json(), v)
+    warmable = [(by_step[k], v) for k, v in first.items() if getattr(by_step[k], "warm", None) is not None]
+    total = sum(o.warm_questions(draining) for o, _ in warmable)  # type: ignore[attr-defined]
+    done = [0]
+
+    def tick() -> None:
+        done[0] += 1
+        if on_progress is not None:
+            on_progress(done[0], total)
+
+    for oracle, v in warmable:
+        oracle.warm(v.spec.job.dp_replicas, draining=draining, on_answer=tick)  # type: ignore[attr-defined]
     return out
 
 

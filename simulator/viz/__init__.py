@@ -1,1 +1,1 @@
-"""Figures (pure DataFrame -> plotly Figure functions) and the self-contained dashboards."""
+"""Figures (pure DataFrame -> plotly Figure functions) and the offline dashboards."""

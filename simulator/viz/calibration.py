@@ -506,7 +506,14 @@ def profile_dashboard(
         head.append(
             "The profile also calibrates compute (" + "; ".join(parts or ["empty"]) + "); not drawn here."
         )
-    return page(f"clustersim calibration: {profile.name}", profile_cards(frame), figures, [*head, *notes])
+    # embedded: the page sits beside its profile, often in a folder of profiles that travel alone
+    return page(
+        f"clustersim calibration: {profile.name}",
+        profile_cards(frame),
+        figures,
+        [*head, *notes],
+        plotly_src=None,
+    )
 
 
 def profile_dashboard_html(profile_path: str | Path, samples: Sequence[str | Path] = ()) -> str:

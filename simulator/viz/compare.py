@@ -3,8 +3,8 @@
 Every figure is a pure function of the comparison table or of frames of several runs
 stacked with a `variant` column (`simulator.study.compare.concat_frames`); variants keep the
 order in which they appear in their input (the compare file's order), never an order
-that depends on which run finished first. The dashboard is one self-contained HTML page
-(`simulator.viz.dashboard.page`).
+that depends on which run finished first. The dashboard is one HTML page
+(`simulator.viz.dashboard.page`) loading the folder's one copy of plotly.js.
 """
 
 from __future__ import annotations

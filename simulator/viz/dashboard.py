@@ -1,4 +1,10 @@
-"""Self-contained HTML dashboards (plotly.js embedded once; works offline).
+"""HTML dashboards that work offline, with one copy of plotly.js per results folder.
+
+A page loads plotly.js from `plotly.min.js` beside it by relative path (`write_page` writes
+that file once per folder), so a results folder holding several pages, or a comparison
+whose variant pages load `../plotly.min.js`, carries plotly.js once (about 4.6 MB), not
+once per page. A page meant to travel alone (a calibration page beside its profile) is
+built with `plotly_src=None` and embeds plotly.js instead.
 
 `page(...)` assembles headline cards, notes and figures into one HTML file; the
 comparison, calibration and study pages are built with it too. `run_dashboard_html(...)`
@@ -32,15 +38,18 @@ import plotly.io as pio
 from plotly.offline import get_plotlyjs
 
 from simulator.errors import InputError
+from simulator.io import write_atomic
 from simulator.metrics.store import check_run_frames, read_frames, read_summary
+from simulator.viz.activity import MAX_RANK_LANES, activity_figure
 from simulator.viz.breakdown import breakdown_figure
-from simulator.viz.faults import incidents_figure
+from simulator.viz.goodput import incident_timeline_figure, step_shares, wall_time_figure
 from simulator.viz.jobs import job_cards, job_figures
 from simulator.viz.links import link_heatmap_figure, link_mean_utilization, link_utilization_figure
 from simulator.viz.rank_groups import rank_groups
 from simulator.viz.style import aggregation_note
 from simulator.viz.timeline import timeline_figure
 from simulator.viz.topology import topology_figure
+from simulator.viz.topology_groups import GROUP_PAST_SERVERS, topology_group_figure
 
 _CSS = (
     "body{font-family:system-ui,-apple-system,Segoe UI,sans-serif;margin:24px auto;max-width:1400px;"
@@ -86,13 +95,48 @@ def _figure_div(fig: go.Figure, i: int) -> str:
     )
 
 
+#: The one copy of plotly.js of a results folder, loaded by its pages with a relative path.
+PLOTLY_FILE = "plotly.min.js"
+
+
+def _plotly_script(plotly_src: str | None) -> str:
+    if plotly_src is None:
+        return f"<script type='text/javascript'>{get_plotlyjs()}</script>"
+    return f"<script type='text/javascript' src='{html.escape(plotly_src, quote=True)}'></script>"
+
+
+def write_plotly_js(folder: str | Path) -> Path:
+    """Write `plotly.min.js` into `folder` unless the same file is already there."""
+    path = Path(folder) / PLOTLY_FILE
+    js = get_plotlyjs()
+    if not path.is_file() or path.stat().st_size != len(js.encode("utf-8")):
+        write_atomic(path, js)
+    return path
+
+
+def write_page(path: str | Path, text: str) -> None:
+    """Write a page and, when it loads plotly.js from a sibling `plotly.min.js`, that file.
+
+    A page loading `../plotly.min.js` (a comparison's variant) relies on its parent folder's
+    copy, written with the parent's own page; a page with plotly.js inline needs nothing.
+    """
+    path = Path(path)
+    write_atomic(path, text)
+    if _plotly_script(PLOTLY_FILE) in text:
+        write_plotly_js(path.parent)
+
+
 def page(
     title: str,
     cards: Sequence[tuple[str, str]],
     figures: Sequence[go.Figure],
     notes: Sequence[str] = (),
+    plotly_src: str | None = PLOTLY_FILE,
 ) -> str:
-    """One HTML page: headline cards, notes, then figures; plotly.js inline once.
+    """One HTML page: headline cards, notes, then figures.
+
+    plotly.js is loaded from `plotly_src` (a relative path; see `write_page`), or embedded
+    when it is None.
 
     Args:
         title: page title and heading.
@@ -101,6 +145,7 @@ def page(
         figures: plotly figures, drawn in order; a figure's aggregation note (see
             `simulator.viz.style.aggregation_note`) is listed under the notes.
         notes: sentences shown under the cards (escaped).
+        plotly_src: where the page loads plotly.js from, or None to embed it.
     """
     figures = list(figures)
     parts = [
@@ -108,7 +153,7 @@ def page(
         "<meta name='viewport' content='width=device-width, initial-scale=1'>",
         f"<meta name='clustersim-figures' content='{len(figures)}'>",
         f"<title>{html.escape(title)}</title><style>{_CSS}</style>",
-        f"<script type='text/javascript'>{get_plotlyjs()}</script>",
+        _plotly_script(plotly_src),
         f"</head><body><h1>{html.escape(title)}</h1><div class='cards'>",
     ]
     for k, v in cards:
@@ -184,12 +229,34 @@ def _topology_fig(graph: Any, frames: dict[str, pd.DataFrame]) -> go.Figure:
     run_s = None
     if steps is not None and not steps.empty:  # the run time summary.json uses
         run_s = float(steps["finished_at_s"].max() - steps["started_at_s"].min())
-    util = link_mean_utilization(links, run_s) if links is not None else None
+    util = link_mean_utilization(links, run_s) if links is not None and not links.empty else None
+    servers = {d.get("node") for _, d in graph.nodes(data=True) if d.get("kind") == "gpu"}
+    if len(servers) > GROUP_PAST_SERVERS:  # by tier and pod: one node per server is a hairball
+        return topology_group_figure(graph, util)
     return topology_figure(graph, util)
 
 
-def run_figures(frames: dict[str, pd.DataFrame], graph: Any = None) -> list[go.Figure]:
-    """The run dashboard's figures, in page order, from the frames present."""
+#: Ops in the drawn step past which the timeline shows activity lanes instead of one bar per op.
+MAX_OP_BARS = 3000
+
+
+def step_figure(ops: pd.DataFrame) -> go.Figure:
+    """The step's timeline: one bar per op while the step is small enough to read that way
+    (`simulator.viz.timeline`), else activity lanes (`simulator.viz.activity`): exact
+    compute / exposed-communication / idle lengths, lanes per rank group at scale."""
+    if ops.empty:
+        return timeline_figure(ops)
+    last = ops[ops["step"] == ops["step"].max()]
+    if len(last) > MAX_OP_BARS or last["rank"].nunique() > MAX_RANK_LANES:
+        return activity_figure(ops)
+    return timeline_figure(ops)
+
+
+def run_figures(
+    frames: dict[str, pd.DataFrame], graph: Any = None, summary: dict[str, Any] | None = None
+) -> list[go.Figure]:
+    """The run dashboard's figures, in page order, from the frames present (the summary
+    gives the healthy step's compute / communication split to the failure views)."""
     figs = []
     ops = frames.get("ops")
     groups = rank_groups(ops) if ops is not None and not ops.empty else None
@@ -197,7 +264,7 @@ def run_figures(frames: dict[str, pd.DataFrame], graph: Any = None) -> list[go.F
         ops = None
         frames = {k: v for k, v in frames.items() if k != "steps"}
     if ops is not None:
-        figs.append(timeline_figure(ops))
+        figs.append(step_figure(ops))
     if "steps" in frames and not frames["steps"].empty:
         figs.append(breakdown_figure(frames["steps"], groups=groups))
     if "links" in frames and not frames["links"].empty:
@@ -205,12 +272,31 @@ def run_figures(frames: dict[str, pd.DataFrame], graph: Any = None) -> list[go.F
         figs.append(link_heatmap_figure(frames["links"]))
     if graph is not None:
         figs.append(_topology_fig(graph, frames))
-    if "incidents" in frames:
-        figs.append(incidents_figure(frames["incidents"], frames.get("segments")))
+    figs.extend(failure_figures(frames, summary or {}))
     return figs
 
 
-def run_dashboard_html(frames: dict[str, pd.DataFrame], summary: dict[str, Any], graph: Any = None) -> str:
+def failure_figures(frames: dict[str, pd.DataFrame], summary: dict[str, Any]) -> list[go.Figure]:
+    """A run under failures: where its wall time went (per seed) and its incidents with the
+    running goodput and ETTR (`simulator.viz.goodput`)."""
+    figs = []
+    runs = frames.get("runs")
+    healthy = None
+    if runs is not None and not runs.empty and {"wall_s", "useful_s"} <= set(runs.columns):
+        figs.append(wall_time_figure(runs, step_shares(summary)))
+        if "healthy_step_s" in runs:
+            healthy = float(runs["healthy_step_s"].iloc[0])
+    if "incidents" in frames:
+        figs.append(incident_timeline_figure(frames["incidents"], frames.get("segments"), healthy))
+    return figs
+
+
+def run_dashboard_html(
+    frames: dict[str, pd.DataFrame],
+    summary: dict[str, Any],
+    graph: Any = None,
+    plotly_src: str | None = PLOTLY_FILE,
+) -> str:
     """The run dashboard, from saved frames and summary only.
 
     Args:
@@ -219,6 +305,7 @@ def run_dashboard_html(frames: dict[str, pd.DataFrame], summary: dict[str, Any],
         summary: the run's summary.json.
         graph: the topology graph (networkx) when the run saved it; the page then draws
             it with links colored by mean utilization.
+        plotly_src: where the page loads plotly.js from (see `page`).
     """
     title = f"clustersim: {summary.get('scenario', 'run')}"
     notes = [
@@ -245,9 +332,9 @@ def run_dashboard_html(frames: dict[str, pd.DataFrame], summary: dict[str, Any],
             f"{summary.get('n_jobs')} jobs, seed {summary.get('seed', '?')}, "
             f"clustersim {summary.get('version', '?')}."
         )
-        figs = job_figures(frames, summary) + run_figures(frames, graph)
-        return page(title, job_cards(summary), figs, notes)
-    return page(title, run_cards(summary), run_figures(frames, graph), notes)
+        figs = job_figures(frames, summary) + run_figures(frames, graph, summary)
+        return page(title, job_cards(summary), figs, notes, plotly_src)
+    return page(title, run_cards(summary), run_figures(frames, graph, summary), notes, plotly_src)
 
 
 def load_graph(folder: str | Path) -> Any:

@@ -1,25 +1,18 @@
-"""Figures of failures: one run's incidents on its time axis, and run-level studies.
+"""Figures of run-level studies (one run's incidents and wall time: `simulator.viz.goodput`).
 
-* `incidents_figure`: failures, checkpoints, restarts and repairs of one run (the
-  `incidents` / `segments` frames of a run-level simulation) as bars on a time axis in
-  hours, with cumulative useful work against the ideal.
 * `sweep_figure`: a metric (goodput by default) against a swept parameter, mean over seeds
   with its 95% Student-t interval (`simulator.faults.metrics.aggregate`), every seed's
   value as a faint dot.
 
-Simplified: incidents of a kind past `max_markers` are sampled evenly (the title says so);
-intervals of fractions (goodput, ETTR) are clipped to [0, 1].
+Simplified: intervals of fractions (goodput, ETTR) are clipped to [0, 1].
 """
 
 from __future__ import annotations
 
-import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
-from plotly.subplots import make_subplots
 
 from simulator.faults.metrics import aggregate
-from simulator.viz.style import color_of, with_aggregation_note
 
 _COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf")
 
@@ -169,92 +162,3 @@ def sweep_figure(
     if numeric and len(agg):
         fig.update_xaxes(tickvals=sorted(agg[x].unique()))
     return fig
-
-
-_INCIDENT_COLORS = {
-    "failure": "#d62728",
-    "checkpoint": "#8C6D31",
-    "restart": "#ff7f0e",
-    "repair": "#2ca02c",
-    "degradation": "#9467bd",
-    "rejoin": "#17becf",
-}
-
-
-def incidents_figure(
-    incidents: pd.DataFrame, segments: pd.DataFrame | None = None, max_markers: int = 5000
-) -> go.Figure:
-    """Failures, checkpoints and restarts on the run's time axis (hours), with cumulative
-    useful work against the ideal (every second useful) when segments are given.
-
-    Incidents of a kind past `max_markers` are sampled evenly (the title says so).
-    """
-    has_seg = segments is not None and not segments.empty
-    fig = make_subplots(
-        rows=2 if has_seg else 1,
-        cols=1,
-        shared_xaxes=True,
-        vertical_spacing=0.08,
-        row_heights=[0.35, 0.65] if has_seg else None,
-    )
-    notes = []
-    kinds = list(dict.fromkeys(incidents["kind"].astype(str))) if not incidents.empty else []
-    for kind in kinds:
-        df = incidents[incidents["kind"].astype(str) == kind]
-        if len(df) > max_markers:
-            df = df.iloc[np.unique(np.linspace(0, len(df) - 1, max_markers).round().astype(int))]
-            notes.append(f"{max_markers} of {int((incidents['kind'] == kind).sum())} {kind} incidents drawn")
-        t_h = df["time_s"].to_numpy(dtype=float) / 3600
-        dur = df["duration_s"].fillna(0).to_numpy(dtype=float)
-        lost = df["lost_work_s"].fillna(0).to_numpy(dtype=float) if "lost_work_s" in df else np.zeros(len(df))
-        fig.add_trace(
-            go.Bar(
-                name=kind,
-                y=[kind] * len(df),
-                x=np.maximum(dur / 3600, 1e-4).round(6),
-                base=t_h.round(6),
-                orientation="h",
-                marker_color=_INCIDENT_COLORS.get(kind, color_of(kind)),
-                customdata=np.stack([dur, lost], axis=1).round(3),
-                hovertemplate="%{base:.3f} h<br>duration %{customdata[0]:.0f} s<br>lost work "
-                "%{customdata[1]:.0f} s<extra>%{fullData.name}</extra>",
-            ),
-            row=1,
-            col=1,
-        )
-    if segments is not None and has_seg:
-        seg = segments.sort_values("start_s", kind="stable")
-        useful_col = "useful_s" if "useful_s" in seg else ("useful" if "useful" in seg else None)
-        end = seg["end_s"].to_numpy(dtype=float)
-        t_h = np.concatenate([[float(seg["start_s"].min())], end]) / 3600
-        useful = seg[useful_col].fillna(0).to_numpy(dtype=float) if useful_col else np.zeros(len(seg))
-        cum_h = np.concatenate([[0.0], np.cumsum(useful)]) / 3600
-        fig.add_trace(
-            go.Scatter(
-                x=t_h.round(6),
-                y=cum_h.round(6),
-                mode="lines",
-                name="useful work (kept)",
-                line={"color": "#1f77b4"},
-            ),
-            row=2,
-            col=1,
-        )
-        fig.add_trace(
-            go.Scatter(
-                x=[t_h[0], t_h[-1]],
-                y=[0.0, t_h[-1] - t_h[0]],
-                mode="lines",
-                name="ideal",
-                line={"color": "#999", "dash": "dash"},
-            ),
-            row=2,
-            col=1,
-        )
-        fig.update_yaxes(title_text="useful work (h)", row=2, col=1)
-    fig.update_xaxes(title_text="run time (h)", row=2 if has_seg else 1, col=1)
-    title = "Incidents, checkpoints and restarts" + (" with useful work against the ideal" if has_seg else "")
-    if notes:
-        title += f"<br><sub>{'; '.join(notes)}</sub>"
-    fig.update_layout(title=title, barmode="overlay", height=560 if has_seg else 320)
-    return with_aggregation_note(fig, "; ".join(notes))

@@ -10,8 +10,9 @@ What a path holds is recognized by its files, checked in this order:
 * a run (`summary.json` and at least one step-level or failure frame; a run with failures
   also has a `runs` frame) -> the run dashboard, as `dashboard.html`;
 * a run-level study (`study.resolved.yaml`, `manifest.json` or `runs.parquet|csv`; the
-  runs read from the study's dataset while it is unfinished) -> a page of
-  `simulator.viz.faults.sweep_figure` (goodput, and ETTR when present), as `sweep.html`;
+  runs read from the study's dataset while it is unfinished) -> `study_page` (per-variant
+  tiles, `simulator.viz.faults.sweep_figure` of goodput and ETTR, the wall time by part),
+  as `sweep.html`, the same page `clustersim sweep` writes;
 * a folder holding calibration profiles (YAML files with `sources:` and collective or
   compute tables) -> the page of its only profile.
 
@@ -22,7 +23,6 @@ builder of that kind makes of the saved files, so it equals the page written at 
 
 from __future__ import annotations
 
-import html
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
@@ -45,6 +45,7 @@ from simulator.viz.calibration import profile_dashboard_html
 from simulator.viz.compare import comparison_html
 from simulator.viz.dashboard import page, run_dashboard_from_folder
 from simulator.viz.faults import sweep_figure
+from simulator.viz.goodput import wall_time_figure
 
 #: A dashboard builder: results path -> (page HTML, default file name beside the results).
 Builder = Callable[[Path], tuple[str, str]]
@@ -62,7 +63,7 @@ class RebuiltDashboard:
 
     Attributes:
         kind: what the results are: "run", "comparison", "study" or "calibration".
-        html: the self-contained page.
+        html: the page (see `simulator.viz.dashboard.write_page` for writing it).
         default_path: where the page goes by default (in the results folder, or beside a
             profile file).
     """
@@ -140,18 +141,32 @@ def _axis_names(axes: object) -> list[str]:
     return []
 
 
+#: Variant tiles at most on a study page (the best ones by mean goodput; the page says so).
+MAX_VARIANT_TILES = 24
+
+
 def _study_cards(runs: pd.DataFrame, axes: list[str], n_variants: int, n_seeds: int) -> list[tuple[str, str]]:
-    """Headline cards of a study: run count, mean goodput and ETTR, the best variant."""
+    """Headline cards of a study: the run count, then one tile per variant (best mean
+    goodput first) with its mean goodput and ETTR over seeds; nothing is averaged over
+    variants."""
     cards = [("runs", f"{len(runs):,} <span class='s'>({n_variants} variants x {n_seeds} seeds)</span>")]
-    for col, label in (("goodput", "mean goodput"), ("ettr", "mean ETTR")):
-        if col in runs:
-            cards.append((label, f"{runs[col].mean() * 100:.1f}%"))
-    if "goodput" in runs and axes:
-        best = runs.groupby(axes, sort=False)["goodput"].mean().sort_values(ascending=False)
-        key = best.index[0] if isinstance(best.index[0], tuple) else (best.index[0],)
-        where = ", ".join(f"{a}={v}" for a, v in zip(axes, key, strict=True))
+    if "goodput" not in runs:
+        return cards
+    keys = axes or (["variant"] if "variant" in runs else [])
+    if not keys:
+        return cards
+    metrics = [m for m in ("goodput", "ettr") if m in runs]
+    per = runs.groupby(keys, sort=False)[metrics].mean().sort_values("goodput", ascending=False)
+    for key, row in per.head(MAX_VARIANT_TILES).iterrows():
+        values = key if isinstance(key, tuple) else (key,)
+        where = ", ".join(f"{a}={v}" for a, v in zip(keys, values, strict=True))
+        value = f"{row['goodput'] * 100:.1f}%"
+        if "ettr" in row:
+            value += f" <span class='s'>ETTR {row['ettr'] * 100:.1f}%</span>"
+        cards.append((f"goodput, {where}", value))
+    if len(per) > MAX_VARIANT_TILES:
         cards.append(
-            ("best mean goodput", f"{best.iloc[0] * 100:.1f}% <span class='s'>({html.escape(where)})</span>")
+            ("variants not tiled", f"{len(per) - MAX_VARIANT_TILES} <span class='s'>(see figures)</span>")
         )
     return cards
 
@@ -189,8 +204,21 @@ def build_study(folder: Path) -> tuple[str, str]:
     study = resolved.get("study") or {}
     if not runs.attrs.get("axes"):  # CSV keeps no attrs: take the axes from the resolved study
         runs.attrs["axes"] = [a for a in _axis_names(study.get("axes")) if a in runs.columns]
-    axes = list(runs.attrs.get("axes", []))
     name = str(study.get("name") or folder.name)
+    return study_page(name, runs, study), "sweep.html"
+
+
+def study_page(name: str, runs: pd.DataFrame, study: dict[str, Any]) -> str:
+    """The study page, written by `clustersim sweep` and rebuilt by `clustersim dashboard`:
+    per-variant tiles, goodput (and ETTR) against the axes, and where each variant's wall
+    time went (`simulator.viz.goodput`).
+
+    Args:
+        name: the study's name (page title).
+        runs: the `runs` frame, its axes in `runs.attrs['axes']`.
+        study: the resolved study mapping (its `description` is shown).
+    """
+    axes = list(runs.attrs.get("axes", []))
     n_seeds = int(runs["seed"].nunique()) if "seed" in runs else 1
     n_variants = int(runs["variant"].nunique()) if "variant" in runs else len(runs) // max(n_seeds, 1)
     cards = _study_cards(runs, axes, n_variants, n_seeds)
@@ -199,7 +227,12 @@ def build_study(folder: Path) -> tuple[str, str]:
     figures = [sweep_figure(runs)]
     if "ettr" in runs:
         figures.append(sweep_figure(runs, metric="ettr"))
-    return page(f"clustersim study: {name}", cards, figures, notes), "sweep.html"
+    if {"wall_s", "useful_s"} <= set(runs.columns) and (axes or "variant" in runs):
+        if not axes:
+            runs = runs.copy()
+            runs.attrs["axes"] = ["variant"]
+        figures.append(wall_time_figure(runs))
+    return page(f"clustersim study: {name}", cards, figures, notes)
 
 
 def _looks_like_profile(p: Path) -> bool:

@@ -146,7 +146,7 @@ def _node_color(d: dict[str, Any]) -> str:
     return KIND_COLORS.get(str(d.get("kind")), "#333333")
 
 
-def _util_color(u: float) -> str:
+def util_color(u: float) -> str:
     """Green (idle) through yellow to red (saturated)."""
     u = min(max(u, 0.0), 1.0)
     r = int(255 * min(1.0, 2 * u))
@@ -173,7 +173,7 @@ def _edge_traces(h: nx.Graph, pos: dict[Any, tuple[float, float]], by_utilizatio
                 key, color = "no data", "#dddddd"
             else:
                 b = min(9, int(util * 10))
-                key, color = f"util {b / 10:.1f}-{(b + 1) / 10:.1f}", _util_color((b + 0.5) / 10)
+                key, color = f"util {b / 10:.1f}-{(b + 1) / 10:.1f}", util_color((b + 0.5) / 10)
         else:
             key = str(d.get("medium"))
             color = MEDIUM_COLORS.get(key, "#999999")

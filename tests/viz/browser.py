@@ -6,7 +6,8 @@ How: copy the page with a small script injected first in `<head>` that collects
 `<pre id="clustersim-report">` JSON with the errors, the number of rendered figures
 (`.plot-container` holding an `svg.main-svg`) and the time since navigation start. Then run
 `chromium --headless --dump-dom` (and `--screenshot`) on the copy and parse the report.
-No network access is needed (plotly.js is inline) and none is allowed (`--disable-*`).
+No network access is needed (plotly.js is inline or a local file beside the page) and
+none is allowed (`--disable-*`).
 """
 
 from __future__ import annotations
@@ -57,9 +58,29 @@ _TAIL = """<script>
     if (!pre) {
       pre = document.createElement('pre'); pre.id = 'clustersim-report'; document.body.appendChild(pre);
     }
+    var figures = [];
+    plots.forEach(function (p) {
+      var title = p.layout && p.layout.title ? (p.layout.title.text || p.layout.title) : '';
+      // _fullData holds the arrays plotly decoded (the figure JSON may carry them base64)
+      figures.push({id: p.id, title: String(title), traces: (p._fullData || p.data || []).map(function (t) {
+        var xs = t.x || [], ys = t.y || [], n = Math.max(xs.length || 0, ys.length || 0,
+          (t.z || []).length || 0, (t.values || []).length || 0);
+        var sumX = 0;
+        for (var i = 0; i < (xs.length || 0); i++) { if (typeof xs[i] === 'number') { sumX += xs[i]; } }
+        var perY = {};
+        if (t.type === 'bar' && t.orientation === 'h') {
+          for (var j = 0; j < n; j++) {
+            if (typeof xs[j] === 'number') { perY[ys[j]] = (perY[ys[j]] || 0) + xs[j]; }
+          }
+        }
+        return {name: t.name || '', type: t.type || '', n: n, sum_x: sumX, per_y: perY,
+                visible: t.visible === undefined ? true : t.visible, index: t.index,
+                meta: t.meta || null, text: t.text || null};
+      })});
+    });
     pre.textContent = JSON.stringify({
       errors: window.__errors, plots: plots.length, rendered: rendered,
-      sync_ms: syncMs, final: final
+      sync_ms: syncMs, final: final, figures: figures
     });
   }
   report(false);
@@ -104,10 +125,16 @@ class Rendered:
     screenshot: Path | None = None
     dom: str = ""
     stderr_errors: list[str] = field(default_factory=list)
+    #: per drawn figure: id, title and its traces as the browser holds them (name, type,
+    #: point count `n`, `sum_x`, horizontal bars' x summed per lane `per_y`, visibility, meta)
+    figures: list[dict] = field(default_factory=list)
 
 
 def instrumented_copy(page: Path, out_dir: Path) -> Path:
-    """A copy of `page` with the error collector and the render report injected."""
+    """A copy of `page` with the error collector and the render report injected.
+
+    The copy goes beside the page (so that `plotly.min.js` and `../plotly.min.js` load as
+    they would from the page itself); `out_dir` only receives screenshots."""
     text = page.read_text(encoding="utf-8")
     head = text.find("<head>")
     if head < 0:
@@ -118,7 +145,7 @@ def instrumented_copy(page: Path, out_dir: Path) -> Path:
         raise ValueError(f"{page}: no </body>")
     text = text[:end] + _TAIL + text[end:]
     out_dir.mkdir(parents=True, exist_ok=True)
-    copy = out_dir / f"{page.stem}.instrumented.html"
+    copy = page.parent / f".{page.stem}.instrumented.html"
     copy.write_text(text, encoding="utf-8")
     return copy
 
@@ -202,6 +229,7 @@ def render_page(
                 f"--screenshot={shot}",
             )
             shot = shot if shot.is_file() else None
+    copy.unlink(missing_ok=True)
     dom = proc.stdout
     rep = _REPORT.search(dom)
     js_console = [
@@ -229,5 +257,14 @@ def render_page(
     if not data.get("final") and int(data["rendered"]) < int(data["plots"]):
         errors.append("figures did not finish drawing within the virtual time budget")
     return Rendered(
-        expected, int(data["plots"]), int(data["rendered"]), errors, render_ms, wall, shot, dom, js_console
+        expected,
+        int(data["plots"]),
+        int(data["rendered"]),
+        errors,
+        render_ms,
+        wall,
+        shot,
+        dom,
+        js_console,
+        list(data.get("figures", [])),
     )

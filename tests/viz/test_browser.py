@@ -19,7 +19,6 @@ from simulator.scenario.prepare import prepare
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from browser import find_chromium, render_page
-from real_outputs import run_compare, run_sweep
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLES = ROOT / "topologies" / "calibration" / "samples"
@@ -104,6 +103,7 @@ def test_rebuilt_run_dashboard_with_failures_and_topology(quickstart: Path, tmp_
 def test_comparison_dashboard(quickstart: Path, tmp_path: Path) -> None:
     from simulator.metrics.store import read_frames, read_summary
     from simulator.viz.compare import comparison_html
+    from simulator.viz.dashboard import write_page
 
     frames = read_frames(quickstart)
     s = read_summary(quickstart)
@@ -120,7 +120,7 @@ def test_comparison_dashboard(quickstart: Path, tmp_path: Path) -> None:
     }
     html = comparison_html("two", table, stacked)
     page = tmp_path / "comparison.html"
-    page.write_text(html, encoding="utf-8")
+    write_page(page, html)  # with the folder's plotly.min.js beside it
     _check_quick(page, tmp_path, expected=4)
 
 
@@ -163,12 +163,11 @@ def test_calibration_page_of_a_committed_profile(tmp_path: Path) -> None:
     _check_quick(page, tmp_path / "shots", expected=5)
 
 
-def test_real_comparison_and_sweep_dashboards(tmp_path: Path) -> None:
+def test_real_comparison_and_sweep_dashboards(compare_run: Path, sweep_run: Path, tmp_path: Path) -> None:
     """Dashboards rebuilt from real `compare` (3 variants) and `sweep` (6 variants x 2 seeds)
-    output folders."""
-    cmp_dir = run_compare(tmp_path / "cmp")
-    sw_dir = run_sweep(tmp_path / "sw")
+    output folders (simulated once per session, conftest.py)."""
+    cmp_dir, sw_dir = compare_run, sweep_run
     res = CliRunner().invoke(app, ["dashboard", str(cmp_dir), str(sw_dir)])
     assert res.exit_code == 0, res.output
     _check_quick(cmp_dir / "comparison.html", tmp_path / "shots", expected=8)  # 5 + Pareto, energy, capex
-    _check_quick(sw_dir / "sweep.html", tmp_path / "shots", expected=2)
+    _check_quick(sw_dir / "sweep.html", tmp_path / "shots", expected=3)  # goodput, ETTR, wall time

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -18,7 +19,7 @@ from simulator.scenario.execute import RunResult, execute
 from simulator.scenario.prepare import prepare
 from simulator.viz import dashboard as D
 from simulator.viz.breakdown import breakdown_figure, breakdown_frame, breakdown_group_frame
-from simulator.viz.faults import incidents_figure
+from simulator.viz.goodput import incident_timeline_figure
 from simulator.viz.links import (
     busiest,
     link_heatmap_figure,
@@ -69,10 +70,14 @@ def test_page_is_self_contained_and_counts_its_figures(run_dir) -> None:
     text = (out / "dashboard.html").read_text(encoding="utf-8")
     assert "<meta name='clustersim-figures' content='5'>" in text
     assert text.count("Plotly.newPlot(") == 5  # timeline, breakdown, busiest links, heatmap, topology
-    assert "<script src=" not in text and "<link " not in text  # plotly.js inline: no network needed
+    # plotly.js is loaded from the one copy beside the page, by relative path: no network needed
     from plotly.offline import get_plotlyjs
 
-    assert len(text) - len(get_plotlyjs()) < 300_000  # the data part stays small
+    scripts = re.findall(r"<script[^>]*src='([^']*)'", text)
+    assert scripts == ["plotly.min.js"] and "<link " not in text and "http" not in " ".join(scripts)
+    assert (out / "plotly.min.js").read_text(encoding="utf-8") == get_plotlyjs()
+    assert get_plotlyjs()[:2000] not in text  # not embedded as well
+    assert len(text) < 300_000  # the data part stays small
 
 
 def test_cards_show_headline_figures() -> None:
@@ -256,11 +261,15 @@ def test_failures_figure_from_incidents_and_segments() -> None:
             "useful_s": [5400.0, 0.0, 6500.0],
         }
     )
-    fig = incidents_figure(inc, seg)
+    fig = incident_timeline_figure(inc, seg)
     names = [t.name for t in fig.data]
-    assert names[:3] == ["checkpoint", "failure", "restart"] and "ideal" in names
-    useful = next(t for t in fig.data if t.name == "useful work (kept)")
-    assert useful.y[-1] == pytest.approx((5400 + 6500) / 3600)
+    # every incident a marker, the legend counting them (a 0-s failure stays visible)
+    assert names[:3] == ["checkpoint (1)", "failure (1)", "restart (1)"]
+    assert [len(t.x) for t in fig.data[:3]] == [1, 1, 1]
+    # the running ETTR (productive time over time elapsed) replaces useful work against the
+    # ideal, two lines that lay on top of each other at any real goodput
+    ettr = next(t for t in fig.data if t.name == "running ETTR")
+    assert ettr.y[-1] == pytest.approx((5400 + 6500) / 14400 * 100)
     html = D.run_dashboard_html({"incidents": inc, "segments": seg}, {"scenario": "f", "goodput": 0.8})
     assert "<meta name='clustersim-figures' content='1'>" in html and "goodput" in html
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -15,18 +14,15 @@ from simulator.faults.metrics import aggregate
 from simulator.viz.compare import comparison_html, step_time_figure, variant_stats
 from simulator.viz.faults import sweep_figure
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from real_outputs import run_compare, run_sweep
+
+@pytest.fixture
+def compare_dir(compare_run: Path) -> Path:
+    return compare_run  # simulated once per session (conftest.py)
 
 
-@pytest.fixture(scope="module")
-def compare_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return run_compare(tmp_path_factory.mktemp("cmp") / "out")
-
-
-@pytest.fixture(scope="module")
-def sweep_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return run_sweep(tmp_path_factory.mktemp("sw") / "out")
+@pytest.fixture
+def sweep_dir(sweep_run: Path) -> Path:
+    return sweep_run
 
 
 def test_comparison_rebuild_equals_the_page_compare_wrote(compare_dir: Path, tmp_path: Path) -> None:
@@ -37,6 +33,17 @@ def test_comparison_rebuild_equals_the_page_compare_wrote(compare_dir: Path, tmp
     assert text == (compare_dir / "comparison.html").read_text(encoding="utf-8")
     assert "<meta name='clustersim-figures' content='8'>" in text
     assert "one seed: bars are single runs, without intervals" in text
+
+
+def test_a_comparison_folder_holds_plotly_js_once(compare_dir: Path) -> None:
+    """Variant pages load the comparison folder's copy (`../plotly.min.js`), so plotly.js is
+    not repeated per page (it was about 4.8 MB in each of 4 pages)."""
+    copies = sorted(p.relative_to(compare_dir).as_posix() for p in compare_dir.rglob("plotly.min.js"))
+    assert copies == ["plotly.min.js"]
+    assert "src='plotly.min.js'" in (compare_dir / "comparison.html").read_text(encoding="utf-8")
+    for page in compare_dir.glob("*/dashboard.html"):
+        text = page.read_text(encoding="utf-8")
+        assert "src='../plotly.min.js'" in text and len(text) < 1_000_000
 
 
 def test_comparison_bars_get_intervals_with_several_seeds(compare_dir: Path) -> None:
@@ -61,11 +68,25 @@ def test_comparison_bars_get_intervals_with_several_seeds(compare_dir: Path) -> 
     assert "mean over up to 2 seeds" in html and "2 seeds</span>" in html
 
 
+def test_sweep_writes_the_page_the_dashboard_command_rebuilds(sweep_dir: Path, tmp_path: Path) -> None:
+    """One study page whatever writes it: titled, one tile per variant, no mean over variants."""
+    wrote = (sweep_dir / "sweep.html").read_text(encoding="utf-8")
+    target = tmp_path / "again.html"
+    res = CliRunner().invoke(app, ["dashboard", str(sweep_dir), "-o", str(target)])
+    assert res.exit_code == 0, res.output
+    assert target.read_text(encoding="utf-8") == wrote
+    assert "<h1>clustersim study: " in wrote
+    assert wrote.count("<div class='k'>goodput, interval_min=") == 6  # 6 variants, 6 tiles
+    assert "mean goodput" not in wrote and "mean ETTR" not in wrote
+    assert (sweep_dir / "plotly.min.js").is_file() and "src='plotly.min.js'" in wrote
+
+
 def test_sweep_rebuild_shows_goodput_against_the_swept_parameter(sweep_dir: Path, tmp_path: Path) -> None:
     res = CliRunner().invoke(app, ["dashboard", str(sweep_dir)])
     assert res.exit_code == 0 and "study dashboard" in res.output, res.output
     text = (sweep_dir / "sweep.html").read_text(encoding="utf-8")
-    assert "<meta name='clustersim-figures' content='2'>" in text and "6 variants x 2 seeds" in text
+    # goodput, ETTR, and each variant's wall time by part
+    assert "<meta name='clustersim-figures' content='3'>" in text and "6 variants x 2 seeds" in text
     runs = (
         pd.read_parquet(sweep_dir / "runs.parquet")
         if (sweep_dir / "runs.parquet").is_file()

@@ -1,0 +1,192 @@
+"""The Python API: run scenarios, comparisons and studies from a notebook or a script.
+
+    from simulator import api
+
+    result = api.run("scenarios/quickstart.yaml")        # or a mapping, see `run`
+    result.summary["step_time_s"], result.frames["steps"]
+    table = api.compare("scenarios/compare-oversubscription.yaml").table
+    study = api.sweep("tests/study/data/interval_study.yaml", seeds=2)
+    study.summary                                         # mean and 95% interval per variant
+
+The same code paths as the command line (`clustersim run`, `compare`, `sweep`): same
+validation, same one-line errors (raised as `simulator.errors.ClustersimError` subclasses
+instead of printed), same frames and summary, same bytes when written. Nothing is written
+unless asked (`output=`, or `Result.write`). `docs/api.md` has a worked example.
+
+Simplified: runs go in this process one after the other (`compare` and `sweep` take an
+`executor` for a process pool); there are no progress bars (pass `on_step` / `on_done`).
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import yaml
+
+from simulator.errors import InputError
+from simulator.io import ResultsFolder
+from simulator.metrics.store import read_frames, read_summary
+from simulator.scenario.execute import RunResult, execute
+from simulator.scenario.prepare import check_output_folder, prepare
+from simulator.study.compare import comparison_table, load_comparison, run_comparison
+from simulator.study.sweep import load_study, run_study, study_from_data, summarize_study
+from simulator.viz.dashboard import run_dashboard_html
+
+__all__ = ["Comparison", "Result", "Study", "compare", "load", "run", "sweep"]
+
+
+@dataclass
+class Result:
+    """One run: its frames (pandas DataFrames by name) and its summary (summary.json).
+
+    Attributes:
+        name: the scenario's name.
+        frames: `ops`, `flows`, `links`, `steps` (and `incidents`, `segments`, `runs`,
+            `power` for a run under failures); columns in `docs/metrics.md`.
+        summary: the headline figures (`step_time_s`, `mfu`, `goodput`, ...).
+        folder: where the run was written or read from, if anywhere.
+    """
+
+    name: str
+    frames: dict[str, pd.DataFrame]
+    summary: dict[str, Any]
+    folder: Path | None = None
+    _run: RunResult | None = field(default=None, repr=False)
+
+    def __getitem__(self, frame: str) -> pd.DataFrame:
+        """`result["steps"]` is `result.frames["steps"]`."""
+        return self.frames[frame]
+
+    def write(self, folder: str | Path, dashboard: bool = True) -> Path:
+        """Write frames, summary.json and dashboard.html as `clustersim run -o FOLDER` does."""
+        if self._run is None:
+            raise InputError("this result was read from a folder; it is already written", file=self.folder)
+        out = Path(folder)
+        check_output_folder(out)
+        with ResultsFolder(out) as staged:  # replaced whole, as by the command line
+            self._run.write(staged.stage(), dashboard=dashboard)
+            staged.commit()
+        self.folder = out
+        return out
+
+    def dashboard_html(self) -> str:
+        """The run's dashboard page (it loads `plotly.min.js` from beside it; see
+        `simulator.viz.dashboard.write_page`)."""
+        graph = self._run.graph if self._run is not None else None
+        return run_dashboard_html(self.frames, self.summary, graph)
+
+
+def _absolute_files(node: Any, base: Path) -> Any:
+    """A copy of a scenario mapping with every `{file: relative}` reference made absolute."""
+    if isinstance(node, Mapping):
+        out = {k: _absolute_files(v, base) for k, v in node.items()}
+        ref = out.get("file")
+        if isinstance(ref, str) and not Path(ref).is_absolute():
+            out["file"] = str((base / ref).resolve())
+        return out
+    if isinstance(node, list):
+        return [_absolute_files(v, base) for v in node]
+    return node
+
+
+def run(
+    scenario: str | Path | Mapping[str, Any],
+    *,
+    steps: int | None = None,
+    seed: int | None = None,
+    output: str | Path | None = None,
+    base_dir: str | Path = ".",
+    on_step: Callable[[int], None] | None = None,
+) -> Result:
+    """Simulate a scenario and return its frames and summary.
+
+    Args:
+        scenario: a scenario file, or the same content as a mapping (its `{file: ...}`
+            references resolved against `base_dir`).
+        steps: override `run.steps`.
+        seed: override the scenario's seed.
+        output: also write the results folder there (as `clustersim run -o`).
+        base_dir: folder that relative file references of a mapping start from.
+        on_step: called with each finished step.
+
+    Raises:
+        InputError: the scenario or a file it references is not valid (one line each).
+        ClustersimError: the run cannot be simulated (exit code 3 on the command line).
+    """
+    if isinstance(scenario, Mapping):
+        data = _absolute_files(dict(scenario), Path(base_dir))
+        with tempfile.TemporaryDirectory(prefix="clustersim-api-") as tmp:
+            path = Path(tmp) / "scenario.yaml"
+            path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+            return run(path, steps=steps, seed=seed, output=output, on_step=on_step)
+    prep = prepare(scenario)
+    if steps is not None:
+        spec = prep.scenario.spec
+        prep.scenario.spec = spec.model_copy(update={"run": spec.run.model_copy(update={"steps": steps})})
+    given = {k: v for k, v in (("run.steps", steps), ("seed", seed)) if v is not None}
+    result = execute(prep, on_step, seed, given)
+    out = Result(result.name, result.frames, result.summary, None, result)
+    if output is not None:
+        out.write(output)
+    return out
+
+
+def load(folder: str | Path) -> Result:
+    """The frames and summary of a results folder written earlier (`clustersim run`)."""
+    summary = read_summary(folder)
+    return Result(str(summary.get("scenario", Path(folder).name)), read_frames(folder), summary, Path(folder))
+
+
+@dataclass
+class Comparison:
+    """A comparison: one row per variant (`table`) and every variant's run (`results`)."""
+
+    name: str
+    table: pd.DataFrame
+    results: dict[str, Result]
+
+
+def compare(file: str | Path, *, steps: int | None = None, executor: Any = "serial") -> Comparison:
+    """Run every variant of a compare file (`clustersim compare`, without writing).
+
+    Args:
+        file: the compare file.
+        steps: override every variant's `run.steps`.
+        executor: "serial" (this process), "pool" (local processes) or a Dask client.
+    """
+    cmp = load_comparison(file)
+    runs = run_comparison(cmp, executor, steps=steps)
+    table = comparison_table(runs, cmp.spec.cost.amortization_years)
+    results = {
+        str(r.summary.get("variant", r.name)): Result(r.name, r.frames, r.summary, None, r) for r in runs
+    }
+    return Comparison(cmp.name, table, results)
+
+
+@dataclass
+class Study:
+    """A run-level study: one row per variant and seed (`runs`) and per variant (`summary`)."""
+
+    name: str
+    runs: pd.DataFrame
+    summary: pd.DataFrame
+
+
+def sweep(
+    study: str | Path | Mapping[str, Any], *, seeds: int | None = None, executor: Any = "serial"
+) -> Study:
+    """Run a run-level study (`clustersim sweep`, without writing) across seeds.
+
+    Args:
+        study: a study file, or its content as a mapping.
+        seeds: seeds per variant (default: the study's).
+        executor: "serial", "pool" or a Dask client.
+    """
+    loaded = load_study(study) if not isinstance(study, Mapping) else study_from_data(dict(study))
+    runs = run_study(loaded, seeds, executor)
+    return Study(loaded.spec.name, runs, summarize_study(runs))

@@ -1,0 +1,183 @@
+"""The topology at scale: one node per group of switches or servers, links summed between groups.
+
+Groups: the scale-out switches of one tier and pod (a switch `leaf3.5` is in pod 5 of
+role leaf; a switch without a pod, such as `spine12`, is in its tier's one group), the
+servers whose NICs mostly reach the leaves of one pod, and the storage servers. Every
+link between two groups is summed into one drawn link: its link count, its bandwidth,
+and, when the run recorded link load, the bandwidth-weighted mean utilization over the
+run of its links (the colour) and the busiest link's.
+
+Simplified: a pod is read from switch names (the part after the last `.`, when it is a
+number); a server goes with the pod most of its NICs reach; links inside a server are not
+drawn (the run dashboard's link views cover them).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from typing import Any
+
+import networkx as nx
+import pandas as pd
+import plotly.graph_objects as go
+
+from simulator.network.graph import natural_key
+from simulator.viz.topology import util_color
+
+#: Servers past which the run dashboard draws the topology by group.
+GROUP_PAST_SERVERS = 32
+
+
+def _pod(name: str) -> str | None:
+    tail = str(name).rsplit(".", 1)
+    return tail[1] if len(tail) == 2 and tail[1].isdigit() else None
+
+
+def node_groups(g: nx.Graph) -> dict[Any, tuple[str, float]]:
+    """Group name and drawing row of every node outside the servers' insides."""
+    groups: dict[Any, tuple[str, float]] = {}
+    for n, d in g.nodes(data=True):
+        tier = int(d.get("tier", 0) or 0)
+        if d.get("kind") == "switch" and tier >= 1:
+            role = str(d.get("role") or f"tier {tier}")
+            pod = _pod(n)
+            groups[n] = (f"{role} pod {pod}" if pod is not None else role, 1.0 + tier)
+    for n, d in g.nodes(data=True):
+        if d.get("kind") == "nic":
+            pods = Counter(
+                groups[m][0] for m in g.neighbors(n) if m in groups and g.nodes[m].get("tier", 1) == 1
+            )
+            server = str(d.get("node", n))
+            storage = server.startswith("stor") or d.get("kind") == "storage"
+            label = "storage" if storage else f"servers of {pods.most_common(1)[0][0]}" if pods else "servers"
+            groups[n] = (label, 5.0 if storage else 0.0)
+    return groups
+
+
+def group_graph(g: nx.Graph, link_util: pd.Series | None = None) -> nx.Graph:
+    """The graph of groups: nodes carry `row`, `members`; edges `links`, `bandwidth_bytes_per_s`,
+    and with `link_util` `util` (bandwidth-weighted mean) and `util_max`."""
+    groups = node_groups(g)
+    h = nx.Graph()
+    members: Counter[str] = Counter()
+    servers: dict[str, set[str]] = {}
+    for n, (name, row) in groups.items():
+        h.add_node(name, row=row)
+        if g.nodes[n].get("kind") == "nic":
+            servers.setdefault(name, set()).add(str(g.nodes[n].get("node", n)))
+        else:
+            members[name] += 1
+    for name in h.nodes:
+        h.nodes[name]["members"] = len(servers[name]) if name in servers else members[name]
+    util = {} if link_util is None else {k: float(v) for k, v in link_util.items() if isinstance(k, tuple)}
+    for u, v, d in g.edges(data=True):
+        if u not in groups or v not in groups or groups[u][0] == groups[v][0]:
+            continue
+        a, b = groups[u][0], groups[v][0]
+        bw = float(d.get("bandwidth_bytes_per_s", 0.0))
+        e = h.edges[a, b] if h.has_edge(a, b) else None
+        if e is None:
+            h.add_edge(a, b, links=0, bandwidth_bytes_per_s=0.0, _ubw=0.0, _wbw=0.0, util_max=math.nan)
+            e = h.edges[a, b]
+        e["links"] += 1
+        e["bandwidth_bytes_per_s"] += bw
+        u_link = util.get((u, v), util.get((v, u)))
+        if u_link is not None:
+            e["_ubw"] += u_link * bw
+            e["_wbw"] += bw
+            e["util_max"] = u_link if math.isnan(e["util_max"]) else max(e["util_max"], u_link)
+    for _, _, e in h.edges(data=True):
+        weighted, weight = e.pop("_ubw"), e.pop("_wbw")
+        e["util"] = weighted / weight if weight > 0 else math.nan
+    return h
+
+
+def _positions(h: nx.Graph) -> dict[str, tuple[float, float]]:
+    rows: dict[float, list[str]] = {}
+    for n, d in h.nodes(data=True):
+        rows.setdefault(float(d["row"]), []).append(n)
+    rank = {y: i for i, y in enumerate(sorted(rows))}
+    pos = {}
+    for y, names in rows.items():
+        names.sort(key=natural_key)
+        for i, n in enumerate(names):
+            pos[n] = ((i + 0.5) / len(names), float(rank[y]))
+    return pos
+
+
+def topology_group_figure(g: nx.Graph, link_util: pd.Series | None = None) -> go.Figure:
+    """The topology drawn by group (see the module docstring), links coloured by load."""
+    h = group_graph(g, link_util)
+    pos = _positions(h)
+    fig = go.Figure()
+    bins: dict[str, tuple[list[float | None], list[float | None], str]] = {}
+    mids: tuple[list[float], list[float], list[str]] = ([], [], [])
+    for a, b, e in h.edges(data=True):
+        util = e["util"]
+        if math.isnan(util):
+            key, color = "no load recorded", "#bbbbbb"
+        else:
+            k = min(9, int(util * 10))
+            key, color = f"mean load {k * 10}-{k * 10 + 10}%", util_color((k + 0.5) / 10)
+        xs, ys, _ = bins.setdefault(key, ([], [], color))
+        (x0, y0), (x1, y1) = pos[a], pos[b]
+        xs += [x0, x1, None]
+        ys += [y0, y1, None]
+        mids[0].append((x0 + x1) / 2)
+        mids[1].append((y0 + y1) / 2)
+        load = (
+            ""
+            if math.isnan(util)
+            else f"<br>mean load {util * 100:.1f}%, busiest link {e['util_max'] * 100:.1f}%"
+        )
+        mids[2].append(
+            f"{a} – {b}<br>{e['links']} links, {e['bandwidth_bytes_per_s'] * 8 / 1e12:.2f} Tb/s{load}"
+        )
+    for key in sorted(bins):
+        xs, ys, color = bins[key]
+        fig.add_trace(
+            go.Scatter(
+                x=xs, y=ys, mode="lines", line={"color": color, "width": 2}, name=key, hoverinfo="skip"
+            )
+        )
+    fig.add_trace(
+        go.Scatter(
+            x=mids[0],
+            y=mids[1],
+            mode="markers",
+            marker={"size": 6, "color": "rgba(0,0,0,0)"},
+            text=mids[2],
+            hoverinfo="text",
+            showlegend=False,
+            name="links",
+        )
+    )
+    names = list(h.nodes)
+    fig.add_trace(
+        go.Scatter(
+            x=[pos[n][0] for n in names],
+            y=[pos[n][1] for n in names],
+            mode="markers+text",
+            text=[f"{n} ({h.nodes[n]['members']})" for n in names],
+            textposition="top center",
+            marker={"size": 14, "color": "#4e79a7", "line": {"width": 1, "color": "#333"}},
+            name="groups (members)",
+            hoverinfo="text",
+        )
+    )
+    note = (
+        "no link load recorded (network.record_links: false)"
+        if link_util is None or not len(link_util)
+        else "link colour: mean load over the run"
+    )
+    fig.update_layout(
+        title=f"{g.graph.get('name', 'topology')} by tier and pod: {g.number_of_nodes()} nodes in "
+        f"{h.number_of_nodes()} groups<br><sub>{note}</sub>",
+        xaxis={"visible": False},
+        yaxis={"visible": False},
+        plot_bgcolor="white",
+        height=560,
+        margin={"l": 20, "r": 20, "t": 80, "b": 20},
+    )
+    return fig

@@ -1,0 +1,99 @@
+"""What the command line prints: its version, tables as rich, CSV or JSON, tables at full
+width when piped, a `--help` that loads no numeric library, and a study's progress through
+its step simulations."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from simulator import __version__
+from simulator.commands.app import app
+
+ROOT = Path(__file__).resolve().parents[2]
+QUICKSTART = ROOT / "scenarios" / "quickstart.yaml"
+
+
+def test_version() -> None:
+    res = CliRunner().invoke(app, ["--version"])
+    assert res.exit_code == 0 and res.stdout == f"clustersim {__version__}\n"
+
+
+def test_run_table_as_csv_and_json_labels_simulated_and_host_time(tmp_path: Path) -> None:
+    runner = CliRunner()
+    res = runner.invoke(
+        app, ["--format", "csv", "run", str(QUICKSTART), "--steps", "1", "-o", str(tmp_path / "a")]
+    )
+    assert res.exit_code == 0, res.output
+    rows = list(csv.DictReader(io.StringIO(res.stdout)))  # stdout is the table only
+    figures = {r["figure"]: r["value"] for r in rows}
+    summary = json.loads((tmp_path / "a" / "summary.json").read_text(encoding="utf-8"))
+    assert figures["step time (simulated)"] == f"{summary['step_time_s'] * 1e3:.3f} ms"
+    assert "host wall time of this run" in figures and "wall time" not in figures
+    assert "results:" in res.stderr and "results:" not in res.stdout
+    res = runner.invoke(
+        app, ["--format", "json", "run", str(QUICKSTART), "--steps", "1", "-o", str(tmp_path / "b")]
+    )
+    assert res.exit_code == 0, res.output
+    table = json.loads(res.stdout)
+    assert table["title"] == "quickstart" and table["rows"][0] == {
+        "figure": "step time (simulated)",
+        "value": figures["step time (simulated)"],
+    }
+
+
+def test_piped_table_keeps_long_cells_whole(tmp_path: Path) -> None:
+    CliRunner().invoke(app, ["run", str(QUICKSTART), "--steps", "1", "-o", str(tmp_path / "r")])
+    long_a = "a_column_name_long_enough_that_eighty_columns_would_cut_it_short"
+    long_b = "and_another_one_beside_it_so_the_row_is_far_wider_than_a_terminal"
+    sql = f"select 1 as {long_a}, 2 as {long_b}"
+    res = CliRunner().invoke(app, ["query", str(tmp_path / "r"), sql])
+    assert res.exit_code == 0, res.output
+    assert long_a in res.stdout and long_b in res.stdout and "…" not in res.stdout
+
+
+def test_help_loads_no_numeric_library() -> None:
+    """`clustersim --help` stays light: the simulator, pandas, plotly and scipy are imported
+    inside the commands (the CPU time is measured in the report, not asserted here)."""
+    code = (
+        "import sys\n"
+        "from simulator.commands.app import app\n"
+        "try:\n    app(['--help'])\nexcept SystemExit:\n    pass\n"
+        "heavy = ('numpy', 'pandas', 'scipy', 'plotly', 'networkx', 'simpy', 'pyarrow')\n"
+        "print(sorted(m for m in heavy if m in sys.modules), file=sys.stderr)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
+    assert "run" in out.stdout and out.stderr.strip().splitlines()[-1] == "[]"
+
+
+def test_collective_names_of_the_help_are_the_calibration_kinds() -> None:
+    from simulator.calibration.collective import KINDS
+    from simulator.commands.calibrate import COLLECTIVE_NAMES
+
+    assert COLLECTIVE_NAMES == KINDS
+
+
+def test_study_reports_progress_through_its_step_simulations() -> None:
+    from simulator.study.sweep import study_from_data, study_oracles
+
+    data = {
+        "name": "progress",
+        "job": {"n_gpus": 16, "gpus_per_node": 8, "gpus_per_replica": 16},
+        "step": {"from_scenario": "quickstart-failures.yaml"},
+        "failures": [{"kind": "exponential", "target": "gpu", "mtbf_h": 2000, "repair_h": 4}],
+        "policy": {"kind": "checkpoint_restart", "interval_min": 30},
+        "duration_days": 1,
+        "seeds": 1,
+        "axes": [{"param": "policy.interval_min", "values": [10, 30], "name": "interval_min"}],
+    }
+    study = study_from_data(data, ROOT / "scenarios" / "progress.yaml")
+    calls: list[tuple[int, int]] = []
+    oracles = study_oracles(study, lambda done, total: calls.append((done, total)))
+    assert len({id(o) for o in oracles.values()}) == 1  # both variants share one step spec
+    assert calls == [(k, 6) for k in range(1, 7)]  # healthy step, checkpoint write/snapshot/loads, compute

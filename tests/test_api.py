@@ -1,0 +1,67 @@
+"""The Python API runs what the command line runs and hands back frames and summaries."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+
+from simulator import api
+from simulator.errors import InputError
+
+ROOT = Path(__file__).resolve().parents[1]
+QUICKSTART = ROOT / "scenarios" / "quickstart.yaml"
+
+
+@pytest.fixture(scope="module")
+def one_step(tmp_path_factory: pytest.TempPathFactory) -> api.Result:
+    return api.run(QUICKSTART, steps=1, output=tmp_path_factory.mktemp("api") / "qs")
+
+
+def test_run_returns_frames_and_summary_and_writes_what_load_reads(one_step: api.Result) -> None:
+    r = one_step
+    assert r.name == "quickstart" and r.summary["steps"] == 1
+    assert {"ops", "flows", "links", "steps"} <= set(r.frames)
+    steps = r["steps"]
+    # the summary's figures are the weighted means of the frame they come from
+    assert r.summary["step_time_s"] == pytest.approx(float(steps["step_time_s"].mean()), rel=1e-12)
+    assert r.folder is not None and (r.folder / "dashboard.html").is_file()
+    again = api.load(r.folder)
+    assert again.summary == r.summary
+    for name, df in r.frames.items():
+        pd.testing.assert_frame_equal(again.frames[name], df, check_dtype=False)
+
+
+def test_a_mapping_runs_like_the_file(one_step: api.Result) -> None:
+    data = yaml.safe_load(QUICKSTART.read_text(encoding="utf-8"))
+    r = api.run(data, steps=1, base_dir=QUICKSTART.parent)
+    assert r.summary["step_time_s"] == one_step.summary["step_time_s"]
+    pd.testing.assert_frame_equal(r.frames["ops"], one_step.frames["ops"])
+
+
+def test_a_bad_mapping_is_one_line_naming_the_field() -> None:
+    data = yaml.safe_load(QUICKSTART.read_text(encoding="utf-8"))
+    data["run"] = {"steps": 0}
+    with pytest.raises(InputError) as err:
+        api.run(data, base_dir=QUICKSTART.parent)
+    assert "run.steps" in str(err.value) and "\n" not in str(err.value)
+
+
+def test_compare_gives_the_table_and_each_variant(small_compare: Path) -> None:
+    cmp = api.compare(small_compare, steps=1)
+    assert list(cmp.table["variant"]) == ["ring", "tree", "hier-1step"] == list(cmp.results)
+    for _, row in cmp.table.iterrows():
+        assert row["step_time_s"] == cmp.results[row["variant"]].summary["step_time_s"]
+
+
+def test_sweep_of_a_mapping_gives_runs_and_summary() -> None:
+    study = yaml.safe_load((ROOT / "tests" / "study" / "data" / "interval_study.yaml").read_text())
+    study["duration_days"] = 2
+    out = api.sweep(study, seeds=2)
+    assert out.name == "interval-vs-policy"
+    assert len(out.runs) == 6 * 2 and len(out.summary) == 6
+    assert out.runs["goodput"].between(0, 1).all()
+    mean = out.runs.groupby(["interval_min", "policy"], sort=False)["goodput"].mean().to_numpy()
+    assert out.summary["goodput_mean"].to_numpy() == pytest.approx(mean, rel=1e-12)
