@@ -65,7 +65,9 @@ def resolved_scenario(prep: PreparedRun, seed: int) -> dict[str, Any]:
     sc = prep.scenario
     data = copy.deepcopy(sc.doc.data) if isinstance(sc.doc.data, dict) else {}
     data["topology"] = {"file": str(sc.topology_path.resolve())}
-    data["workload"] = {"file": str(sc.workload_path.resolve())}
+    workload = dict(data.get("workload") or {})
+    workload["path" if sc.spec.workload.format else "file"] = str(sc.workload_path.resolve())
+    data["workload"] = workload
     if sc.calibration_paths or "calibration" in data:
         data["calibration"] = [{"file": str(p.resolve())} for p in sc.calibration_paths]
     data["seed"] = seed

@@ -4,7 +4,7 @@
 name: quickstart
 seed: 7
 topology: {file: ../topologies/h100-rail-clos-2n.yaml}
-workload: {file: ../workloads/traces/dp16-step.yaml}
+workload: {file: ../workloads/traces/dp16-step.yaml}   # or {format: chakra|kineto, path: ...}
 calibration: [{file: ../topologies/calibration/h100-2node.yaml}]   # optional
 network: {fidelity: flow, algorithms: {all_reduce: ring}}
 run: {steps: 3}
@@ -177,6 +177,60 @@ class ReliabilitySpec(Spec):
         return to_si(data, "duration_s")
 
 
+class WorkloadRef(Spec):
+    """The workload of a scenario: a clustersim file (`{file: ...}`, a step trace or a model
+    with its layout), or a trace of another tool imported as the run starts
+    (`{format: chakra, path: DIR}`, `{format: kineto, path: FILE_OR_DIR}`)."""
+
+    file: str | None = Field(None, description="Workload file (step trace or model), relative to this file.")
+    format: Literal["chakra", "kineto"] | None = Field(
+        None,
+        description="Import a trace of another tool: chakra (a folder of PREFIX.RANK.et files) or kineto "
+        "(a PyTorch profiler JSON trace, or a folder of one per rank).",
+    )
+    path: str | None = Field(
+        None, description="With `format`: the trace file or folder, relative to this file."
+    )
+    step: int | None = Field(
+        None, ge=0, description="kineto: the profiled step N (ProfilerStep#N); default the first."
+    )
+    dp_replicas: int = Field(
+        1, ge=1, description="kineto: what-if, the recorded ranks as this many data-parallel copies."
+    )
+    host_launches: bool = Field(
+        False,
+        description="kineto: keep the measured kernel launch times as a host stream (host-bound steps).",
+    )
+    unknown: Literal["reject", "compute"] = Field(
+        "reject", description="chakra: node types with no model are rejected, or run as compute ops."
+    )
+    tokens_per_step: float | None = Field(
+        None,
+        gt=0,
+        description="Tokens one step trains (global batch), for cost and energy per token; for traces "
+        "and imports (a model workload states its own).",
+    )
+
+    @model_validator(mode="after")
+    def _one_source(self) -> WorkloadRef:
+        if (self.file is None) == (self.format is None):
+            raise ValueError("give either 'file' or 'format' with 'path', not both or neither")
+        if self.format is not None and self.path is None:
+            raise ValueError(f"format {self.format!r} needs 'path' (the trace file or folder)")
+        if self.file is not None and self.path is not None:
+            raise ValueError("'path' goes with 'format'; a clustersim workload is named by 'file' alone")
+        if self.format != "kineto" and (self.step is not None or self.dp_replicas != 1 or self.host_launches):
+            raise ValueError("'step', 'dp_replicas' and 'host_launches' apply to format: kineto only")
+        if self.format != "chakra" and self.unknown != "reject":
+            raise ValueError("'unknown' applies to format: chakra only")
+        return self
+
+    @property
+    def ref(self) -> str:
+        """The file or folder named (`file`, else `path`)."""
+        return self.file if self.file is not None else str(self.path)
+
+
 class ScenarioSpec(Spec):
     """A scenario file."""
 
@@ -184,7 +238,10 @@ class ScenarioSpec(Spec):
     description: str = Field("", description="What this scenario shows.")
     seed: int = Field(0, ge=0, description="Seed of every random stream in the run.")
     topology: FileRef = Field(description="Topology file.")
-    workload: FileRef = Field(description="Workload file: a step trace or a model with its layout.")
+    workload: WorkloadRef = Field(
+        description="Workload: {file: ...} (a step trace or a model with its layout), or "
+        "{format: chakra|kineto, path: ...} (a trace imported as the run starts)."
+    )
     calibration: list[FileRef] = Field(default_factory=list, description="Calibration profiles to apply.")
     network: NetworkSettings = Field(NetworkSettings(), description="Communication model.")
     compute: ComputeSettings = Field(ComputeSettings(), description="Compute model.")
@@ -227,7 +284,7 @@ class Scenario:
         self.path = path
         self.doc = doc
         self.topology_path = resolve(path, spec.topology.file)
-        self.workload_path = resolve(path, spec.workload.file)
+        self.workload_path = resolve(path, spec.workload.ref)
         self.calibration_paths = [resolve(path, c.file) for c in spec.calibration]
 
     @property
@@ -248,12 +305,25 @@ def load_scenario(path: str | Path) -> Scenario:
             raise doc.error("this is a study file, not a scenario; run it with `clustersim sweep FILE`")
     spec = validate(ScenarioSpec, doc)
     sc = Scenario(spec, Path(path), doc)
-    for loc, p in (("topology", sc.topology_path), ("workload", sc.workload_path)):
-        if not p.is_file():
-            raise doc.error(f"file {str(p)!r} not found (resolved relative to the scenario)", (loc, "file"))
-    for i, p in enumerate(sc.calibration_paths):
-        if not p.is_file():
-            raise doc.error(
-                f"file {str(p)!r} not found (resolved relative to the scenario)", ("calibration", i, "file")
-            )
+    check_references(sc, doc, " (resolved relative to the scenario)")
     return sc
+
+
+def check_references(sc: Scenario, doc: Document, where: str = "") -> None:
+    """Check that the files and folders a scenario names exist.
+
+    Raises:
+        InputError: one line at the key naming the missing file or folder.
+    """
+    if not sc.topology_path.is_file():
+        raise doc.error(f"file {str(sc.topology_path)!r} not found{where}", ("topology", "file"))
+    wl, p = sc.spec.workload, sc.workload_path
+    if wl.format is None and not p.is_file():
+        raise doc.error(f"file {str(p)!r} not found{where}", ("workload", "file"))
+    if wl.format == "chakra" and not p.is_dir():
+        raise doc.error(f"folder {str(p)!r} of Chakra trace files not found{where}", ("workload", "path"))
+    if wl.format == "kineto" and not p.exists():
+        raise doc.error(f"PyTorch profiler trace {str(p)!r} not found{where}", ("workload", "path"))
+    for i, c in enumerate(sc.calibration_paths):
+        if not c.is_file():
+            raise doc.error(f"file {str(c)!r} not found{where}", ("calibration", i, "file"))
