@@ -71,6 +71,9 @@ def import_kineto_command(
     dp_replicas: Annotated[
         int, typer.Option(min=1, help="What-if: the recorded ranks as this many data-parallel copies.")
     ] = 1,
+    host_launches: Annotated[
+        bool, typer.Option(help="Keep the measured kernel launch times (host-bound steps).")
+    ] = False,
 ) -> None:
     """Import a PyTorch profiler (Kineto) trace of one training step as a clustersim step trace."""
     from simulator.workload.interchange.kineto import import_kineto
@@ -78,7 +81,7 @@ def import_kineto_command(
 
     try:
         with progress_bar("reading ranks", len(files), unit="files"):
-            result = import_kineto(list(files), step, dp_replicas)
+            result = import_kineto(list(files), step, dp_replicas, host_launches)
         data = result.data
         program = program_from_dict(data, output, [f"rank{r}" for r in range(int(data["ranks"]))])
         header = (

@@ -76,8 +76,10 @@ def resolved_scenario(prep: PreparedRun, seed: int) -> dict[str, Any]:
     elif sc.spec.cluster is not None:
         if sc.spec.cluster.trace is not None:
             data["cluster"] = {**data["cluster"], "trace": {"file": str(sc.workload_path.resolve())}}
-    else:
-        data["workload"] = {"file": str(sc.workload_path.resolve())}
+    elif sc.spec.workload is not None:
+        workload = dict(data.get("workload") or {})
+        workload["path" if sc.spec.workload.format else "file"] = str(sc.workload_path.resolve())
+        data["workload"] = workload
     if sc.calibration_paths or "calibration" in data:
         data["calibration"] = [{"file": str(p.resolve())} for p in sc.calibration_paths]
     data["seed"] = seed

@@ -31,6 +31,7 @@ from simulator.scenario.job_place import PreparedJob, prepare_jobs
 from simulator.scenario.spec import Scenario, load_scenario
 from simulator.units import factor
 from simulator.workload.generate import program_from_workload
+from simulator.workload.interchange.load import load_imported
 from simulator.workload.program import StepProgram
 from simulator.workload.trace import load_trace
 
@@ -51,7 +52,36 @@ class PreparedRun:
 
 
 def load_workload(scenario: Scenario, topology: Topology, cluster: Cluster) -> StepProgram:
-    """A trace file, or a model with its parallel layout (generated into a step program)."""
+    """A trace file, a model with its parallel layout (generated into a step program), or a
+    Chakra/Kineto trace imported as it is read; `tokens_per_step` of the scenario's
+    workload is added to a trace's meta."""
+    wl = scenario.spec.workload
+    if wl is None:
+        raise scenario.error("required field is missing (or give `jobs` or `cluster`)", ("workload",))
+    if wl.format is not None:
+        program = load_imported(
+            wl.format,
+            scenario.workload_path,
+            cluster.gpus,
+            wl.step,
+            wl.dp_replicas,
+            wl.unknown,
+            wl.host_launches,
+        )
+    else:
+        program = _load_workload_file(scenario, topology, cluster)
+    if wl.tokens_per_step is not None:
+        if "model_flops_per_step" in program.meta:
+            raise scenario.error(
+                "a model workload states its own tokens (global batch x sequence); "
+                "tokens_per_step is for traces and imports",
+                ("workload", "tokens_per_step"),
+            )
+        program.meta["tokens_per_step"] = wl.tokens_per_step
+    return program
+
+
+def _load_workload_file(scenario: Scenario, topology: Topology, cluster: Cluster) -> StepProgram:
     doc = read_document(scenario.workload_path)
     if not isinstance(doc.data, dict):
         raise doc.error("expected a mapping: a step trace (format: clustersim-step/1) or a model workload")

@@ -4,7 +4,7 @@
 name: quickstart
 seed: 7
 topology: {file: ../topologies/h100-rail-clos-2n.yaml}
-workload: {file: ../workloads/traces/dp16-step.yaml}
+workload: {file: ../workloads/traces/dp16-step.yaml}   # or {format: chakra|kineto, path: ...}
 calibration: [{file: ../topologies/calibration/h100-2node.yaml}]   # optional
 network: {fidelity: flow, algorithms: {all_reduce: ring}}
 run: {steps: 3}
@@ -306,6 +306,60 @@ class ClusterSpec(Spec):
         return self
 
 
+class WorkloadRef(Spec):
+    """The workload of a scenario: a clustersim file (`{file: ...}`, a step trace or a model
+    with its layout), or a trace of another tool imported as the run starts
+    (`{format: chakra, path: DIR}`, `{format: kineto, path: FILE_OR_DIR}`)."""
+
+    file: str | None = Field(None, description="Workload file (step trace or model), relative to this file.")
+    format: Literal["chakra", "kineto"] | None = Field(
+        None,
+        description="Import a trace of another tool: chakra (a folder of PREFIX.RANK.et files) or kineto "
+        "(a PyTorch profiler JSON trace, or a folder of one per rank).",
+    )
+    path: str | None = Field(
+        None, description="With `format`: the trace file or folder, relative to this file."
+    )
+    step: int | None = Field(
+        None, ge=0, description="kineto: the profiled step N (ProfilerStep#N); default the first."
+    )
+    dp_replicas: int = Field(
+        1, ge=1, description="kineto: what-if, the recorded ranks as this many data-parallel copies."
+    )
+    host_launches: bool = Field(
+        False,
+        description="kineto: keep the measured kernel launch times as a host stream (host-bound steps).",
+    )
+    unknown: Literal["reject", "compute"] = Field(
+        "reject", description="chakra: node types with no model are rejected, or run as compute ops."
+    )
+    tokens_per_step: float | None = Field(
+        None,
+        gt=0,
+        description="Tokens one step trains (global batch), for cost and energy per token; for traces "
+        "and imports (a model workload states its own).",
+    )
+
+    @model_validator(mode="after")
+    def _one_source(self) -> WorkloadRef:
+        if (self.file is None) == (self.format is None):
+            raise ValueError("give either 'file' or 'format' with 'path', not both or neither")
+        if self.format is not None and self.path is None:
+            raise ValueError(f"format {self.format!r} needs 'path' (the trace file or folder)")
+        if self.file is not None and self.path is not None:
+            raise ValueError("'path' goes with 'format'; a clustersim workload is named by 'file' alone")
+        if self.format != "kineto" and (self.step is not None or self.dp_replicas != 1 or self.host_launches):
+            raise ValueError("'step', 'dp_replicas' and 'host_launches' apply to format: kineto only")
+        if self.format != "chakra" and self.unknown != "reject":
+            raise ValueError("'unknown' applies to format: chakra only")
+        return self
+
+    @property
+    def ref(self) -> str:
+        """The file or folder named (`file`, else `path`)."""
+        return self.file if self.file is not None else str(self.path)
+
+
 class ScenarioSpec(Spec):
     """A scenario file."""
 
@@ -313,8 +367,11 @@ class ScenarioSpec(Spec):
     description: str = Field("", description="What this scenario shows.")
     seed: int = Field(0, ge=0, description="Seed of every random stream in the run.")
     topology: FileRef = Field(description="Topology file.")
-    workload: FileRef | None = Field(
-        None, description="Workload file: a step trace or a model with its layout (or give `jobs`)."
+    workload: WorkloadRef | None = Field(
+        None,
+        description="Workload: {file: ...} (a step trace or a model with its layout), or "
+        "{format: chakra|kineto, path: ...} (a trace imported as the run starts); "
+        "or give `jobs` or `cluster`.",
     )
     jobs: list[JobSpec] = Field(
         default_factory=list,
@@ -378,8 +435,13 @@ class Scenario:
         self.path = path
         self.doc = doc
         self.topology_path = resolve(path, spec.topology.file)
-        first = spec.workload or (spec.jobs[0].workload if spec.jobs else spec.cluster and spec.cluster.trace)
-        self.workload_path = resolve(path, first.file) if first else path
+        if spec.workload is not None:
+            first: str | None = spec.workload.ref
+        elif spec.jobs:
+            first = spec.jobs[0].workload.file
+        else:
+            first = spec.cluster.trace.file if spec.cluster and spec.cluster.trace else None
+        self.workload_path = resolve(path, first) if first else path
         self.job_paths = [resolve(path, j.workload.file) for j in spec.jobs]
         self.calibration_paths = [resolve(path, c.file) for c in spec.calibration]
 
@@ -434,26 +496,30 @@ def load_scenario(path: str | Path) -> Scenario:
         raise doc.error("required field is missing", ("workload",))
     check_jobs(spec, doc)
     sc = Scenario(spec, Path(path), doc)
-    for loc, p in (("topology", sc.topology_path), ("workload", sc.workload_path if spec.workload else None)):
-        if p is None:
-            continue
-        if not p.is_file():
-            raise doc.error(f"file {str(p)!r} not found (resolved relative to the scenario)", (loc, "file"))
-    trace = spec.cluster.trace if spec.cluster else None
-    if trace is not None and not sc.workload_path.is_file():
-        raise doc.error(
-            f"file {str(sc.workload_path)!r} not found (resolved relative to the scenario)",
-            ("cluster", "trace", "file"),
-        )
-    for i, p in enumerate(sc.job_paths):
-        if not p.is_file():
-            raise doc.error(
-                f"file {str(p)!r} not found (resolved relative to the scenario)",
-                ("jobs", i, "workload", "file"),
-            )
-    for i, p in enumerate(sc.calibration_paths):
-        if not p.is_file():
-            raise doc.error(
-                f"file {str(p)!r} not found (resolved relative to the scenario)", ("calibration", i, "file")
-            )
+    check_references(sc, doc, " (resolved relative to the scenario)")
     return sc
+
+
+def check_references(sc: Scenario, doc: Document, where: str = "") -> None:
+    """Check that the files and folders a scenario names exist.
+
+    Raises:
+        InputError: one line at the key naming the missing file or folder.
+    """
+    if not sc.topology_path.is_file():
+        raise doc.error(f"file {str(sc.topology_path)!r} not found{where}", ("topology", "file"))
+    wl, p = sc.spec.workload, sc.workload_path
+    if wl is not None and wl.format is None and not p.is_file():
+        raise doc.error(f"file {str(p)!r} not found{where}", ("workload", "file"))
+    if wl is not None and wl.format == "chakra" and not p.is_dir():
+        raise doc.error(f"folder {str(p)!r} of Chakra trace files not found{where}", ("workload", "path"))
+    if wl is not None and wl.format == "kineto" and not p.exists():
+        raise doc.error(f"PyTorch profiler trace {str(p)!r} not found{where}", ("workload", "path"))
+    if sc.spec.cluster is not None and sc.spec.cluster.trace is not None and not p.is_file():
+        raise doc.error(f"file {str(p)!r} not found{where}", ("cluster", "trace", "file"))
+    for i, jp in enumerate(sc.job_paths):
+        if not jp.is_file():
+            raise doc.error(f"file {str(jp)!r} not found{where}", ("jobs", i, "workload", "file"))
+    for i, c in enumerate(sc.calibration_paths):
+        if not c.is_file():
+            raise doc.error(f"file {str(c)!r} not found{where}", ("calibration", i, "file"))

@@ -55,7 +55,7 @@ from simulator.network.cost import DEFAULT_PRICES, PriceSpec, cost_summary, esti
 from simulator.network.topology import resolve
 from simulator.scenario.execute import execute
 from simulator.scenario.prepare import prepare_scenario
-from simulator.scenario.spec import Scenario, ScenarioSpec, load_scenario
+from simulator.scenario.spec import Scenario, ScenarioSpec, WorkloadRef, check_references, load_scenario
 from simulator.study.executor import OnDone, run_tasks
 from simulator.study.merge import deep_merge, leaf_paths
 
@@ -88,7 +88,9 @@ class VariantSpec(Spec):
     description: str = Field("", description="What this variant changes and why.")
     seed: int | None = Field(None, ge=0, description="Seed of this variant (default: the base scenario's).")
     topology: TopologyOverride | None = Field(None, description="Topology file and/or edited topology keys.")
-    workload: FileRef | None = Field(None, description="Workload file, relative to the compare file.")
+    workload: WorkloadRef | None = Field(
+        None, description="Workload (replaces the base's), its file or path relative to the compare file."
+    )
     calibration: list[FileRef] | None = Field(
         None,
         description="Calibration profiles (replace the base's list; [] for none), "
@@ -232,7 +234,11 @@ def variant_overrides(v: VariantSpec, compare_path: Path, base_path: Path) -> di
     if v.topology is not None and v.topology.file is not None:
         over["topology"] = {"file": _rebase(v.topology.file, compare_path, base_path)}
     if v.workload is not None:
-        over["workload"] = {"file": _rebase(v.workload.file, compare_path, base_path)}
+        key = "file" if v.workload.file is not None else "path"
+        over["workload"] = {
+            **v.workload.model_dump(exclude_defaults=True),
+            key: _rebase(v.workload.ref, compare_path, base_path),
+        }
     if v.calibration is not None:
         over["calibration"] = [{"file": _rebase(c.file, compare_path, base_path)} for c in v.calibration]
     if v.jobs is not None:
@@ -259,18 +265,15 @@ def _prepare_variant(cmp: Comparison, i: int, v: VariantSpec) -> Variant:
     base = cmp.base
     over = variant_overrides(v, cmp.path, base.path)
     data = deep_merge(base.doc.data, over)
+    if "workload" in over:  # a workload replaces the base's (file and format do not mix)
+        data["workload"] = over["workload"]
     overridden = leaf_paths(over)
     # the variant spells scenario keys at the same paths, under variants.<i>
     vdoc = _VariantView(cmp.doc, i)
     mdoc = MergedDocument(data, base.doc, vdoc, (), overridden)
     spec = validate(ScenarioSpec, mdoc)
     scenario = Scenario(spec, base.path, mdoc)
-    for loc, p in (("topology", scenario.topology_path), ("workload", scenario.workload_path)):
-        if not p.is_file():
-            raise mdoc.error(f"file {str(p)!r} not found", (loc, "file"))
-    for j, p in enumerate(scenario.calibration_paths):
-        if not p.is_file():
-            raise mdoc.error(f"file {str(p)!r} not found", ("calibration", j, "file"))
+    check_references(scenario, mdoc)
 
     params = dict(v.topology.params) if v.topology is not None else {}
     tdoc = read_document(scenario.topology_path)

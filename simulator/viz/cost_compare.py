@@ -6,7 +6,8 @@ What is shown: each variant's mean over its seeds (the cost columns of
 cost per million tokens when every variant states its tokens per step, else the cost per
 step; the y axis is tokens/s (higher is better) or, without tokens, step time (lower is
 better). A variant is on the Pareto front when no other variant is at least as good on
-both axes and better on one.
+both axes and better on one. A variant whose workload states no tokens (a trace or an
+import without `tokens_per_step`) is named in the figure title and its card, with the fix.
 """
 
 from __future__ import annotations
@@ -58,6 +59,32 @@ def cost_axes(table: pd.DataFrame) -> tuple[str, str, str, str, bool] | None:
     return None
 
 
+#: how to state the tokens of a step, shown wherever a variant has none
+TOKENS_FIX = (
+    "state them in the scenario: workload: {file: ..., tokens_per_step: N} "
+    "(or meta: {tokens_per_step: N} in the trace)"
+)
+
+
+def variants_without_tokens(table: pd.DataFrame) -> list[str]:
+    """Variants (in table order) with a cost per step but no cost per token: their workload
+    states no tokens per step."""
+    if "usd_per_step" not in table.columns:
+        return []
+    m = _means(table, ["usd_per_step", "usd_per_mtoken"])
+    if "usd_per_mtoken" not in m.columns:
+        return [str(v) for v in m["variant"]]
+    return [str(v) for v in m.loc[m["usd_per_mtoken"].isna(), "variant"]]
+
+
+def tokens_notice(table: pd.DataFrame) -> str | None:
+    """One line naming the variants without cost per token and how to add it, or None."""
+    missing = variants_without_tokens(table)
+    if not missing:
+        return None
+    return f"cost per token: tokens not stated for {', '.join(missing)}; {TOKENS_FIX}"
+
+
 def cost_pareto_figure(table: pd.DataFrame) -> go.Figure:
     """Scatter of every variant's speed against its cost, the Pareto front marked."""
     axes = cost_axes(table)
@@ -100,8 +127,10 @@ def cost_pareto_figure(table: pd.DataFrame) -> go.Figure:
         )
     )
     better = "up and left" if higher else "down and left"
+    title = f"{speed_label} against {cost_label} (Pareto front: stars and dashed line; better is {better})"
+    notice = tokens_notice(table)
     fig.update_layout(
-        title=f"{speed_label} against {cost_label} (Pareto front: stars and dashed line; better is {better})",
+        title=title if notice is None else f"{title}<br><sub>{notice}</sub>",
         xaxis_title=cost_label,
         yaxis_title=speed_label,
         showlegend=False,
@@ -168,18 +197,19 @@ def cost_cards(table: pd.DataFrame) -> list[tuple[str, str]]:
     axes = cost_axes(table)
     if axes is None:
         return []
-    cost_col = axes[0]
-    cols = [cost_col, "energy_per_token_j", "energy_per_step_j"]
+    cols = ["usd_per_mtoken", "usd_per_step", "energy_per_token_j", "energy_per_step_j"]
     m = _means(table, cols)
+    no_tokens = set(variants_without_tokens(table))
     cards = []
     for _, row in m.iterrows():
-        if cost_col == "usd_per_mtoken":
-            value = f"${row[cost_col]:.2f} per Mtoken"
+        if row["variant"] not in no_tokens and "usd_per_mtoken" in m.columns:
+            value = f"${row['usd_per_mtoken']:.2f} per Mtoken"
             if "energy_per_token_j" in m.columns:
                 value += f" <span class='s'>{row['energy_per_token_j']:.3g} J/token</span>"
         else:
             value = (
-                f"${row[cost_col]:.4g} per step <span class='s'>{row['energy_per_step_j']:.4g} J/step</span>"
+                f"${row['usd_per_step']:.4g} per step <span class='s'>{row['energy_per_step_j']:.4g} J/step; "
+                f"tokens not stated: {TOKENS_FIX}</span>"
             )
         cards.append((f"{row['variant']}: cost", value))
     return cards

@@ -13,6 +13,8 @@ from simulator.viz.cost_compare import (
     cost_pareto_figure,
     energy_figure,
     pareto_front,
+    tokens_notice,
+    variants_without_tokens,
 )
 from tests.conftest import ROOT
 
@@ -84,3 +86,20 @@ def test_at_scale_compare_files_load(name: str) -> None:
     assert [v.name for v in cmp.variants] == ["rail-clos", "rail-only"]
     designs = {v.prepared.topology.graph.graph["structure"]["design"] for v in cmp.variants}
     assert designs == {"rail_optimized_clos", "rail_only"}
+
+
+def test_variant_without_tokens_is_named_with_the_fix() -> None:
+    t = _table(True)
+    t.loc[1, ["usd_per_mtoken", "tokens_per_s", "energy_per_token_j"]] = np.nan  # b: a trace, no tokens
+    assert variants_without_tokens(t) == ["b"]
+    notice = tokens_notice(t)
+    assert notice is not None and "tokens not stated for b" in notice and "tokens_per_step" in notice
+    assert cost_axes(t)[0] == "usd_per_step"  # not every variant has a cost per token
+    assert notice in cost_pareto_figure(t).layout.title.text
+    cards = dict(cost_cards(t))
+    assert cards["a: cost"].startswith("$10.00 per Mtoken") and cards["c: cost"].startswith(
+        "$12.00 per Mtoken"
+    )
+    assert cards["b: cost"].startswith("$8 per step") and "tokens not stated" in cards["b: cost"]
+    assert tokens_notice(_table(True)) is None
+    assert variants_without_tokens(_table(False)) == ["a", "b", "c"]

@@ -154,3 +154,36 @@ def test_example_kineto_traces_import():
     result = import_kineto(sorted(folder.glob("*.json")), step=2)
     assert result.warnings == []
     assert sum(o["kind"] == "collective" for o in result.data["ops"]) == P.layers
+
+
+def test_host_launches_subtract_synchronize_and_wait_for_the_gpu_instead(tmp_path):
+    """Launches at 0 and 1,000 us, a 500 us cudaStreamSynchronize between them; the host
+    timeline starts at the first kernel's start (10 us): the second kernel's host delay is
+    1,000 - 10 - 500 = 490 us, and it waits for the first kernel instead."""
+
+    def ev(name, cat, ts, dur, corr, **args):
+        return {
+            "ph": "X",
+            "name": name,
+            "cat": cat,
+            "ts": ts,
+            "dur": dur,
+            "args": {"correlation": corr, **args},
+        }
+
+    events = [
+        {"ph": "X", "name": "ProfilerStep#1", "cat": "user_annotation", "ts": 0, "dur": 2000, "args": {}},
+        ev("cudaLaunchKernel", "cuda_runtime", 0, 5, 1),
+        ev("gemm_a", "kernel", 10, 100, 1, stream=7),
+        ev("cudaStreamSynchronize", "cuda_runtime", 200, 500, 3),
+        ev("cudaLaunchKernel", "cuda_runtime", 1000, 5, 2),
+        ev("gemm_b", "kernel", 1010, 100, 2, stream=7),
+    ]
+    path = tmp_path / "rank0.json"
+    path.write_text(json.dumps({"traceEvents": events}))
+    ops = {op["id"]: op for op in import_kineto([path], host_launches=True).data["ops"]}
+    delays = sorted((op for op in ops.values() if op.get("tag") == "host"), key=lambda op: op["id"])
+    # first delay: launch at 0 us is before the first kernel start (10 us): none
+    assert [op["duration_s"] for op in delays] == pytest.approx([0.0, 490e-6], abs=1e-12)
+    assert delays[1]["deps"] == ["gemm_a"]
+    assert delays[1]["id"] in ops["gemm_b"]["deps"]

@@ -24,6 +24,18 @@ module (the trace is a flat event list; Holistic Trace Analysis is not needed fo
 
 Ranks of `world_size` with no file take part in collectives only (a warning says so).
 
+* **Host launches (opt-in, `host_launches=True`).** A step whose GPU idles while the CPU
+  issues work (Python overhead, data loading) is host-bound: without its launch times the
+  imported step is only its kernels back to back. With the option, each profiled rank gets
+  a `host` stream of measured delays, one per kernel in launch order: the time from the
+  previous launch to this one, minus what the CPU spent in `*Synchronize` calls in between
+  (those become dependencies on the last kernel launched before the call instead, so
+  waiting for re-simulated communication is not counted twice). Each kernel waits for its
+  delay. The first delay is the launch of the rank's first kernel after the earliest GPU
+  start of the step over all ranks. Simplified: a launch that blocked because the GPU's
+  queue was full looks like host time, so use it for host-bound steps only; the 5-10 us
+  from a launch to its kernel's start is not modelled.
+
 Fallbacks, each a warning naming the kernel: a collective with no size, or a send/recv
 whose peer was not profiled, keeps its measured duration as a compute op (not
 re-simulated); a collective with no group information runs over `Group size` consecutive
@@ -83,6 +95,7 @@ class _Kernel:
     corr: int
     args: dict[str, Any]
     cat: str
+    launch_us: float | None = None
 
 
 def load_events(path: Path) -> dict[str, Any]:
@@ -119,6 +132,15 @@ class _RankTrace:
             for ev in events
             if ev.get("cat") in LAUNCH_CATS and ev.get("ph") == "X"
         }
+        #: (start, duration) of the host's synchronize calls in the step, us
+        self.syncs: list[tuple[float, float]] = sorted(
+            (float(ev.get("ts", 0)), float(ev.get("dur", 0)))
+            for ev in events
+            if ev.get("cat") in LAUNCH_CATS
+            and ev.get("ph") == "X"
+            and "Synchronize" in str(ev.get("name", ""))
+            and (window is None or window[0] <= float(ev.get("ts", 0)) <= window[1])
+        )
         self.kernels: list[_Kernel] = []
         self.waits: list[dict[str, Any]] = []
         for i, ev in enumerate(events):
@@ -144,6 +166,7 @@ class _RankTrace:
                     corr,
                     args,
                     cat,
+                    launches.get(corr),
                 )
             )
         if not self.kernels:
@@ -354,13 +377,50 @@ def _add_deps(c: _Collector, rank: int, rt: _RankTrace, keys: list[Any]) -> None
                 target.deps.append(before[-1][1])
 
 
-def import_kineto(paths: list[Path], step: int | None = None, dp_replicas: int = 1) -> KinetoImport:
+def _add_host_launches(c: _Collector, rank: int, rt: _RankTrace, keys: list[Any], t0_us: float) -> None:
+    """The rank's `host` stream of measured launch delays (module docstring)."""
+    launched = sorted(
+        ((k.launch_us, pos) for pos, k in enumerate(rt.kernels) if k.launch_us is not None),
+    )
+    prev_us = t0_us
+    last_per_stream: dict[int, Any] = {}
+    syncs = list(rt.syncs)
+    for j, (launch_us, pos) in enumerate(launched):
+        k, key = rt.kernels[pos], keys[pos]
+        blocked_us, waits_for = 0.0, set[Any]()
+        while syncs and syncs[0][0] < launch_us:
+            start_us, dur_us = syncs.pop(0)
+            if start_us >= prev_us:
+                blocked_us += dur_us
+                waits_for.update(last_per_stream.values())
+        delay_s = max(0.0, launch_us - prev_us - blocked_us) / 1e6
+        host_key = (rank, "host", j)
+        op = RankOp(
+            host_key,
+            "compute",
+            "host_launch",
+            (rank,),
+            {"duration_s": delay_s, "stream": "host", "tag": "host"},
+        )
+        op.deps.extend(sorted(waits_for, key=str))
+        c.ops[host_key] = op
+        c.order[(rank, host_key)] = -len(launched) + j  # host ops keep launch order on their stream
+        c.ops[key].deps.append(host_key)
+        last_per_stream[k.stream] = key
+        prev_us = max(prev_us, launch_us)
+
+
+def import_kineto(
+    paths: list[Path], step: int | None = None, dp_replicas: int = 1, host_launches: bool = False
+) -> KinetoImport:
     """Read the rank traces `paths` into `clustersim-step/1` trace data.
 
     Args:
         step: the N of `ProfilerStep#N` (default: the first).
         dp_replicas: what-if: run the recorded ranks as this many data-parallel copies
             (`tracebuild.replicate_data_parallel`), measured compute kept.
+        host_launches: keep the measured launch times as a `host` stream each kernel waits
+            on (module docstring), for host-bound steps.
 
     Raises:
         InputError: one line naming the file, the event index and what was expected.
@@ -384,9 +444,12 @@ def import_kineto(paths: list[Path], step: int | None = None, dp_replicas: int =
             f"{len(missing)} of {n} ranks not profiled (first: {missing[0]}); "
             "they take part in collectives only"
         )
+    t0_us = min(k.ts_us for rt in traces.values() for k in rt.kernels)
     for rank, rt in sorted(traces.items()):
         keys = [c.add(rank, rt, pos, k) for pos, k in enumerate(rt.kernels)]
         _add_deps(c, rank, rt, keys)
+        if host_launches:
+            _add_host_launches(c, rank, rt, keys, t0_us)
     for op in c.ops.values():
         op.deps = list(dict.fromkeys(op.deps))
     span = [
@@ -398,7 +461,8 @@ def import_kineto(paths: list[Path], step: int | None = None, dp_replicas: int =
     chosen = steps.pop() if len(steps) == 1 else None
     meta: dict[str, float | str] = {
         "source": "pytorch-profiler",
-        "measured": "compute kernels, memcpy/memset and unmodelled communication (profiled durations)",
+        "measured": "compute kernels, memcpy/memset and unmodelled communication (profiled durations)"
+        + (", host launch times" if host_launches else ""),
         "simulated": "collectives and send/recv (re-simulated on the scenario's topology)",
         "recorded_step_s": recorded,
         "recorded_ranks": n,
