@@ -21,7 +21,6 @@ from typing import Any
 
 import pandas as pd
 
-import simulator
 from simulator.config.base import FileRef
 from simulator.errors import InputError
 from simulator.faults.failure import interruption_rate_per_s, sample_failures
@@ -34,7 +33,7 @@ from simulator.jobs.trace import JobRow, read_job_trace, synthetic_jobs
 from simulator.scenario.job import job_shape
 from simulator.scenario.job_place import PreparedJob, job_program
 from simulator.scenario.multi import alone_step_s
-from simulator.scenario.prepare import PreparedRun
+from simulator.scenario.prepare import PreparedRun, run_identity
 from simulator.scenario.spec import JobSpec
 from simulator.workload.program import StepProgram
 
@@ -157,12 +156,7 @@ def run_cluster(prep: PreparedRun, seed: int) -> tuple[dict[str, pd.DataFrame], 
     }
     done = table[table["finished"]]
     summary: dict[str, Any] = {
-        "scenario": sc.name,
-        "seed": seed,
-        "version": simulator.__version__,
-        "topology": prep.topology.name,
-        "gpu": prep.topology.gpu.name,
-        "gpus_in_topology": len(prep.cluster.gpus),
+        **run_identity(prep, seed),
         "scheduler": settings.scheduler,
         "duration_s": rel.duration_s,
         "n_jobs": len(table),

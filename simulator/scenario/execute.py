@@ -27,7 +27,7 @@ from simulator.metrics.store import write_frame, write_json
 from simulator.metrics.summary import summarize
 from simulator.scenario.cluster_level import run_cluster
 from simulator.scenario.multi import run_jobs
-from simulator.scenario.prepare import PreparedRun, step_simulator
+from simulator.scenario.prepare import PreparedRun, run_identity, step_simulator
 from simulator.scenario.run_level import run_level
 from simulator.viz.dashboard import PLOTLY_FILE, load_graph, run_dashboard_html, write_page
 
@@ -123,12 +123,7 @@ def execute(
     }
     n_job = len(program.rank_gpus)
     meta: dict[str, Any] = {
-        "scenario": sc.name,
-        "seed": seed,
-        "version": simulator.__version__,
-        "topology": prep.topology.name,
-        "gpu": prep.topology.gpu.name,
-        "gpus_in_topology": len(prep.cluster.gpus),
+        **run_identity(prep, seed),
         "gpus_in_job": n_job,
         "simulated_ranks": len(program.simulated_ranks),
         "fidelity": sc.network.fidelity,

@@ -18,7 +18,6 @@ from typing import Any
 
 import pandas as pd
 
-import simulator
 from simulator.engine.context import SimContext
 from simulator.engine.jobs import ConcurrentRun
 from simulator.engine.step import StepSimulator
@@ -27,7 +26,7 @@ from simulator.metrics import jobs as mj
 from simulator.metrics.summary import busiest_links, summarize
 from simulator.network.fabric import Fabric
 from simulator.scenario.job_place import PreparedJob
-from simulator.scenario.prepare import PreparedRun, step_simulator
+from simulator.scenario.prepare import PreparedRun, run_identity, step_simulator
 
 
 def _stream(job: PreparedJob) -> str:
@@ -136,12 +135,7 @@ def _summary(
     run_time = float(steps["finished_at_s"].max() - steps["started_at_s"].min()) if not steps.empty else 0.0
     jobs = frames["jobs"]
     out: dict[str, Any] = {
-        "scenario": sc.name,
-        "seed": seed,
-        "version": simulator.__version__,
-        "topology": prep.topology.name,
-        "gpu": prep.topology.gpu.name,
-        "gpus_in_topology": len(prep.cluster.gpus),
+        **run_identity(prep, seed),
         "gpus_in_job": int(jobs["gpus"].sum()),
         "n_jobs": len(jobs),
         "fidelity": sc.network.fidelity,

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import simulator
 from simulator.calibration.apply import fitted_collective_params, tuning_from_profiles
 from simulator.config.loader import Document, read_document
 from simulator.engine.context import SimContext
@@ -49,6 +50,18 @@ class PreparedRun:
     calibration_sources: list[str] = field(default_factory=list)
     #: a scenario with `jobs`: every job placed and built (`program` is the first job's)
     jobs: list[PreparedJob] = field(default_factory=list)
+
+
+def run_identity(prep: PreparedRun, seed: int) -> dict[str, Any]:
+    """The keys every summary starts with: what ran, on which topology, with which version."""
+    return {
+        "scenario": prep.scenario.spec.name,
+        "seed": seed,
+        "version": simulator.__version__,
+        "topology": prep.topology.name,
+        "gpu": prep.topology.gpu.name,
+        "gpus_in_topology": len(prep.cluster.gpus),
+    }
 
 
 def load_workload(scenario: Scenario, topology: Topology, cluster: Cluster) -> StepProgram:
