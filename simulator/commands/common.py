@@ -14,6 +14,7 @@ import json
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
 import typer
@@ -30,7 +31,7 @@ from rich.progress import (
 from rich.table import Table
 from rich.text import Text
 
-from simulator.errors import ClustersimError, InputErrors
+from simulator.errors import ClustersimError, InputErrors, SimulationError
 
 if TYPE_CHECKING:
     # a type only: importing the executor at run time would load concurrent.futures.process
@@ -95,12 +96,15 @@ def say(text: str) -> None:
     target.print(text, markup=False, soft_wrap=True)
 
 
-def first_per_file(err: ClustersimError) -> list[str]:
+def first_per_file(err: ClustersimError, source: Path | None = None) -> list[str]:
     """The lines to show for an error: the first problem of each file, in order.
 
     One mistake often upsets several checks (a union type tried every way); its first
-    report is the one that names it, and the user fixes one thing at a time.
+    report is the one that names it, and the user fixes one thing at a time. A valid
+    input that cannot be simulated (exit 3) is named by `source`, the file that was run.
     """
+    if isinstance(err, SimulationError) and source is not None:
+        return [f"{source}: {err}"]
     if not isinstance(err, InputErrors):
         return [str(err)]
     seen: set[str | None] = set()
@@ -112,9 +116,10 @@ def first_per_file(err: ClustersimError) -> list[str]:
     return lines
 
 
-def fail(err: ClustersimError) -> NoReturn:
-    """Print a user error as one line per file with problems (no traceback) and exit non-zero."""
-    for line in first_per_file(err):
+def fail(err: ClustersimError, source: Path | None = None) -> NoReturn:
+    """Print a user error as one line per file with problems (no traceback) and exit non-zero;
+    `source` names the scenario, compare or study file a simulation error came from."""
+    for line in first_per_file(err, source):
         err_console.print(f"error: {one_line(line)}", markup=False, soft_wrap=True)
     raise typer.Exit(code=err.exit_code)
 

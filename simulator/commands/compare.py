@@ -133,7 +133,7 @@ def compare(
                 _run_variants(out, tasks, executor, workers, dashboards, on_done)
             table = _write_comparison(out, cmp)
     except ClustersimError as err:
-        fail(err)
+        fail(err, file)
     except Interrupted as stop:
         interrupted(stop, out, "keeps the finished variants; continue with --resume")
     print_table(comparison_rich_table(table, cmp.name))

@@ -147,7 +147,7 @@ def run(
             folder.commit()
             log.info("results written to %s", out)
     except ClustersimError as err:
-        fail(err)
+        fail(err, scenario)
     except Interrupted as stop:
         interrupted(stop, out)
     print_table(summary_table(result.summary, f"{prep.scenario.name}"))
@@ -166,7 +166,7 @@ def validate(
         try:
             console.print(f"{f}: ok ({_check_file(f)})", soft_wrap=True)
         except ClustersimError as err:
-            lines.extend(first_per_file(err))
+            lines.extend(first_per_file(err, f))
             code = max(code, err.exit_code)
     if lines:
         for line in lines:

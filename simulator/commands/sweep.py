@@ -109,7 +109,7 @@ def sweep(
                 run_into_store(store, study, n_seeds, done, executor, workers, on_done, kept, on_warm)
             runs, summary = _write_tables(out, file, study, n_seeds, store.read("runs"))
     except ClustersimError as err:
-        fail(err)
+        fail(err, file)
     except Interrupted as stop:
         interrupted(stop, out, "keeps the finished runs; continue with --resume")
     print_table(_summary_table(study.spec.name, summary, list(runs.attrs.get("axes", []))))
