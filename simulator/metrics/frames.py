@@ -144,24 +144,29 @@ def _coverage(bounds: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.nd
     return np.cumsum(diff)[:-1]
 
 
-def _breakdown(ops: pd.DataFrame, t0: float, t1: float) -> dict[str, float]:
+def _breakdown(
+    comp: tuple[np.ndarray, np.ndarray], comm: tuple[np.ndarray, np.ndarray, np.ndarray], t0: float, t1: float
+) -> dict[str, float]:
     """Compute / exposed comm / idle of one rank in one step, exposed split by tag.
 
     Exposed communication is time some communication runs while the compute stream is
     idle; a segment covered by several communication tags is shared equally among them.
+
+    Args:
+        comp: (start s, end s) of the rank's compute ops in the step.
+        comm: (start s, end s, tag) of its communication ops that last a positive time.
+        t0: when the step began, s.
+        t1: when it ended, s.
     """
-    comp = ops[ops["kind"] == "compute"]
-    comm = ops[(ops["kind"] != "compute") & (ops["finished_at_s"] > ops["started_at_s"])]
-    cs, ce = comp["started_at_s"].to_numpy(), comp["finished_at_s"].to_numpy()
+    cs, ce = comp
+    ms, me, tags = comm
     compute = _union_length(cs, ce)
     out = {"compute_s": compute, "comm_s": 0.0, "exposed_comm_s": 0.0}
-    if len(comm):
-        ms, me = comm["started_at_s"].to_numpy(), comm["finished_at_s"].to_numpy()
+    if len(ms):
         out["comm_s"] = _union_length(ms, me)
         bounds = np.unique(np.concatenate([cs, ce, ms, me]))
         widths = np.diff(bounds)
         in_comp = _coverage(bounds, cs, ce) > 0
-        tags = comm["tag"].to_numpy()
         per_tag = {tag: _coverage(bounds, ms[tags == tag], me[tags == tag]) for tag in np.unique(tags)}
         n_cover = np.sum(list(per_tag.values()), axis=0)
         exposed_seg = (~in_comp) & (n_cover > 0)
@@ -176,13 +181,32 @@ def _breakdown(ops: pd.DataFrame, t0: float, t1: float) -> dict[str, float]:
 
 
 def steps_frame(ops: pd.DataFrame, step_rows: Sequence[StepSpan], weight: dict[int, int]) -> pd.DataFrame:
-    """The `steps` frame: one row per (step, simulated rank) with its time breakdown."""
+    """The `steps` frame: one row per (step, simulated rank) with its time breakdown.
+
+    The ops are sorted once by (step, rank) (stable, so each group keeps the frame's order)
+    and every group is a pair of slices of plain arrays: no per-rank filtering of the frame.
+    """
     records = []
     bounds = {r.step: (r.started_at_s, r.finished_at_s) for r in step_rows}
-    for (step, rank), grp in ops.groupby(["step", "rank"], sort=True):
+    step_col = ops["step"].to_numpy()
+    rank_col = ops["rank"].to_numpy()
+    order = np.lexsort((rank_col, step_col))  # stable: ties keep the frame's order
+    step_col, rank_col = step_col[order], rank_col[order]
+    start = ops["started_at_s"].to_numpy(dtype=float)[order]
+    end = ops["finished_at_s"].to_numpy(dtype=float)[order]
+    is_comp = (ops["kind"].to_numpy(dtype=object) == "compute")[order]
+    is_comm = ~is_comp & (end > start)
+    tag = ops["tag"].to_numpy(dtype=object)[order]
+    # boundaries of the (step, rank) groups in the sorted arrays
+    cut = np.flatnonzero((np.diff(step_col) != 0) | (np.diff(rank_col) != 0)) + 1
+    edges = np.concatenate([[0], cut, [len(order)]]) if len(order) else np.zeros(1, dtype=np.int64)
+    for lo, hi in zip(edges[:-1].tolist(), edges[1:].tolist(), strict=True):
+        step, rank = step_col[lo].item(), rank_col[lo].item()
         t0, t1 = bounds[step]
         row = {"step": step, "rank": rank, "started_at_s": t0, "finished_at_s": t1, "step_time_s": t1 - t0}
-        row.update(_breakdown(grp, t0, t1))
+        c, m = is_comp[lo:hi], is_comm[lo:hi]
+        s, e = start[lo:hi], end[lo:hi]
+        row.update(_breakdown((s[c], e[c]), (s[m], e[m], tag[lo:hi][m]), t0, t1))
         row["weight"] = weight.get(int(rank), 1)
         records.append(row)
     df = pd.DataFrame.from_records(records)

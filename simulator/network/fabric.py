@@ -68,9 +68,13 @@ def usage(paths: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     """Merge several paths into (distinct links, multiplicity)."""
     if not paths:
         return np.empty(0, dtype=np.int64), np.empty(0)
-    allp = np.concatenate(paths) if len(paths) > 1 else paths[0]
-    links, counts = np.unique(allp, return_counts=True)
-    return links, counts.astype(float)
+    allp = np.sort(np.concatenate(paths) if len(paths) > 1 else paths[0])
+    if len(allp) == 0:
+        return allp.astype(np.int64), np.empty(0)
+    # np.unique(allp, return_counts=True) by a sort (numpy's hash-based unique is slower here)
+    first = np.flatnonzero(np.concatenate(([True], allp[1:] != allp[:-1])))
+    counts = np.diff(np.append(first, len(allp)))
+    return allp[first], counts.astype(float)
 
 
 def max_min_rates(
@@ -111,8 +115,7 @@ def max_min_rates(
         remaining -= delta * w
         saturated = loaded & (remaining <= 1e-9 * np.maximum(capacity, 1.0))
         hit = live & saturated[link_of_entry]
-        newly = np.unique(flow_of_entry[hit])
-        frozen[newly] = True
+        frozen[flow_of_entry[hit]] = True
         live &= ~frozen[flow_of_entry]
     return rates
 
@@ -171,6 +174,9 @@ class Fabric:
         self._chunks: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
         self.link_bytes = np.zeros(len(base_capacity))
         self.recomputations = 0
+        # scratch arrays over the link table (all False / unset between uses)
+        self._mark = np.zeros(len(base_capacity), dtype=bool)
+        self._slot = np.zeros(len(base_capacity), dtype=np.int64)
 
     # -- API -----------------------------------------------------------------------
     def transfer(
@@ -244,7 +250,7 @@ class Fabric:
             all_links = np.concatenate([f.links for f in flows])
             all_mult = np.concatenate([f.mult for f in flows])
             flow_of = np.repeat(np.arange(len(flows)), lens)
-            used, compact = np.unique(all_links, return_inverse=True)
+            used, compact = self._compact(all_links)
             rates = max_min_rates(flow_of, compact, all_mult, self.capacity_bytes_per_s[used], len(flows))
             for f, r in zip(flows, rates, strict=False):
                 f.rate_bytes_per_s = float(r)
@@ -270,8 +276,23 @@ class Fabric:
             self._pending.clear()
         self._recompute()
 
+    def _compact(self, links: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(sorted distinct links, index of each entry in them): `np.unique(links,
+        return_inverse=True)` by a mark on the link table, without sorting the entries."""
+        mark = self._mark
+        mark[links] = True
+        used = np.flatnonzero(mark)
+        mark[used] = False
+        slot = self._slot
+        slot[used] = np.arange(len(used))
+        return used, slot[links]
+
     def _update_link_rates(self, used: np.ndarray, per_link: np.ndarray, now: float) -> None:
-        touched = np.union1d(self._busy_links, used)
+        mark = self._mark
+        mark[self._busy_links] = True
+        mark[used] = True
+        touched = np.flatnonzero(mark)  # np.union1d(busy, used), sorted
+        mark[touched] = False
         if len(touched) == 0:
             return
         new = np.zeros(len(touched))

@@ -138,8 +138,11 @@ class Router:
         self._dist_cache: dict[str, dict[str, int]] = {}
         self._next_hops: dict[tuple[str, str], list[str]] = {}
         self._hops_in_domain: dict[str, dict[str, int]] = {}
-        self._egress_cache: dict[tuple[str, str], str] = {}
+        self._egress_cache: dict[tuple[str, str], str | None] = {}
+        self._egress_class: dict[tuple[str, str, object], str | None] = {}
         self._ingress_cache: dict[str, str] = {}
+        self._entry_switch: dict[str, str] = {}
+        self._domain_paths: dict[tuple[str, str], list[str]] = {}
 
     # -- helpers -------------------------------------------------------------------
     def domain_of(self, n: str) -> int:
@@ -192,39 +195,61 @@ class Router:
         best = min(self._attach[endpoint], key=lambda s: (dist.get(s, 1 << 30), s))
         return dist.get(best, 1 << 30), best
 
+    def _switch_of(self, endpoint: str) -> str:
+        """The switch where traffic for `endpoint` arrives: the first of its switches by name."""
+        s = self._entry_switch.get(endpoint)
+        if s is None:
+            s = self._entry_switch[endpoint] = min(self._attach[endpoint])
+        return s
+
     def _egress(self, a: str, eb: str) -> str | None:
         key = (a, eb)
-        e = self._egress_cache.get(key)
-        if e is None:
-            if a in self._attach and self._domain_graph.degree(a) == 0:
-                e = a
+        if key in self._egress_cache:
+            return self._egress_cache[key]
+        if a in self._attach and self._domain_graph.degree(a) == 0:
+            e: str | None = a
+        else:
+            # the choice depends on eb only through its switch and its rail: one per class
+            sb = self._switch_of(eb)
+            rail_b = self.g.nodes[eb].get("rail")
+            cls = (a, sb, rail_b)
+            if cls in self._egress_class:
+                e = self._egress_class[cls]
             else:
-                cands = self._endpoints_of.get(self._domain[a], [])
-                if not cands:
-                    return None
-                _, sb = self._best_switch(eb, {s: 0 for s in self._attach[eb]})
-                dist = self._switch_dist(sb)
-                hops = self._domain_hops(a)
-                rail_b = self.g.nodes[eb].get("rail")
-                e = min(
-                    cands,
-                    key=lambda n: (
-                        self._best_switch(n, dist)[0],
-                        rail_b is None or self.g.nodes[n].get("rail") != rail_b,
-                        hops.get(n, 1 << 30),
-                        str(n),
-                    ),
-                )
+                e = self._egress_class[cls] = self._pick_egress(a, sb, rail_b)
+        if e is not None:
             self._egress_cache[key] = e
         return e
 
+    def _pick_egress(self, a: str, sb: str, rail_b: object) -> str | None:
+        """The NIC of `a`'s server fewest hops from switch `sb`, then on rail `rail_b`, then nearest `a`."""
+        cands = self._endpoints_of.get(self._domain[a], [])
+        if not cands:
+            return None
+        dist = self._switch_dist(sb)
+        hops = self._domain_hops(a)
+        return min(
+            cands,
+            key=lambda n: (
+                self._best_switch(n, dist)[0],
+                rail_b is None or self.g.nodes[n].get("rail") != rail_b,
+                hops.get(n, 1 << 30),
+                str(n),
+            ),
+        )
+
     def _domain_path(self, a: str, b: str) -> list[str]:
+        """Shortest path inside one server (cached; callers must not modify it)."""
         if a == b:
             return [a]
-        try:
-            return nx.shortest_path(self._domain_graph, a, b)
-        except nx.NetworkXNoPath:
-            raise SimulationError(f"no path from {a} to {b} inside their server") from None
+        p = self._domain_paths.get((a, b))
+        if p is None:
+            try:
+                p = nx.shortest_path(self._domain_graph, a, b)
+            except nx.NetworkXNoPath:
+                raise SimulationError(f"no path from {a} to {b} inside their server") from None
+            self._domain_paths[(a, b)] = p
+        return p
 
     def _switch_path(self, s: str, t: str, a: str, b: str) -> list[str]:
         if s == t:
@@ -269,7 +294,7 @@ class Router:
         ea = self._egress(a, eb) if eb is not None else None
         if ea is None or eb is None:
             return self._fallback(a, b)
-        _, sb = self._best_switch(eb, {s: 0 for s in self._attach[eb]})
+        sb = self._switch_of(eb)
         dist = self._switch_dist(sb)
         da_hops, sa = self._best_switch(ea, dist)
         if da_hops >= 1 << 30:

@@ -1,0 +1,60 @@
+"""The fabric's link bookkeeping (sort- and mark-based) equals numpy's set routines exactly.
+
+`usage` and `Fabric._compact` replace `np.unique` (with counts / with the inverse) and
+`_update_link_rates` replaces `np.union1d`; the flow-level results depend on these being the
+same arrays, element for element and dtype for dtype.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import simpy
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from simulator.network.fabric import Fabric, usage
+
+N_LINKS = 40
+paths_strategy = st.lists(
+    st.lists(st.integers(0, N_LINKS - 1), max_size=12).map(lambda p: np.asarray(p, dtype=np.int64)),
+    max_size=5,
+)
+
+
+@settings(max_examples=80, deadline=None)
+@given(paths=paths_strategy)
+def test_usage_is_unique_with_counts(paths):
+    links, counts = usage(paths)
+    if not paths:
+        assert len(links) == 0 and len(counts) == 0
+        return
+    want_links, want_counts = np.unique(np.concatenate(paths), return_counts=True)
+    assert links.dtype == want_links.dtype and counts.dtype == np.float64
+    assert links.tolist() == want_links.tolist()
+    assert counts.tolist() == want_counts.astype(float).tolist()
+
+
+@settings(max_examples=80, deadline=None)
+@given(entries=st.lists(st.integers(0, N_LINKS - 1), min_size=1, max_size=60))
+def test_compact_is_unique_with_inverse_and_leaves_scratch_clean(entries):
+    fab = Fabric(simpy.Environment(), np.ones(N_LINKS))
+    links = np.asarray(entries, dtype=np.int64)
+    used, compact = fab._compact(links)
+    want_used, want_inverse = np.unique(links, return_inverse=True)
+    assert used.tolist() == want_used.tolist()
+    assert compact.tolist() == want_inverse.tolist()
+    assert not fab._mark.any()  # the next call starts from a clean mark
+
+
+def test_link_intervals_close_on_the_union_of_busy_and_new_links():
+    """A link busy before an update and idle after it gets its interval closed (the union)."""
+    env = simpy.Environment()
+    fab = Fabric(env, np.full(4, 10.0))
+    fab._update_link_rates(np.array([0, 2]), np.array([5.0, 10.0]), 0.0)
+    fab._update_link_rates(np.array([1, 2]), np.array([5.0, 4.0]), 2.0)
+    fab._update_link_rates(np.empty(0, dtype=np.int64), np.empty(0), 3.0)
+    idx, start, end, rate = fab.link_intervals()
+    got = sorted(zip(idx.tolist(), start.tolist(), end.tolist(), rate.tolist(), strict=True))
+    assert got == [(0, 0.0, 2.0, 5.0), (1, 2.0, 3.0, 5.0), (2, 0.0, 2.0, 10.0), (2, 2.0, 3.0, 4.0)]
+    assert fab.link_bytes.tolist() == [10.0, 5.0, 24.0, 0.0]
+    assert not fab._mark.any()
