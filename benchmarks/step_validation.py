@@ -8,6 +8,10 @@ workload file with the row's layout over the row's model, a scenario over the ro
 topology, `simulator.scenario.prepare` / `execute`), simulates one step and prints the
 published figure, the simulated one and the relative error. Rows that name a `scenario`
 run that catalog scenario instead (its layout must equal the row's; the fast test checks).
+Two columns carry framework behaviour into the layout: `attention` (the kernel of the
+run's time: `unfused`, `flash2` or the GPU's best) and `main_grads` (gradients in the
+weights' dtype, fp32 main gradients with fused accumulation, or fp32 accumulated by a
+separate kernel; `docs/fidelity.md`).
 
 Fit and held-out rows are kept apart: rows marked `fit` may be used to fit global
 constants (one per GPU and compute dtype, never one per row); `held_out` rows are only checked;
@@ -63,11 +67,14 @@ ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "benchmarks" / "data" / "published_training.csv"
 SPLITS = ("fit", "held_out", "extra")
 METRICS = ("mfu", "model_tflops_per_gpu", "hw_tflops_per_gpu", "tokens_per_s_per_gpu")
+#: `main_grads` column -> the layout's (main_grads, grad_accumulation_fusion).
+MAIN_GRADS = {"model": ("model", True), "fp32": ("fp32", True), "fp32_unfused": ("fp32", False)}
 LAYOUT_INT = ("tp", "pp", "dp", "cp", "ep", "mbs", "gbs", "zero")
 REQUIRED = (
     *("id", "split", "source", "reference", "model", "dtype", "seq_len", "gpu", "gpus", "topology"),
     *("tp", "pp", "vp", "dp", "cp", "ep", "sp", "mbs", "gbs", "schedule"),
-    *("first_stage_layers", "last_stage_layers", "recompute", "zero", "attention", "metric"),
+    *("first_stage_layers", "last_stage_layers", "recompute", "zero", "attention", "main_grads"),
+    "metric",
     *("published", "layout_basis", "scenario", "needs", "heavy", "notes"),
 )
 #: What `--fit` fits (one value per GPU and compute dtype): a multiplier of the GEMM fraction.
@@ -135,6 +142,8 @@ def load_rows(path: Path = DATA) -> list[dict[str, str]]:
                 raise RowError(f"{where}: {col}: {row[col]!r} is not a number") from None
             if value <= 0 and col != "zero":
                 raise RowError(f"{where}: {col}: must be positive")
+        if row["main_grads"] not in MAIN_GRADS:
+            raise RowError(f"{where}: main_grads: {row['main_grads']!r} is not one of {tuple(MAIN_GRADS)}")
         for col in ("sp", "heavy"):
             if row[col] not in ("true", "false"):
                 raise RowError(f"{where}: {col}: {row[col]!r} is not true or false")
@@ -159,6 +168,8 @@ def layout_of(row: dict[str, str]) -> dict[str, Any]:
         "global_batch_size": int(row["gbs"]),
         "recompute": row["recompute"],
         "attention": attention_of(row),
+        "main_grads": MAIN_GRADS[row["main_grads"]][0],
+        "grad_accumulation_fusion": MAIN_GRADS[row["main_grads"]][1],
     }
     if int(row["vp"]) > 1:
         layout["virtual_stages"] = int(row["vp"])
@@ -171,8 +182,11 @@ def layout_of(row: dict[str, str]) -> dict[str, Any]:
 def attention_of(row: dict[str, str]) -> str:
     """The layout's attention kernel from the row's `attention` column: the kernels that
     write the s×s scores to HBM (Megatron-LM before FlashAttention: "scores in HBM") are
-    `unfused`; any FlashAttention is `auto` (the GPU's best fused kernel)."""
-    return "unfused" if "scores in HBM" in row["attention"] else "auto"
+    `unfused`; a row naming FlashAttention-2 (the fused kernel of its time) is `flash2`;
+    any other FlashAttention is `auto` (the GPU's best fused kernel)."""
+    if "scores in HBM" in row["attention"]:
+        return "unfused"
+    return "flash2" if "FlashAttention-2" in row["attention"] else "auto"
 
 
 def model_path(row: dict[str, str]) -> Path:

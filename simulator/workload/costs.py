@@ -16,6 +16,9 @@ Collective = Literal["all_reduce", "all_gather", "reduce_scatter", "all_to_all",
 #: FLOPs per element charged to elementwise ops (norm ≈ 4-5, SwiGLU ≈ 4, softmax ≈ 5).
 ELEMENTWISE_FLOPS = 4.0
 
+#: Bytes per element of the low-precision GEMM dtypes (fp4 packs two per byte).
+LOW_PRECISION_BYTES = {"fp8": 1.0, "int8": 1.0, "fp4": 0.5}
+
 
 @dataclass(frozen=True)
 class OpCost:

@@ -39,8 +39,12 @@ Counting conventions:
 Simplifies: routing is perfectly balanced (each rank's experts see tokens·top_k pairs); with
 tp > 1 and no sequence parallelism the tp ranks split the (replicated) tokens for dispatch;
 shared experts are TP-sharded like a dense MLP; hidden dropout (when the model trains with
-it) is part of the fused residual add (a one-byte mask per element); the gradient dtype is
-the weight dtype (bf16) for reductions.
+it) is part of the fused residual add (a one-byte mask per element). fp32 main gradients
+(`layout.main_grads`) accumulated by a separate kernel add one memory-bound op per layer
+and micro-batch to the backward (`_main_grad_accumulation`); the first micro-batch's copy
+is priced as an add, and the embedding and output layers' accumulation is left out.
+Accumulated in the wgrad GEMM's epilogue (Megatron's fusion) the fp32 read and write of
+the output is not priced: those GEMMs are compute-bound by the kernel model's roofline.
 """
 
 from __future__ import annotations
@@ -49,7 +53,14 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
 from simulator.workload.attention import attention_core
-from simulator.workload.costs import ELEMENTWISE_FLOPS, CommCost, Item, OpCost, Phase
+from simulator.workload.costs import (
+    ELEMENTWISE_FLOPS,
+    LOW_PRECISION_BYTES,
+    CommCost,
+    Item,
+    OpCost,
+    Phase,
+)
 from simulator.workload.layout import (
     LayoutSpec,
     kv_heads_per_rank,
@@ -118,8 +129,6 @@ def _gemm(c: _Ctx, name: str, m: float, n: float, k: float) -> _Pair:
     )
 
 
-#: Bytes per element of the low-precision GEMM dtypes (fp4 packs two per byte).
-LOW_PRECISION_BYTES = {"fp8": 1.0, "int8": 1.0, "fp4": 0.5}
 #: GEMMs whose input a norm produces (TE's LayerNormLinear fuses the cast into the norm).
 _NORM_FED = ("qkv", "q", "q_a", "q_b", "kv_a", "kv_b", "mlp_up", "shared_up")
 #: GEMMs Megatron keeps in bf16 under fp8 training (no casts).
@@ -197,6 +206,7 @@ def _zero3_gather(model: ModelSpec, layout: LayoutSpec, layer_index: int) -> lis
         return []
     w = layer_rank_params(model, layout, layer_index)
     p = model.element_bytes
+    g = layout.grad_element_bytes(p)
     out: list[_Pair] = []
     for group, n in (("dp_cp", w.dense), ("edp", w.expert)):
         if n <= 0:
@@ -206,7 +216,7 @@ def _zero3_gather(model: ModelSpec, layout: LayoutSpec, layer_index: int) -> lis
                 CommCost(f"zero3_gather_{group}", "all_gather", group, n * p),
                 [
                     CommCost(f"zero3_gather_{group}_bwd", "all_gather", group, n * p),
-                    CommCost(f"zero3_grad_rs_{group}", "reduce_scatter", group, n * p),
+                    CommCost(f"zero3_grad_rs_{group}", "reduce_scatter", group, n * g),
                 ],
             )
         )
@@ -327,9 +337,23 @@ def _moe(c: _Ctx) -> list[_Pair]:
     return pairs
 
 
+def _main_grad_accumulation(model: ModelSpec, layout: LayoutSpec, layer_index: int) -> list[_Pair]:
+    """fp32 main gradients accumulated by a separate kernel (`grad_accumulation_fusion`
+    off): after the layer's backward, read its weight gradients (model dtype) and the fp32
+    buffer, write the buffer. Fused into the wgrad GEMMs' epilogue it costs nothing here."""
+    if layout.main_grads != "fp32" or layout.grad_accumulation_fusion:
+        return []
+    n = layer_rank_params(model, layout, layer_index).total
+    g = layout.FP32_GRAD_BYTES
+    acc = OpCost("main_grad_acc", "elementwise", n, (model.element_bytes + 2 * g) * n)
+    return [_Pair(None, [acc])]
+
+
 def _layer_pairs(model: ModelSpec, layout: LayoutSpec, layer_index: int, causal_skip: bool) -> list[_Pair]:
     c = _Ctx(model, layout, causal_skip)
-    pairs: list[_Pair] = list(_zero3_gather(model, layout, layer_index))
+    # first in the list, so last in the (reversed) backward: after the layer's wgrads
+    pairs: list[_Pair] = _main_grad_accumulation(model, layout, layer_index)
+    pairs += _zero3_gather(model, layout, layer_index)
     pairs += _low_precision_casts(c, _layer_body(c, model, layer_index))
     return pairs
 

@@ -8,6 +8,12 @@ one models):
       software overhead. Defaults are DeepSpeed's (`stage3_prefetch_bucket_size` 5e7 and
       `reduce_bucket_size` 5e8 elements, here in bf16 bytes; one bucket prefetched);
     * data-parallel gradient buckets and their overlap with the backward pass;
+    * the gradients' precision: in the model's dtype, or fp32 main gradients accumulated
+      over the micro-batches and reduced over data parallelism in fp32 (Megatron-LM forces
+      this for bf16 training, `--accumulate-allreduce-grads-in-fp32`, in
+      `megatron/training/arguments.py`; Llama 3 405B did both, Dubey et al. 2024 §3.3.2),
+      accumulated in the weight-gradient GEMM's epilogue (Megatron's
+      `--gradient-accumulation-fusion`) or by a separate kernel;
     * activation recomputation (Korthikanti et al. 2022);
     * tensor-parallel communication overlap: none, Megatron-LM's (`--tp-comm-overlap`) or
       T3-style fine-grained overlap (Pati et al., ASPLOS'24) with its contention penalty.
@@ -25,7 +31,7 @@ Simplifies: the settings are read by the step-program generator (`generate`, `em
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import Field, model_validator
 
@@ -40,6 +46,9 @@ TP_CONTENTION_DEFAULTS = {"none": 0.0, "megatron": 0.21, "t3": 1.35 / 1.30 - 1}
 
 class FrameworkSettings(Spec):
     """How the training framework runs a layout (ZeRO, buckets, recomputation)."""
+
+    #: Bytes per element of an fp32 main gradient.
+    FP32_GRAD_BYTES: ClassVar[int] = 4
 
     zero_stage: int = Field(
         0,
@@ -61,6 +70,19 @@ class FrameworkSettings(Spec):
     )
     overlap_grad_reduce: bool = Field(
         True, description="Overlap data-parallel gradient reduction with the backward pass."
+    )
+    main_grads: Literal["model", "fp32"] = Field(
+        "model",
+        description="Gradient precision: model (the weights' dtype, e.g. bf16) or fp32 main "
+        "gradients, accumulated over micro-batches and reduced over dp in fp32 (Megatron-LM "
+        "for bf16; Llama 3 405B).",
+    )
+    grad_accumulation_fusion: bool = Field(
+        True,
+        description="With fp32 main gradients: the weight-gradient GEMM adds into the fp32 "
+        "buffer in its epilogue (Megatron --gradient-accumulation-fusion); false: a separate "
+        "memory-bound kernel per micro-batch reads the gradient and the buffer and writes "
+        "the buffer (2 + 4 + 4 bytes per bf16 parameter).",
     )
     tp_comm_overlap: Literal["none", "megatron", "t3"] = Field(
         "none",
@@ -106,6 +128,10 @@ class FrameworkSettings(Spec):
         "data moves (hooks, flattening, launch), s (YAML: zero3_call_overhead_us). Default 0: "
         "no published figure is taken; set it from a profile.",
     )
+
+    def grad_element_bytes(self, weight_bytes: int) -> int:
+        """Bytes of one accumulated / reduced gradient element (`main_grads`)."""
+        return self.FP32_GRAD_BYTES if self.main_grads == "fp32" else weight_bytes
 
     @property
     def tp_contention_share(self) -> float:

@@ -5,6 +5,8 @@ Models what follows the last backward of a step on the simulated ranks of a stag
       backward finishes; a bucket is issued on the dp stream when the last of its layers
       is done (or after the whole backward when `overlap_grad_reduce` is false). Dense
       gradients reduce over dp·cp ranks, routed-expert gradients over (dp/ep)·cp.
+    * Gradients travel in their precision (`main_grads`: the model's dtype, or fp32 main
+      gradients, twice the bytes of bf16); the weights' all-gather in the weights' dtype.
     * All-reduce (ZeRO 0) or reduce-scatter then, after the optimizer, all-gather of the
       updated weights (ZeRO 1/2; ZeRO 3: embedding and output weights only, the layers'
       gathers and reduce-scatters are per layer, see `emit`).
@@ -96,9 +98,11 @@ def _ready_gradients(em: OpEmitter, stage: int, st: StageState) -> list[_ReadyGr
 def _reduce_gradients(
     em: OpEmitter, stage: int, ready: list[_ReadyGradients], last_ops: dict[int, str]
 ) -> list[tuple[str, float]]:
-    """Emit the bucketed gradient reductions; return (group kind, bytes) of every bucket."""
+    """Emit the bucketed gradient reductions (in the gradients' precision, `main_grads`);
+    return (group kind, weight bytes) of every bucket, what the weight all-gather moves."""
     L = em.layout
-    element_bytes = em.model.element_bytes
+    element_bytes = L.grad_element_bytes(em.model.element_bytes)
+    to_weight_bytes = em.model.element_bytes / element_bytes
     reduce_kind = "all_reduce" if L.zero_stage == 0 else "reduce_scatter"
     sizes = {"dp_cp": L.dp * L.cp, "edp": L.edp * L.cp}
     buckets: list[tuple[str, float]] = []
@@ -115,11 +119,11 @@ def _reduce_gradients(
             bucket_ops = ev.ready_ops
             if bucket_bytes >= L.grad_bucket_bytes:
                 _bucket(em, stage, insts, group_kind, reduce_kind, bucket_bytes, bucket_ops, last_ops, b)
-                buckets.append((group_kind, bucket_bytes))
+                buckets.append((group_kind, bucket_bytes * to_weight_bytes))
                 bucket_bytes, b = 0.0, b + 1
         if bucket_bytes > 0:
             _bucket(em, stage, insts, group_kind, reduce_kind, bucket_bytes, bucket_ops, last_ops, b)
-            buckets.append((group_kind, bucket_bytes))
+            buckets.append((group_kind, bucket_bytes * to_weight_bytes))
     return buckets
 
 
@@ -156,6 +160,8 @@ def _optimizer_step(em: OpEmitter, stage: int) -> dict[int, str]:
         local = params.dense / (L.dp * L.cp) + params.expert / (L.edp * L.cp)
     else:
         local = params.total
+    # the Adam step reads the gradients in their precision (2 bf16 bytes counted above)
+    grad_extra = L.grad_element_bytes(2) - 2
     optimizer_ops = {}
     for r in em.ranks.stage_ranks[stage]:
         deps = tuple(x for x in (em.last_on.get((r, "dp")),) if x)
@@ -169,7 +175,7 @@ def _optimizer_step(em: OpEmitter, stage: int) -> dict[int, str]:
                 deps,
                 "optimizer",
                 flops=OPTIMIZER_FLOPS_PER_PARAM * local,
-                bytes_accessed=OPTIMIZER_BYTES_PER_PARAM * local,
+                bytes_accessed=(OPTIMIZER_BYTES_PER_PARAM + grad_extra) * local,
                 dtype="fp32",
             )
         )

@@ -6,7 +6,8 @@ Models, per rank of each pipeline stage (the ranks of one stage are alike):
       2 bf16 gradient + 4 fp32 master weight + 4 fp32 momentum + 4 fp32 variance). ZeRO
       stage 1 divides the 12 optimizer bytes by the data-parallel degree, stage 2 also the
       2 gradient bytes, stage 3 (FSDP) also the 2 weight bytes. The degree is dp·cp for
-      dense parameters and (dp/ep)·cp for routed experts (their replica groups).
+      dense parameters and (dp/ep)·cp for routed experts (their replica groups). fp32 main
+      gradients (`main_grads: fp32`, Megatron-LM's default for bf16) take 4 gradient bytes.
     * activations by Korthikanti et al. 2022, "Reducing Activation Recomputation in Large
       Transformer Models" (§4): per layer and micro-batch `s·b·h·(34 + 5·a·s/h)` bytes
       without parallelism; with tensor parallelism `s·b·h·(10 + 24/t + 5·a·s/(h·t))`; with
@@ -25,7 +26,11 @@ working set of the layer being recomputed; routed-expert inputs/outputs are held
 by every tp rank (gathered for expert tensor parallelism), their intermediates split over
 tp; balanced routing (T·top_k expert tokens per rank); FlashAttention's softmax
 statistics are ignored (use `recompute: selective` to model a fused attention kernel,
-which never stores the s×s scores).
+which never stores the s×s scores). Low-precision training (fp8, Transformer Engine) keeps
+the dense GEMMs' inputs for the weight gradient as their cast (1-byte) copies: the QKV
+and MLP inputs and the down-projection input take 1 byte, the out-projection adds a
+1-byte copy beside the attention output the kernel keeps in bf16; routed-expert GEMMs
+and norms keep the stored dtype.
 """
 
 from __future__ import annotations
@@ -33,6 +38,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 
 from simulator.errors import InputError
+from simulator.workload.costs import LOW_PRECISION_BYTES
 from simulator.workload.layout import (
     LayoutSpec,
     RankGrid,
@@ -97,10 +103,17 @@ def model_state_bytes(
     stage: int,
     *,
     weight_bytes: float = WEIGHT_BYTES,
-    grad_bytes: float = GRAD_BYTES,
+    grad_bytes: float | None = None,
     optimizer_bytes: float = OPTIMIZER_BYTES,
 ) -> StateBytes:
-    """Weights, gradients and Adam states of one rank of `stage`, after ZeRO sharding."""
+    """Weights, gradients and Adam states of one rank of `stage`, after ZeRO sharding.
+
+    Gradients are `GRAD_BYTES` per parameter, or 4 with fp32 main gradients
+    (`layout.main_grads`: Megatron-LM's 18 bytes per parameter for bf16) unless
+    `grad_bytes` is given.
+    """
+    if grad_bytes is None:
+        grad_bytes = layout.grad_element_bytes(GRAD_BYTES)
     params = stage_rank_params(model, layout, stage)
     z = layout.zero_stage
     out = [0.0, 0.0, 0.0]
@@ -142,16 +155,21 @@ def layer_activation_bytes(
     dq, dv = m.qk_head_dim, m.v_head_dim
     kv_r = a_t if m.mla is not None else kv_heads_per_rank(m, t)
 
+    # GEMM inputs kept for the weight gradient: in the GEMM dtype under low precision
+    # (Transformer Engine saves the cast copy), else as stored
+    q = LOW_PRECISION_BYTES.get(m.dtype, p)
     # attention block
-    rep = 2 * p * T * h + mask * T * h  # norm input, QKV input, out-proj dropout mask
-    shard = p * T * (a_t * dq + kv_r * dq + kv_r * dv + a_t * dv)  # Q, K, V, out-proj input
+    rep = (p + q) * T * h + mask * T * h  # norm input, QKV input, out-proj dropout mask
+    shard = p * T * (a_t * dq + kv_r * dq + kv_r * dv + a_t * dv)  # Q, K, V, attention output
+    if q != p:
+        shard += q * T * a_t * dv  # out-proj input (its cast copy; the kernel keeps O in bf16)
     if m.mla is not None:
         ranks = m.mla.kv_lora_rank + m.mla.qk_rope_head_dim + (m.mla.q_lora_rank or 0)
         rep += 2 * p * T * ranks  # latent norm inputs and up-projection inputs (replicated)
     scores = b * a_t * (m.seq_len / L.cp) * m.seq_len * (p + mask + (p if m.dropout else 0))
 
     # MLP block
-    rep += 2 * p * T * h + mask * T * h  # norm input, MLP input, dropout mask
+    rep += (p + q) * T * h + mask * T * h  # norm input, MLP input, dropout mask
     gate = 2 if m.gated_ffn else 1
     if m.is_moe_layer(layer_index):
         moe = m.moe
@@ -169,7 +187,7 @@ def layer_activation_bytes(
             shard += p * T * (gate * fs + fs) / t
     else:
         f = m.ffn_hidden_size
-        shard += p * T * (gate * f + f) / t
+        shard += (p * gate * f + q * f) * T / t  # activation input, down-projection input
     total = rep / rep_div + shard
     if rc == "none":
         total += scores

@@ -83,9 +83,7 @@ def test_generated_ops_carry_their_kernels_and_are_priced_by_them(tmp_path: Path
 
 
 def test_gpu_without_kernel_fields_keeps_the_flat_roofline() -> None:
-    legacy = {
-        k: v for k, v in _h100().items() if k in ("name", "peak_tflops", "hbm_tbyte_per_s", "hbm_gbyte")
-    }
+    legacy = {k: v for k, v in _h100().items() if k in ("name", "peak_tflops", "hbm_tbyte_per_s", "hbm_mib")}
     gpu = GPUSpec.model_validate(legacy)
     assert not gpu.has_kernel_model
     item = OpCost("qkv", "gemm", 2.0 * 4096**3, 2.0 * 3 * 4096**2, gemm=(4096, 4096, 4096))

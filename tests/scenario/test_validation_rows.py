@@ -54,6 +54,8 @@ COMPARED = (
     "zero_stage",
     "sequence_parallel",
     "attention",
+    "main_grads",
+    "grad_accumulation_fusion",
 )
 
 
@@ -133,11 +135,15 @@ def test_seed_scenario_loads(path: str) -> None:
 
 
 def test_attention_column_picks_the_kernel() -> None:
-    """Rows whose kernels wrote the s×s scores to HBM run the `unfused` attention core."""
+    """Rows whose kernels wrote the s×s scores to HBM run the `unfused` attention core;
+    rows run with FlashAttention-2 (the fused kernel of their time) run `flash2`; the rest
+    the GPU's best fused kernel (`auto`)."""
     by_id = {r["id"]: r for r in ROWS}
     assert SV.layout_of(by_id["korthikanti-22b"])["attention"] == "unfused"
     assert SV.layout_of(by_id["bloom-176b-384"])["attention"] == "unfused"
-    assert SV.layout_of(by_id["megascale-175b-12k"])["attention"] == "auto"
+    assert SV.layout_of(by_id["megascale-175b-12k"])["attention"] == "flash2"
+    assert SV.layout_of(by_id["llama3-405b-16k"])["attention"] == "flash2"
+    assert SV.layout_of(by_id["nemo-llama3-8b-8"])["attention"] == "auto"
 
 
 def test_fit_scales_only_the_compute_dtypes_gemm_fraction() -> None:

@@ -5,8 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import yaml
 
 from simulator.errors import InputError
+from simulator.network.hardware import GPUSpec
 from simulator.workload.layout import LayoutSpec, stage_rank_params
 from simulator.workload.memory import (
     ADAM_BYTES_PER_PARAM,
@@ -135,3 +137,26 @@ def test_breakdown_parts_are_consistent() -> None:
         parts = sum(v for k, v in d.items() if k.endswith("_bytes") and k != "total_bytes")
         assert d["total_bytes"] == pytest.approx(parts)
         assert r.comm_buffers_bytes > 0 and r.activations_bytes > 0
+
+
+def test_gpu_capacity_is_what_cuda_reports_and_holds_metas_8k_layout() -> None:
+    """Parts sold as 80 GB hold binary capacities: H100 SXM 81,559 MiB and A100 80GB 81,920 MiB as
+    nvidia-smi reports them (topologies/gpus/sources.md). Meta ran Llama 3 405B on 8,192 H100
+    at TP8 / PP16 interleaved (v = 8, 7 + 14x8 + 7 layers) / DP64 with 32 micro-batches per
+    pipeline (Dubey et al. 2024, Table 4): stage 1 needs more than 80e9 bytes but fits
+    the reported capacity, so the layout is no longer refused."""
+    root = MODELS.parents[1]
+    gpus = {
+        name: yaml.safe_load((root / "topologies" / "gpus" / f"{name}.yaml").read_text())
+        for name in ("h100-sxm", "h800", "a100-80gb", "a100-40gb")
+    }
+    reported_mib = {"h100-sxm": 81559, "h800": 81559, "a100-80gb": 81920, "a100-40gb": 40960}
+    for name, doc in gpus.items():
+        assert GPUSpec(**doc).hbm_capacity_bytes == reported_mib[name] * 2**20, name
+    h100 = GPUSpec(**gpus["h100-sxm"]).hbm_capacity_bytes
+    doc = yaml.safe_load((root / "workloads" / "llama3-405b-tp8-pp16-dp64-meta.yaml").read_text())
+    layout = LayoutSpec(**doc["layout"])
+    l405 = load_model(MODELS / "llama3-405b.yaml")
+    rows = check_memory(l405, layout, h100)
+    peak = max(rows, key=lambda r: r.total_bytes)
+    assert peak.stage == 1 and 80e9 < peak.total_bytes < h100
