@@ -153,6 +153,8 @@ def run(
     print_table(summary_table(result.summary, f"{prep.scenario.name}"))
     for warning in result.summary.get("calibration_warnings", []):
         err_console.print(f"warning: {warning}", markup=False, soft_wrap=True)
+    for note in (result.summary.get("run_level") or {}).get("notes", []):
+        err_console.print(f"note: {note}", markup=False, soft_wrap=True)
     say(f"results: {out}/ (dashboard.html, summary.json, frames)")
 
 

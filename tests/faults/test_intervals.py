@@ -1,16 +1,17 @@
 """Checkpoint intervals from Young and Daly: without failures, and for snapshot policies
 whose background drain slows training."""
 
+import json
 import math
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
 
+from simulator.commands.app import app
 from simulator.faults.engine import simulate_run
 from simulator.faults.formulas import daly_interval_s, effective_checkpoint_cost_s
 from simulator.faults.state import ConstantOracle, ScalingOracle
-from simulator.scenario.execute import execute
-from simulator.scenario.prepare import prepare
 
 from .helpers import failures, job, policy
 
@@ -80,7 +81,11 @@ def test_scenario_summary_notes_a_run_without_checkpoints(tmp_path):
         "policy: {kind: checkpoint_restart, interval: daly}\n"
         "reliability: {duration_days: 1, seeds: 2, checkpoint_gbyte: 18.2, storage_gbyte_per_s: 10}\n"
     )
-    summary = execute(prepare(path)).summary
+    out = tmp_path / "out"
+    r = CliRunner().invoke(app, ["run", str(path), "-o", str(out), "--no-dashboard"])
+    assert r.exit_code == 0, r.output
+    assert "note: no failures are modelled" in r.output  # the note is printed, not only saved
+    summary = json.loads((out / "summary.json").read_text())
     assert summary["run_level"]["checkpoint_interval_s"] is None
     assert any("takes no checkpoints" in n for n in summary["run_level"]["notes"])
     assert summary["goodput"] == pytest.approx(1.0, rel=1e-12)
