@@ -55,10 +55,21 @@ SUMMARY_ROWS: list[tuple[str, str, Callable[[Any], str]]] = [
     ("goodput (mean over seeds)", "goodput", _percent),
     ("ETTR", "ettr", _percent),
     ("interruptions per run", "interruptions", lambda v: f"{v:.1f}"),
+    ("jobs", "n_jobs", str),
+    ("jobs finished", "jobs_finished", str),
+    ("worst slowdown next to other jobs", "max_slowdown", lambda v: f"x{v:.4f}"),
+    ("cluster GPU utilisation", "gpu_utilization", _percent),
+    ("mean queueing delay", "mean_queueing_delay_s", lambda v: f"{v / 3600:.2f} h"),
+    ("median job completion time", "median_jct_s", lambda v: f"{v / 3600:.2f} h"),
+    ("work lost to failures", "lost_work_gpu_h", lambda v: f"{v:,.0f} GPU-h"),
     ("GPUs in job", "gpus_in_job", str),
     ("simulated ranks", "simulated_ranks", str),
     ("host wall time of this run", "wall_time_s", lambda v: f"{v:.2f} s"),
 ]
+
+
+#: jobs listed one per row under the summary of a scenario with `jobs:`
+MAX_JOB_ROWS = 8
 
 
 def summary_table(summary: dict[str, Any], title: str = "summary") -> Table:
@@ -66,9 +77,20 @@ def summary_table(summary: dict[str, Any], title: str = "summary") -> Table:
     t = Table(title=title, show_header=True)
     t.add_column("figure")
     t.add_column("value", justify="right")
+    cluster = "scheduler" in summary  # days of a cluster: goodput is over its jobs, one seed
     for label, key, fmt in SUMMARY_ROWS:
         if key in summary:
-            t.add_row(label, fmt(summary[key]))
+            t.add_row(
+                "goodput (jobs of the cluster)" if cluster and key == "goodput" else label, fmt(summary[key])
+            )
+    jobs = summary.get("jobs", []) if isinstance(summary.get("jobs"), list) else []
+    for job in jobs[:MAX_JOB_ROWS]:
+        t.add_row(
+            f"  job {job['job']}: step alone -> together",
+            f"{_ms(job['step_time_alone_s'])} -> {_ms(job['step_time_s'])} (x{job['slowdown']:.4f})",
+        )
+    if len(jobs) > MAX_JOB_ROWS:
+        t.add_row(f"  ... {len(jobs) - MAX_JOB_ROWS} more jobs", "summary.json")
     for tag, v in summary.get("exposed_comm_by_tag_s", {}).items():
         t.add_row(f"  exposed {tag}", _ms(v))
     for link in summary.get("busiest_links", [])[:3]:

@@ -97,3 +97,26 @@ def test_study_reports_progress_through_its_step_simulations() -> None:
     oracles = study_oracles(study, lambda done, total: calls.append((done, total)))
     assert len({id(o) for o in oracles.values()}) == 1  # both variants share one step spec
     assert calls == [(k, 6) for k in range(1, 7)]  # healthy step, checkpoint write/snapshot/loads, compute
+
+
+def test_run_table_shows_each_job_and_the_cluster_figures() -> None:
+    """A scenario with `jobs:` prints every job's step alone and together; a cluster run its
+    utilisation, queueing and completion times (summary keys of `scenario/multi.py` and
+    `scenario/cluster_level.py`)."""
+    from rich.console import Console
+
+    from simulator.commands.run import summary_table
+
+    def text(summary: dict[str, object]) -> str:
+        console = Console(width=200, record=True, file=io.StringIO())
+        console.print(summary_table(summary))
+        return console.export_text()
+
+    job = {"job": "a", "step_time_alone_s": 0.1, "step_time_s": 0.125, "slowdown": 1.25}
+    out = text({"n_jobs": 2, "max_slowdown": 1.25, "jobs": [job, {**job, "job": "b"}]})
+    assert "job a: step alone -> together" in out and "100.000 ms -> 125.000 ms (x1.2500)" in out
+    assert "job b" in out and "x1.2500" in out
+    cluster = {"scheduler": "fifo", "goodput": 0.9, "gpu_utilization": 0.7, "median_jct_s": 7200.0}
+    out = text(cluster)
+    assert "goodput (jobs of the cluster)" in out and "mean over seeds" not in out
+    assert "70.0%" in out and "2.00 h" in out
