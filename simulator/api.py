@@ -82,12 +82,14 @@ class Result:
 
 
 def _absolute_files(node: Any, base: Path) -> Any:
-    """A copy of a scenario mapping with every `{file: relative}` reference made absolute."""
+    """A copy of a scenario mapping with every `{file: relative}` reference, and the `path` of
+    an imported trace (`{format: ..., path: relative}`), made absolute."""
     if isinstance(node, Mapping):
         out = {k: _absolute_files(v, base) for k, v in node.items()}
-        ref = out.get("file")
-        if isinstance(ref, str) and not Path(ref).is_absolute():
-            out["file"] = str((base / ref).resolve())
+        for key in ("file", "path") if "format" in out else ("file",):
+            ref = out.get(key)
+            if isinstance(ref, str) and not Path(ref).is_absolute():
+                out[key] = str((base / ref).resolve())
         return out
     if isinstance(node, list):
         return [_absolute_files(v, base) for v in node]

@@ -65,3 +65,11 @@ def test_sweep_of_a_mapping_gives_runs_and_summary() -> None:
     assert out.runs["goodput"].between(0, 1).all()
     mean = out.runs.groupby(["interval_min", "policy"], sort=False)["goodput"].mean().to_numpy()
     assert out.summary["goodput_mean"].to_numpy() == pytest.approx(mean, rel=1e-12)
+
+
+def test_a_mapping_importing_a_trace_resolves_its_path_against_base_dir() -> None:
+    """`workload: {format: kineto, path: relative}` is found from `base_dir`, as in a file."""
+    data = yaml.safe_load((ROOT / "scenarios" / "kineto-hta-a100-ddp2.yaml").read_text(encoding="utf-8"))
+    assert data["workload"]["format"] == "kineto" and not Path(data["workload"]["path"]).is_absolute()
+    r = api.run(data, base_dir=ROOT / "scenarios")
+    assert r.summary["step_time_s"] > 0 and r.summary["gpus_in_job"] == 2

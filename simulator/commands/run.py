@@ -68,6 +68,17 @@ SUMMARY_ROWS: list[tuple[str, str, Callable[[Any], str]]] = [
 ]
 
 
+def _label(label: str, key: str, cluster: bool, several_jobs: bool) -> str:
+    """A row's label, worded for a cluster over days or several jobs where it differs."""
+    if cluster and key == "goodput":
+        return "goodput (jobs of the cluster)"
+    if cluster and key == "interruptions":
+        return "interruptions (jobs hit by failures)"
+    if several_jobs and key == "gpus_in_job":
+        return "GPUs in the jobs"
+    return label
+
+
 #: jobs listed one per row under the summary of a scenario with `jobs:`
 MAX_JOB_ROWS = 8
 
@@ -80,9 +91,7 @@ def summary_table(summary: dict[str, Any], title: str = "summary") -> Table:
     cluster = "scheduler" in summary  # days of a cluster: goodput is over its jobs, one seed
     for label, key, fmt in SUMMARY_ROWS:
         if key in summary:
-            t.add_row(
-                "goodput (jobs of the cluster)" if cluster and key == "goodput" else label, fmt(summary[key])
-            )
+            t.add_row(_label(label, key, cluster, "n_jobs" in summary), fmt(summary[key]))
     jobs = summary.get("jobs", []) if isinstance(summary.get("jobs"), list) else []
     for job in jobs[:MAX_JOB_ROWS]:
         t.add_row(
@@ -133,6 +142,12 @@ def _check_file(path: Path) -> str:
         return f"study, {len(study.variants)} variants"
     prep = prepare(path)
     check_output_folder(default_output(prep), prep)
+    if prep.scenario.spec.cluster is not None:
+        spec = prep.scenario.spec.cluster
+        return f"{prep.topology.name}, {len(prep.cluster.gpus)} GPUs, a cluster over days ({spec.scheduler})"
+    if prep.jobs:
+        ops = sum(len(j.program.ops) for j in prep.jobs)
+        return f"{prep.topology.name}, {len(prep.cluster.gpus)} GPUs, {len(prep.jobs)} jobs, {ops} ops"
     return (
         f"{prep.topology.name}, {len(prep.cluster.gpus)} GPUs, "
         f"{len(prep.program.ops)} ops on {len(prep.program.simulated_ranks)} simulated ranks"

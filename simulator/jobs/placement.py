@@ -91,7 +91,7 @@ class ClusterLayout:
 
 
 def _take(order: Sequence[int], free: np.ndarray, n_gpus: int) -> list[tuple[int, int]] | None:
-    """Take GPUs from servers in `order`: whole free servers first, then partly free ones."""
+    """Take GPUs from the servers in `order`, each as far as it has free GPUs."""
     full = [i for i in order if free[i] > 0]
     need = n_gpus
     out: list[tuple[int, int]] = []
@@ -102,6 +102,26 @@ def _take(order: Sequence[int], free: np.ndarray, n_gpus: int) -> list[tuple[int
         out.append((i, k))
         need -= k
     return out if need <= 0 else None
+
+
+def _packed(layout: ClusterLayout, free: np.ndarray, n_gpus: int) -> list[tuple[int, int]] | None:
+    """Whole free servers for the whole-server part of the job, the rest on the partly free
+    server it fills best (fewest free GPUs that still hold it), in server order; when there
+    are not enough whole servers, servers in order as far as each has free GPUs."""
+    size = layout.gpus_per_server
+    whole = [int(i) for i in np.flatnonzero(free == size)]
+    per_server = int(size.max()) if len(size) else 0
+    n_whole, rest = divmod(n_gpus, per_server) if per_server else (0, n_gpus)
+    if len(whole) < n_whole:
+        return _take(range(len(free)), free, n_gpus)
+    out = [(i, int(size[i])) for i in whole[:n_whole]]
+    if rest:
+        used = {i for i, _ in out}
+        fits = [i for i in range(len(free)) if i not in used and free[i] >= rest]
+        if not fits:
+            return _take(range(len(free)), free, n_gpus)
+        out.append((min(fits, key=lambda i: (int(free[i]), i)), rest))
+    return sorted(out)
 
 
 def _leaf_aligned(layout: ClusterLayout, free: np.ndarray, n_gpus: int) -> list[int]:
@@ -145,8 +165,9 @@ def place_counts(
         return None
     n_servers = len(layout.servers)
     if policy == "packed":
-        order: Sequence[int] = range(n_servers)
-    elif policy == "leaf_aligned":
+        return _packed(layout, free, n_gpus)
+    order: Sequence[int]
+    if policy == "leaf_aligned":
         order = _leaf_aligned(layout, free, n_gpus)
     elif policy == "spread":
         order = _spread(layout, free)

@@ -73,6 +73,18 @@ def _number(text: str, path: Path, line: int, col: str, kind: type) -> float:
     return v
 
 
+def _priority(text: str, path: Path, line: int) -> int:
+    """The optional priority column: an integer (negative allowed), 0 when empty."""
+    if not text:
+        return 0
+    try:
+        return int(text)
+    except ValueError:
+        raise InputError(
+            f"expected an integer, found {text!r}", file=path, line=line, field="priority"
+        ) from None
+
+
 def _row(rec: dict[str, str], path: Path, line: int) -> JobRow:
     for col in REQUIRED:
         if not (rec.get(col) or "").strip():
@@ -110,7 +122,7 @@ def _row(rec: dict[str, str], path: Path, line: int) -> JobRow:
         duration_s=_number(dur, path, line, "duration_h", float) * H_S if dur else None,
         steps=int(_number(steps, path, line, "steps", int)) if steps else None,
         model=model_path,
-        priority=int(pri) if pri.lstrip("-").isdigit() else 0,
+        priority=_priority(pri, path, line),
         line=line,
     )
 
@@ -133,8 +145,10 @@ def read_job_trace(path: str | Path) -> list[JobRow]:
     ]
     if not numbered:
         raise InputError("the job trace is empty", file=path)
-    reader = csv.DictReader(io.StringIO("\n".join(ln for _, ln in numbered)))
-    header = reader.fieldnames or []
+    # one record per line: a quoted field holding a line break is refused below, so every
+    # error names the line it is on
+    records = [(line, next(csv.reader([ln]), [])) for line, ln in numbered]
+    header = [c.strip() for c in records[0][1]]
     unknown = [c for c in header if c not in COLUMNS]
     if unknown:
         raise InputError(
@@ -143,10 +157,19 @@ def read_job_trace(path: str | Path) -> list[JobRow]:
     missing = [c for c in REQUIRED if c not in header]
     if missing:
         raise InputError(f"missing column {missing[0]!r}", file=path, line=numbered[0][0])
+    if len(records) == 1:
+        raise InputError("the job trace has a header and no jobs", file=path, line=numbered[0][0])
     rows: list[JobRow] = []
     seen: set[str] = set()
-    for (line, _), rec in zip(numbered[1:], reader, strict=True):
-        row = _row(rec, path, line)
+    for line, fields in records[1:]:
+        if len(fields) != len(header):
+            raise InputError(
+                f"expected {len(header)} fields (one per header column), found {len(fields)}"
+                " (a field may not hold a line break)",
+                file=path,
+                line=line,
+            )
+        row = _row(dict(zip(header, fields, strict=True)), path, line)
         if row.name in seen:
             raise InputError(f"job name {row.name!r} is given twice", file=path, line=line, field="job")
         seen.add(row.name)

@@ -34,8 +34,17 @@ from simulator.scenario.job import job_shape
 from simulator.scenario.job_place import PreparedJob, job_program
 from simulator.scenario.multi import alone_step_s
 from simulator.scenario.prepare import PreparedRun, run_identity
-from simulator.scenario.spec import JobSpec
+from simulator.scenario.spec import JobSpec, check_name
 from simulator.workload.program import StepProgram
+
+
+def _usable_name(name: str) -> bool:
+    """Whether a job trace's name is also a valid scenario job name (`check_name`)."""
+    try:
+        check_name(name)
+    except ValueError:
+        return False
+    return True
 
 
 def cluster_jobs(prep: PreparedRun, seed: int) -> list[JobRow]:
@@ -83,13 +92,14 @@ def _step_time_s(prep: PreparedRun, row: JobRow, seed: int, cache: dict[tuple[st
     if key not in cache:
         layout = ClusterLayout.of(prep.cluster.graph)
         gpus = place(layout, "packed", row.gpus, set()) or []
-        spec = JobSpec(name="priced", workload=FileRef(file=str(row.model)), gpus=row.gpus)
+        name = row.name if _usable_name(row.name) else "job"
+        spec = JobSpec(name=name, workload=FileRef(file=str(row.model)), gpus=row.gpus)
         job = PreparedJob(0, spec, row.model, gpus, StepProgram("", [], []), 1)
         try:
             job.program = job_program(prep.scenario, job, prep.topology, prep.cluster)
         except InputError as exc:
             raise InputError(
-                f"the model of job {row.name!r}: {exc}",
+                f"the model of job {row.name!r}: {exc.message}",
                 file=prep.scenario.workload_path,
                 line=row.line,
                 field="model",
@@ -164,7 +174,11 @@ def run_cluster(prep: PreparedRun, seed: int) -> tuple[dict[str, pd.DataFrame], 
         "failures": len(failures),
         "interruptions": int(table["restarts"].sum()),
         "gpu_utilization": run.utilization(),
-        "mean_queueing_delay_s": float(table["queueing_delay_s"].mean()),
+        # a job that never started waited at least to the end of the run (a lower bound)
+        "mean_queueing_delay_s": float(
+            table["queueing_delay_s"].fillna(rel.duration_s - table["submit_s"]).mean()
+        ),
+        "jobs_never_started": int(table["queueing_delay_s"].isna().sum()),
         "mean_jct_s": float(done["jct_s"].mean()) if len(done) else math.nan,
         "median_jct_s": float(done["jct_s"].median()) if len(done) else math.nan,
         "goodput": float(table["work_done_s"].sum() / table["allocated_s"].sum())

@@ -160,6 +160,12 @@ def prepare_scenario(scenario: Scenario, topology_doc: Document | None = None) -
                         line=row.line,
                         field="gpus",
                     )
+        synthetic = scenario.spec.cluster.synthetic
+        if synthetic is not None and max(synthetic.sizes) > len(cluster.gpus):
+            raise scenario.error(
+                f"a job of {max(synthetic.sizes)} GPUs may be drawn and the cluster has {len(cluster.gpus)}",
+                ("cluster", "synthetic", "sizes", synthetic.sizes.index(max(synthetic.sizes))),
+            )
     else:
         program = jobs[0].program if jobs else load_workload(scenario, topology, cluster)
     tuning, compute_cal, sources = load_calibration(scenario.calibration_paths)

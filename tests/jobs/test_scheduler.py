@@ -89,11 +89,17 @@ def test_without_spares_a_job_waits_for_the_repair() -> None:
 
 
 def test_leaf_aligned_keeps_a_job_under_one_leaf_group() -> None:
-    """Four servers in two leaf groups, n0 half used: packed takes n0's rest and n1 (one group
-    but split across a half-used server), leaf_aligned the empty group (n2, n3)."""
+    """Four servers in two leaf groups, n0 half used: packed takes two whole free servers (n1,
+    n2: across both groups), leaf_aligned the empty group (n2, n3); packed puts a remainder on
+    the partly free server it fills best (4 GPUs on n0)."""
     layout = _layout(4, 2)
     free = np.array([4, 8, 8, 8])
-    assert place_counts(layout, "packed", 16, free) == [(0, 4), (1, 8), (2, 4)]
+    assert place_counts(layout, "packed", 16, free) == [(1, 8), (2, 8)]
+    assert place_counts(layout, "packed", 4, free) == [(0, 4)]
+    assert place_counts(layout, "packed", 12, free) == [(0, 4), (1, 8)]
+    assert place_counts(layout, "packed", 6, np.array([8, 7, 6, 8])) == [(2, 6)]
+    # not enough whole servers: servers in order, as far as each has free GPUs
+    assert place_counts(layout, "packed", 24, np.array([4, 8, 8, 6])) == [(0, 4), (1, 8), (2, 8), (3, 4)]
     assert place_counts(layout, "leaf_aligned", 16, free) == [(2, 8), (3, 8)]
     assert place_counts(layout, "spread", 16, np.array([8, 8, 8, 8])) == [(0, 8), (2, 8)]
     assert place_counts(layout, "packed", 40, free) is None

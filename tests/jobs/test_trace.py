@@ -50,6 +50,31 @@ def test_a_duplicate_name_and_an_unknown_column_are_errors(tmp_path: Path) -> No
         read_job_trace(p)
 
 
+@pytest.mark.parametrize(
+    ("body", "expected"),
+    [
+        ("", "jobs.csv:1: the job trace has a header and no jobs"),
+        ('"a\nb",0,8,1,,,0\n', "jobs.csv:2: expected 7 fields"),
+        ("a,0,8,1,,,0,extra\n", "jobs.csv:2: expected 7 fields (one per header column), found 8"),
+        ("a,0,8,1,,,high\n", "jobs.csv:2: priority: expected an integer, found 'high'"),
+        ("a,0,8,1,,,2.5\n", "jobs.csv:2: priority: expected an integer, found '2.5'"),
+    ],
+)
+def test_no_jobs_stray_fields_and_a_bad_priority_are_errors(tmp_path: Path, body: str, expected: str) -> None:
+    p = tmp_path / "jobs.csv"
+    p.write_text(HEADER + body)
+    with pytest.raises(InputError) as exc:
+        read_job_trace(p)
+    assert expected in str(exc.value) and "\n" not in str(exc.value)
+
+
+def test_a_negative_priority_reads(tmp_path: Path) -> None:
+    """Priority is any integer (higher runs first), so -1 is a valid value."""
+    p = tmp_path / "jobs.csv"
+    p.write_text(HEADER + "a,0,8,1,,,-1\n")
+    assert read_job_trace(p)[0].priority == -1
+
+
 def test_synthetic_jobs_are_seeded_and_round_trip(tmp_path: Path) -> None:
     a = synthetic_jobs(50, 3, mean_interarrival_h=1.0, median_duration_h=4.0)
     assert a == synthetic_jobs(50, 3, mean_interarrival_h=1.0, median_duration_h=4.0)

@@ -43,3 +43,41 @@ def test_a_job_bigger_than_the_cluster_is_an_error(tmp_path: Path) -> None:
     with pytest.raises(InputError) as exc:
         prepare(sc)
     assert str(exc.value) == f"{trace}:3: gpus: job 'huge' asks for 4096 GPUs and the cluster has 128"
+
+
+def test_a_job_that_never_starts_counts_its_wait_to_the_end_of_the_run(tmp_path: Path) -> None:
+    """Hand-worked: FIFO, no failures, 1 day on 128 GPUs. `big` (128 GPUs, 48 h) starts at 0
+    and holds every GPU to the end; `small` (submitted at 1 h) never starts. Its wait is at
+    least 24 h - 1 h = 23 h, so the mean queueing delay is (0 + 23) / 2 = 11.5 h."""
+    trace = tmp_path / "jobs.csv"
+    trace.write_text("job,submit_h,gpus,duration_h\nbig,0,128,48\nsmall,1,8,1\n")
+    sc = tmp_path / "c.yaml"
+    sc.write_text(
+        "name: starve\n"
+        f"topology: {{file: {ROOT}/topologies/h100-rail-clos-16n-4to1.yaml}}\n"
+        f"cluster: {{trace: {{file: {trace}}}, scheduler: fifo}}\n"
+        "policy: {kind: checkpoint_restart, interval: daly}\n"
+        "reliability: {duration_days: 1}\n"
+    )
+    summary = execute(prepare(sc)).summary
+    assert summary["jobs_never_started"] == 1 and summary["jobs_finished"] == 0
+    assert summary["mean_queueing_delay_s"] == pytest.approx(11.5 * 3600, rel=1e-12)
+    assert summary["gpu_utilization"] == pytest.approx(1.0, rel=1e-12)
+
+
+def test_synthetic_sizes_bigger_than_the_cluster_are_an_error_before_any_draw(tmp_path: Path) -> None:
+    sc = tmp_path / "c.yaml"
+    sc.write_text(
+        "name: big-draws\n"
+        f"topology: {{file: {ROOT}/topologies/h100-rail-clos-16n-4to1.yaml}}\n"
+        "cluster:\n"
+        "  synthetic: {count: 5, mean_interarrival_h: 1, median_duration_h: 2,\n"
+        "              sizes: [8, 256], weights: [1.0, 0.0]}\n"
+        "policy: {kind: checkpoint_restart, interval: daly}\n"
+        "reliability: {duration_days: 1}\n"
+    )
+    with pytest.raises(InputError) as exc:
+        prepare(sc)
+    assert str(exc.value) == (
+        f"{sc}:5: cluster.synthetic.sizes.1: a job of 256 GPUs may be drawn and the cluster has 128"
+    )

@@ -10,6 +10,8 @@ from pathlib import Path
 import pytest
 
 from simulator.metrics.store import read_frames
+from simulator.scenario.execute import execute
+from simulator.scenario.prepare import prepare
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "metrics.md"
 
@@ -50,6 +52,18 @@ def test_every_column_and_summary_key_is_in_the_glossary(run: str, request: pyte
     folder = request.getfixturevalue(run)
     keys = _keys(folder)
     assert len(keys) > 60  # frames and summary were read
+    assert _missing(keys) == []
+
+
+@pytest.mark.parametrize("scenario", ["two-dp-jobs-spread.yaml", "cluster-example.yaml"])
+def test_every_column_and_key_of_a_jobs_or_cluster_run_is_in_the_glossary(
+    scenario: str, tmp_path: Path
+) -> None:
+    """The frames and summary of a scenario with `jobs:` and one with `cluster:` (about 1 s)."""
+    path = Path(__file__).resolve().parents[2] / "scenarios" / "jobs" / scenario
+    execute(prepare(path)).write(tmp_path, dashboard=False)
+    keys = _keys(tmp_path)
+    assert len(keys) > 30  # frames and summary were read
     assert _missing(keys) == []
 
 

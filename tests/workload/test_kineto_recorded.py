@@ -3,7 +3,10 @@
 Source of the check: the recorded GPU step time of ProfilerStep#5 in
 workloads/traces/kineto/hta-a100-ddp2/rank0.json.gz (first kernel start to last kernel end,
 213.533 ms), a trace of Holistic Trace Analysis's test data (sources.md beside it). The
-tolerance is the issue's bar. The step is host-bound: its kernels are busy ~51 of 214 ms.
+issue's bar is 10%; the step is host-bound (its kernels are busy ~51 of 214 ms), so the
+measured launch delays carry most of the step and the check is asserted much tighter: 0.5%
+(about 1 ms) is what the re-simulated all-reduces may add or remove before the test fails
+(they are exposed for ~0.26 ms today), so a change of the communication model shows.
 """
 
 from __future__ import annotations
@@ -33,7 +36,7 @@ def _step_s(prep) -> float:
 def test_real_step_resimulated_on_its_host_matches_the_recorded_time():
     prep = prepare(ROOT / "scenarios/kineto-hta-a100-ddp2.yaml")
     assert prep.program.meta["recorded_step_s"] == pytest.approx(RECORDED_S, rel=1e-12)
-    assert _step_s(prep) == pytest.approx(RECORDED_S, rel=0.10)
+    assert _step_s(prep) == pytest.approx(RECORDED_S, rel=0.005)
 
 
 @pytest.mark.slow
