@@ -11,7 +11,10 @@ run that catalog scenario instead (its layout must equal the row's; the fast tes
 Two columns carry framework behaviour into the layout: `attention` (the kernel of the
 run's time: `unfused`, `flash2` or the GPU's best) and `main_grads` (gradients in the
 weights' dtype, fp32 main gradients with fused accumulation, or fp32 accumulated by a
-separate kernel; `docs/fidelity.md`).
+separate kernel; `docs/fidelity.md`). A third, `param_gather`, says whether the ZeRO-1/2
+all-gather of the updated weights ends the step (`after_optimizer`) or is prefetched under
+the next step's forward (`prefetched`: `overlap_param_gather`, only where the source says
+so, e.g. MegaScale §3.2).
 
 Fit and held-out rows are kept apart: rows marked `fit` may be used to fit global
 constants (one per GPU and compute dtype, never one per row); `held_out` rows are only checked;
@@ -69,11 +72,14 @@ SPLITS = ("fit", "held_out", "extra")
 METRICS = ("mfu", "model_tflops_per_gpu", "hw_tflops_per_gpu", "tokens_per_s_per_gpu")
 #: `main_grads` column -> the layout's (main_grads, grad_accumulation_fusion).
 MAIN_GRADS = {"model": ("model", True), "fp32": ("fp32", True), "fp32_unfused": ("fp32", False)}
+#: `param_gather` column -> the layout's overlap_param_gather.
+PARAM_GATHER = {"after_optimizer": False, "prefetched": True}
 LAYOUT_INT = ("tp", "pp", "dp", "cp", "ep", "mbs", "gbs", "zero")
 REQUIRED = (
     *("id", "split", "source", "reference", "model", "dtype", "seq_len", "gpu", "gpus", "topology"),
     *("tp", "pp", "vp", "dp", "cp", "ep", "sp", "mbs", "gbs", "schedule"),
     *("first_stage_layers", "last_stage_layers", "recompute", "zero", "attention", "main_grads"),
+    "param_gather",
     "metric",
     *("published", "layout_basis", "scenario", "needs", "heavy", "notes"),
 )
@@ -144,6 +150,9 @@ def load_rows(path: Path = DATA) -> list[dict[str, str]]:
                 raise RowError(f"{where}: {col}: must be positive")
         if row["main_grads"] not in MAIN_GRADS:
             raise RowError(f"{where}: main_grads: {row['main_grads']!r} is not one of {tuple(MAIN_GRADS)}")
+        if row["param_gather"] not in PARAM_GATHER:
+            choices = tuple(PARAM_GATHER)
+            raise RowError(f"{where}: param_gather: {row['param_gather']!r} is not one of {choices}")
         for col in ("sp", "heavy"):
             if row[col] not in ("true", "false"):
                 raise RowError(f"{where}: {col}: {row[col]!r} is not true or false")
@@ -170,6 +179,7 @@ def layout_of(row: dict[str, str]) -> dict[str, Any]:
         "attention": attention_of(row),
         "main_grads": MAIN_GRADS[row["main_grads"]][0],
         "grad_accumulation_fusion": MAIN_GRADS[row["main_grads"]][1],
+        "overlap_param_gather": PARAM_GATHER[row["param_gather"]],
     }
     if int(row["vp"]) > 1:
         layout["virtual_stages"] = int(row["vp"])

@@ -94,6 +94,8 @@ class StageState:
         prev_first: rank -> first compute op of the items run last (ZeRO-3 prefetch point:
             a prefetched gather starts with the previous layer's compute).
         pos: the next completion position.
+        param_gather: (rank, layer index or "emb" / "out") -> the prefetched weight
+            all-gathers its first forward waits for (`overlap_param_gather`; consumed there).
     """
 
     last_bwd: dict[tuple[int, int], tuple[int, str]] = field(default_factory=dict)
@@ -101,6 +103,7 @@ class StageState:
     last_compute: dict[int, str] = field(default_factory=dict)
     prev_first: dict[int, str] = field(default_factory=dict)
     pos: int = 0
+    param_gather: dict[tuple[int, int | str], tuple[str, ...]] = field(default_factory=dict)
 
 
 class OpEmitter:

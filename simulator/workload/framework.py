@@ -7,7 +7,12 @@ one models):
       size and prefetch depth, the gradient reduce-scatter bucket size and a per-call
       software overhead. Defaults are DeepSpeed's (`stage3_prefetch_bucket_size` 5e7 and
       `reduce_bucket_size` 5e8 elements, here in bf16 bytes; one bucket prefetched);
-    * data-parallel gradient buckets and their overlap with the backward pass;
+    * data-parallel gradient buckets and their overlap with the backward pass, and (ZeRO-1/2)
+      whether the updated weights' all-gather ends the step or is prefetched under the next
+      step's forward (Megatron-LM `--overlap-param-gather`; MegaScale, Jiang et al. NSDI'24
+      §3.2: the all-gather of the next iteration's parameters runs during the first
+      micro-batches' forward, the reduce-scatter of the last micro-batch's backward
+      overlaps it);
     * the gradients' precision: in the model's dtype, or fp32 main gradients accumulated
       over the micro-batches and reduced over data parallelism in fp32 (Megatron-LM forces
       this for bf16 training, `--accumulate-allreduce-grads-in-fp32`, in
@@ -70,6 +75,14 @@ class FrameworkSettings(Spec):
     )
     overlap_grad_reduce: bool = Field(
         True, description="Overlap data-parallel gradient reduction with the backward pass."
+    )
+    overlap_param_gather: bool = Field(
+        False,
+        description="ZeRO-1/2: the all-gather of the updated weights is prefetched under the "
+        "next step's forward, bucket by bucket in the order the forward uses them, each "
+        "layer's first forward waiting for its bucket (Megatron-LM --overlap-param-gather; "
+        "MegaScale §3.2); false: it follows the optimizer and ends the step. Ignored for "
+        "ZeRO-0 (nothing to gather) and ZeRO-3 (gathers are per layer).",
     )
     main_grads: Literal["model", "fp32"] = Field(
         "model",

@@ -53,7 +53,7 @@ from simulator.workload.flops import (
     pp_send_bytes,
     step_flops,
 )
-from simulator.workload.gradients import emit_gradient_sync
+from simulator.workload.gradients import emit_gradient_sync, emit_param_prefetch
 from simulator.workload.layout import LayoutSpec, check_layout, stage_layer_counts
 from simulator.workload.memory import check_memory
 from simulator.workload.model import ModelSpec, load_model
@@ -162,6 +162,7 @@ def emit_stage(em: OpEmitter, s: int, schedule: list[Task]) -> StageState:
     ranks = em.ranks.stage_ranks[s]
     layers_of = chunk_layers(em.model, L, s)  # uneven first/last stages hold fewer layers
     st = StageState()
+    emit_param_prefetch(em, s, st)  # overlap_param_gather: the weights' all-gather first
     last_vs = p * v - 1
     for phase, mb, c in schedule:
         vs = c * p + s
@@ -194,10 +195,13 @@ def _emit_forward(
     model, L = em.model, em.layout
     base = f"F{mb}v{vs}"
     if vs == 0:
+        deps = _await_params(ranks, "emb", deps, st)
         deps = em.run_items(ranks, embedding_program(model, L, "fwd"), "fwd", base + ".emb", deps, st)
     for i in layers:
+        deps = _await_params(ranks, i, deps, st)
         deps = em.run_items(ranks, em.layer_items(i, "fwd"), "fwd", f"{base}.L{i}", deps, st)
     if vs == L.pp * L.virtual_stages - 1:
+        deps = _await_params(ranks, "out", deps, st)
         deps = em.run_items(ranks, output_program(model, L, "fwd"), "fwd", base + ".out", deps, st)
         deps = em.run_items(ranks, output_program(model, L, "bwd"), "bwd", base + ".outb", deps, st)
         for r in ranks:
@@ -205,6 +209,16 @@ def _emit_forward(
         st.pos += 1
     else:
         _send(em, ranks, "F", mb, vs, (vs + 1) % L.pp, st, deps)
+
+
+def _await_params(
+    ranks: list[int], name: int | str, deps: dict[int, tuple[str, ...]], st: StageState
+) -> dict[int, tuple[str, ...]]:
+    """`deps` plus the prefetched weight all-gathers of layer (or end) `name`, which only
+    its first forward waits for (`overlap_param_gather`; `gradients.emit_param_prefetch`)."""
+    if not st.param_gather:
+        return deps
+    return {r: (*deps.get(r, ()), *st.param_gather.pop((r, name), ())) for r in ranks}
 
 
 def _emit_backward(

@@ -10,12 +10,21 @@ Models what follows the last backward of a step on the simulated ranks of a stag
     * All-reduce (ZeRO 0) or reduce-scatter then, after the optimizer, all-gather of the
       updated weights (ZeRO 1/2; ZeRO 3: embedding and output weights only, the layers'
       gathers and reduce-scatters are per layer, see `emit`).
+    * With `overlap_param_gather` (ZeRO 1/2) that all-gather belongs to the next step: one
+      step in steady state starts with the all-gather of the previous optimizer's weights,
+      in buckets (same element count as the gradient buckets) in the order the forward
+      first uses their layers, on the dp stream, and each layer's first forward waits for
+      its bucket (`emit_param_prefetch`; Megatron-LM `--overlap-param-gather`, MegaScale
+      §3.2). Nothing follows the optimizer.
     * The optimizer step is a memory-bound compute op (mixed-precision Adam, 28 bytes read
       and written per local parameter) after the reduction.
 
-Simplifies: tied-embedding gradient sync between the first and last stage is not modeled;
-ZeRO-3 embedding/output weights are gathered after the optimizer (as ZeRO-1/2 do) rather
-than before the forward; the optimizer's FLOPs are a fixed count per parameter.
+Simplifies: the prefetched buckets are all issued at the step's start and run one after
+another on the dp stream (Megatron issues the next bucket from the current one's forward
+hook; with one stream the order and overlap are the same); tied-embedding gradient sync
+between the first and last stage is not modeled; ZeRO-3 embedding/output weights are
+gathered after the optimizer (as ZeRO-1/2 do) rather than before the forward; the
+optimizer's FLOPs are a fixed count per parameter.
 """
 
 from __future__ import annotations
@@ -26,6 +35,7 @@ from simulator.workload.emit import OpEmitter, StageState
 from simulator.workload.layout import end_rank_params, layer_rank_params, stage_layers, stage_rank_params
 from simulator.workload.placement import CollectiveGroup
 from simulator.workload.program import COMPUTE_STREAM, Op
+from simulator.workload.schedule import chunk_layers
 
 #: Mixed-precision Adam bytes read + written per local parameter in the optimizer step:
 #: fp32 master weight, momentum, variance read and written (24), bf16 gradient read (2),
@@ -67,8 +77,76 @@ def emit_gradient_sync(em: OpEmitter, stage: int, st: StageState) -> None:
     last_ops = {r: st.last_compute[r] for r in ranks}
     gathers = _reduce_gradients(em, stage, ready, last_ops)
     optimizer_ops = _optimizer_step(em, stage)
-    if em.layout.zero_stage >= 1:
+    if em.layout.zero_stage >= 1 and not prefetches_params(em):
         _gather_weights(em, stage, gathers, optimizer_ops)
+
+
+def prefetches_params(em: OpEmitter) -> bool:
+    """Whether the weights' all-gather is prefetched under the forward (ZeRO 1/2 only)."""
+    return em.layout.overlap_param_gather and em.layout.zero_stage in (1, 2)
+
+
+def _end_parts(em: OpEmitter, stage: int) -> dict[str, float]:
+    """Dense parameters of one rank of `stage` outside its layers: "emb" (input embedding
+    and positions, first stage) and "out" (final norm, output projection, tied copy)."""
+    ends = end_rank_params(em.model, em.layout, stage)
+    emb = em.model.embedding_params()
+    first_part = (emb["input"] / em.layout.tp + emb["position"]) if stage == 0 else 0.0
+    return {"emb": first_part, "out": ends.dense - first_part}
+
+
+def emit_param_prefetch(em: OpEmitter, stage: int, st: StageState) -> None:
+    """`overlap_param_gather`: emit the all-gather of the stage's weights at the step's
+    start, in buckets in forward order, and record in `st.param_gather` which gather each
+    layer's (and the embedding's / output's) first forward waits for. No-op otherwise.
+    """
+    if not prefetches_params(em):
+        return
+    L, model = em.layout, em.model
+    ends = _end_parts(em, stage)
+    order: list[tuple[int | str, float, float]] = [("emb", ends["emb"], 0.0)]
+    for layers in chunk_layers(model, L, stage).values():
+        for i in layers:
+            w = layer_rank_params(model, L, i)
+            order.append((i, w.dense, w.expert))
+    order.append(("out", ends["out"], 0.0))
+    grad_bytes = L.grad_element_bytes(model.element_bytes)
+    sizes = {"dp_cp": L.dp * L.cp, "edp": L.edp * L.cp}
+    ranks = em.ranks.stage_ranks[stage]
+    for g, group_kind in enumerate(("dp_cp", "edp")):
+        if sizes[group_kind] <= 1:
+            continue
+        insts = em.ranks.groups_of(group_kind)
+        pending: list[int | str] = []
+        params = 0.0
+        for k, (name, *counts) in enumerate(order):
+            if counts[g] > 0:
+                pending.append(name)
+                params += counts[g]
+            if pending and (params * grad_bytes >= L.grad_bucket_bytes or k == len(order) - 1):
+                _prefetch_bucket(em, ranks, insts, group_kind, params * model.element_bytes, pending, st)
+                pending, params = [], 0.0
+
+
+def _prefetch_bucket(
+    em: OpEmitter,
+    ranks: list[int],
+    insts: dict[int, CollectiveGroup],
+    group_kind: str,
+    size_bytes: float,
+    names: list[int | str],
+    st: StageState,
+) -> None:
+    """One prefetched weight all-gather per collective instance; `names` wait for it."""
+    seen: dict[int, str] = {}
+    for r in ranks:
+        inst = insts[r]
+        if id(inst) not in seen:
+            base = f"param_prefetch_{group_kind}[{names[0]}..{names[-1]}]"
+            seen[id(inst)] = em.collective(inst, "all_gather", size_bytes, (), "dp", "dp", base)
+        for name in names:
+            key = (r, name)
+            st.param_gather[key] = (*st.param_gather.get(key, ()), seen[id(inst)])
 
 
 def _ready_gradients(em: OpEmitter, stage: int, st: StageState) -> list[_ReadyGradients]:
@@ -83,11 +161,7 @@ def _ready_gradients(em: OpEmitter, stage: int, st: StageState) -> list[_ReadyGr
             w = layer_rank_params(model, L, i)
             ops = {r: st.last_bwd[(r, i)][1] for r in ranks}
             ready.append(_ReadyGradients(pos, f"L{i}", w.dense, w.expert, ops))
-    ends = end_rank_params(model, L, stage)
-    emb = model.embedding_params()
-    first_part = (emb["input"] / L.tp + emb["position"]) if stage == 0 else 0.0
-    end_parts = {"emb": first_part, "out": ends.dense - first_part}
-    for kind, n in end_parts.items():
+    for kind, n in _end_parts(em, stage).items():
         if n > 0 and (r0, kind) in st.end_bwd:
             pos, _ = st.end_bwd[(r0, kind)]
             ready.append(_ReadyGradients(pos, kind, n, 0.0, {r: st.end_bwd[(r, kind)][1] for r in ranks}))

@@ -56,6 +56,7 @@ COMPARED = (
     "attention",
     "main_grads",
     "grad_accumulation_fusion",
+    "overlap_param_gather",
 )
 
 
@@ -144,6 +145,11 @@ def test_attention_column_picks_the_kernel() -> None:
     assert SV.layout_of(by_id["megascale-175b-12k"])["attention"] == "flash2"
     assert SV.layout_of(by_id["llama3-405b-16k"])["attention"] == "flash2"
     assert SV.layout_of(by_id["nemo-llama3-8b-8"])["attention"] == "auto"
+
+
+def test_param_gather_prefetch_only_where_the_source_states_it() -> None:
+    prefetched = {r["id"] for r in ROWS if SV.layout_of(r)["overlap_param_gather"]}
+    assert prefetched == {"megascale-175b-12k"}  # MegaScale §3.2
 
 
 def test_fit_scales_only_the_compute_dtypes_gemm_fraction() -> None:
