@@ -241,25 +241,24 @@ LIMITS = [
     "runs differ by 2x at 128 MiB) cannot both be met by one set of physical parameters.",
     "- Tables of one collective predict another only through the shared parameters: the "
     "A3 Mega all-reduce is predicted from all-gather runs and one-node all-reduce.",
-    "- Cloud networks (EFA on p4de and p5, GPUDirect-TCPX/TCPXO on A3): the measured time "
-    "exceeds the model's latency + size / bandwidth by an amount that grows from 50-150 us at "
-    "1 MiB to 300-800 us at 16-64 MiB and then stays flat (p5 and p4de all-reduce, A3 Mega "
-    "all-reduce). That is the shape of a pipeline fill (a chunk crossing the pipeline's depth "
-    "before the steady state, with the library's chunk growing with the size), not of a "
-    "per-message or per-chunk overhead, which adds a constant at small sizes and a "
-    "bandwidth loss at large ones. NCCL's tree chunk rule (`calcCollChunking`: 512 KiB "
-    "halved while fewer than 8 x depth chunks per channel) gives the right order for the "
-    "tree but not for NVLSTree (128 KiB chunks, depth 2-4); the fill is not modelled. AWS's "
-    "EFA plugin ships a tuner that overrides NCCL's choice on p5 (tree/LL128 up to 30 MiB, "
-    "then NVLSTree at 16 ranks: aws/aws-ofi-nccl `src/tuner/nccl_ofi_regions.cpp`), but "
-    "releases skip it at two nodes or fewer, so the two-node samples run NCCL's own choice.",
+    "- Pipeline fill: the model times a tree / Simple, NVLS or NVLSTree all-reduce as NCCL "
+    "pipelines it, `(depth - 1)` chunk times more than latency + size / bandwidth, with the "
+    "chunk from NCCL's `calcCollChunking` (`simulator.network.selection`). That accounts for "
+    "the excess of 50-150 us at 1 MiB growing to 300-800 us at 16-64 MiB on the p5 and p4de "
+    "all-reduce and the one-node NVLS runs. The A3 Mega (TCPXO) all-reduce still takes 1.4-3x "
+    "the model's time from 2 to 128 MiB, several times the modelled fill (a per-chunk cost of "
+    "the transport is not modelled), and the second p5 run (`eks-excerpt`) is 1.4-2.2x "
+    "slower than the first from 64 MiB to 1 GiB. AWS's EFA "
+    "plugin ships a tuner that overrides NCCL's choice on p5 (tree/LL128 up to 30 MiB, then "
+    "NVLSTree at 16 ranks: aws/aws-ofi-nccl `src/tuner/nccl_ofi_regions.cpp`), but releases "
+    "skip it at two nodes or fewer, so the two-node samples run NCCL's own choice.",
     "- AWS's EFA plugin reports an internode latency to NCCL (75 us on p4d and p5 in recent "
     "releases, 35 us on p5en, 150 us before; aws/aws-ofi-nccl `src/platform-aws`), which NCCL "
-    "adds to its network step latency when it chooses the algorithm; the plugin's comment "
-    "says the value makes NCCL's choices better, not that a step takes that long. The model "
-    "uses one latency both to choose and to time a collective, so it cannot carry that "
-    "figure without slowing small messages threefold; choosing with the plugin's figure and "
-    "timing with the physical one is not modelled.",
+    "adds to its network step latency when it chooses the algorithm. The model chooses on "
+    "the library's estimate (`Choice.select_s`) apart from the time it runs, but does not "
+    "carry the plugin's figure: on two nodes every algorithm NCCL prices crosses the network "
+    "twice in its estimate (ring 2 (nodes - 1), tree and NVLSTree 2 log2(nodes)), so the "
+    "figure shifts every estimate alike and changes no choice on the two-node samples.",
     "- The A3 High (TCPX) all-gather takes about 1 ms from 1 MiB to 32 MiB in one run and its "
     "two runs differ by 1.4x at 512 MiB; no published figure of the transport explains it.",
     "- The Azure MI300X VF run drives 8 GPUs from one process (`nGpus 8`): its 1-8 MiB "

@@ -92,6 +92,12 @@ NCCL_PER_CH_TREE_GBYTE_PER_S = {
 }
 NCCL_PER_CH_NVLS_TREE_GBYTE_PER_S = {"hopper": (0.0, 57.7, 45.5), "blackwell": (0.0, 96.0, 80.0)}
 NCCL_NVLS_EFFICIENCY = {"hopper": 0.85, "blackwell": 0.74}
+# NVLS chunk (NCCL_NVLS_CHUNKSIZE default, 128 KiB: NVIDIA/nccl src/transport/nvls.cc), which
+# `calcCollChunking` (src/enqueue.cc) shrinks for small messages
+NVLS_CHUNK_BYTES = 131072
+# tree / Simple chunk before `calcCollChunking` shrinks it: the Simple buffer (NCCL_BUFFSIZE,
+# 4 MiB) over NCCL_STEPS (8) slots, one step per chunk for the tree (src/enqueue.cc 2.18-2.21)
+TREE_CHUNK_BYTES = 524288
 # protocol bandwidth factors (fraction of the algorithm's link bandwidth)
 NCCL_RING_FACTOR = {"ll": 0.5, "ll128": 0.92, "simple": 1.0}
 NCCL_TREE_FACTOR = {

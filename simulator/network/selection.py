@@ -38,6 +38,25 @@ GPUDirect-TCPX / -TCPXO). RCCL: ring, tree
 and CollNet only. All-to-all and send/recv are point-to-point (`direct`, Simple): NCCL's
 tuning tables do not price them, so their latency stays the fabric's path latency.
 
+Pipeline fill (timing only, not the choice): NCCL moves an all-reduce in chunks through a
+pipeline of stages, so the call takes `(chunks + depth - 1)` chunk times rather than
+`chunks`; the model adds `(depth - 1) x chunk x ops / bw` to the latency it times (not to
+the estimate it chooses on, `Choice.select_s`), where `ops` chunk streams run at once and
+`bw` is the steady-state bandwidth. The chunk follows NCCL's `calcCollChunking`
+(NVIDIA/nccl `src/enqueue.cc`, 2.18-2.21; constants in `simulator.network.nccl_tables`):
+
+* tree / Simple: 512 KiB (the Simple buffer over NCCL_STEPS), halved while fewer than
+  8 x depth chunks per channel (down to 128 KiB), 4 x depth (64 KiB), depth (32 KiB); depth
+  = GPUs per node - 1 + log2(nodes); a chunk crosses 2 x depth stages (up, then down);
+  `ops` = channels;
+* NVLS (one node): 128 KiB (NCCL_NVLS_CHUNKSIZE), 64 KiB below 64 x ops chunks, 32 KiB below
+  8 x, 16 KiB below 2 x; 3 stages (scatter into the switch buffer, reduce-multicast, gather);
+* NVLSTree: 128 KiB (64 KiB from four nodes), 64 KiB below 4 x ops chunks, 32 KiB below 1 x;
+  3 + 2 log2(nodes) stages (the tree up and down between the nodes' heads);
+* `ops` for NVLS and NVLSTree = channels x heads (one head per GPU of the node); a chunk is
+  never more than the message over `ops`. Rings, LL and LL128 get no fill (every rank sends
+  from the first step; the LL protocols' chunks are small).
+
 Simplified: channels = min(max_channels, 2 x GPUs per node); NCCL's per-graph measured
 link speeds are replaced by the topology's link rates; the host CPU is not modelled.
 """
@@ -48,7 +67,7 @@ from dataclasses import dataclass
 from math import floor, log2
 
 from simulator.network.collective_params import CollectiveParams
-from simulator.network.nccl_tables import PROTOCOLS
+from simulator.network.nccl_tables import NVLS_CHUNK_BYTES, PROTOCOLS, TREE_CHUNK_BYTES
 
 GB = 1e9
 NCCL_ALGORITHMS = ("ring", "tree", "nvls", "nvls_tree", "collnet", "pat")
@@ -92,7 +111,10 @@ class Choice:
             summed path latencies, full link rate).
         latency_s: the collective's latency term, s (None: summed path latencies).
         efficiency: predicted over raw algorithm bandwidth, applied to the flows.
-        predicted_s: NCCL's predicted time, s (0 when not predicted).
+        predicted_s: the model's time of the call alone on its fabric, s: `latency_s` +
+            size / predicted bandwidth (0 when not predicted).
+        select_s: the library's own estimate the choice was made on, s (NCCL's
+            `latency + size / algbw`, without the pipeline fill; 0 when not predicted).
     """
 
     algorithm: str
@@ -100,6 +122,7 @@ class Choice:
     latency_s: float | None
     efficiency: float
     predicted_s: float
+    select_s: float = 0.0
 
 
 def _bucket(values: tuple[float, float, float], n_nodes: int) -> float:
@@ -142,7 +165,13 @@ def raw_algbw(kind: str, algorithm: str, f: GroupFacts, su_eff: float = 1.0, nic
 
 
 def _predicted_algbw(
-    kind: str, algorithm: str, protocol: str, f: GroupFacts, p: CollectiveParams, size: float
+    kind: str,
+    algorithm: str,
+    protocol: str,
+    f: GroupFacts,
+    p: CollectiveParams,
+    size: float,
+    corrected: bool = True,
 ) -> float:
     """NCCL's algorithm bandwidth for (algorithm, protocol) with its refinements, bytes/s."""
     bw = raw_algbw(kind, algorithm, f, p.scale_up_efficiency, p.nic_efficiency)
@@ -172,7 +201,7 @@ def _predicted_algbw(
             bw = min(bw, _bucket(p.ll_max_gbyte_per_s, f.n_nodes) * GB * ratio)
         corr = p.tree_correction[protocol]
         b = floor(log2(max(size, 64.0) / 64))
-        if b < len(corr):
+        if corrected and b < len(corr):
             bw *= corr[b]
     elif algorithm in ("nvls", "nvls_tree"):
         bw *= p.nvls_efficiency * (nch - 1) / nch
@@ -218,6 +247,73 @@ def latency_us(
     return base + 2 * (ppn - 1) * intra + inter  # collnet
 
 
+def nvls_chunk_bytes(algorithm: str, f: GroupFacts, nch: int, size: float) -> float:
+    """NCCL's chunk for NVLS / NVLSTree, bytes (`calcCollChunking`, module docstring)."""
+    ops = nch * max(1, f.ppn)  # concurrentOps = channels x NVLS heads (one per local GPU)
+    chunk = float(NVLS_CHUNK_BYTES)
+    if algorithm == "nvls":
+        for factor, smaller in ((64, 65536), (8, 32768), (2, 16384)):
+            if size < factor * ops * chunk and chunk > smaller:
+                chunk = smaller
+        return chunk
+    if f.n_nodes >= 4:
+        chunk = min(chunk, 65536.0)
+    for factor, smaller in ((32, 262144), (16, 131072), (4, 65536), (1, 32768)):
+        if size < factor * ops * chunk and chunk > smaller:
+            chunk = smaller
+    return chunk
+
+
+def tree_chunk_bytes(f: GroupFacts, nch: int, size: float) -> float:
+    """NCCL's tree / Simple chunk, bytes (`calcCollChunking`, module docstring)."""
+    depth = tree_depth(f)
+    chunk = float(TREE_CHUNK_BYTES)
+    for per_depth, smallest in ((8, 131072), (4, 65536), (1, 32768)):
+        while size // (nch * chunk) < depth * per_depth and chunk > smallest:
+            chunk /= 2
+    return chunk
+
+
+def tree_depth(f: GroupFacts) -> int:
+    """NCCL's tree depth: a chain through the node's GPUs, then log2(nodes) levels."""
+    return max(1, f.ppn) - 1 + (floor(log2(f.n_nodes)) if f.n_nodes > 1 else 0)
+
+
+def pipeline_depth(algorithm: str, f: GroupFacts) -> int:
+    """Stages a chunk crosses in NCCL's all-reduce kernel (module docstring); 1 = no fill."""
+    if algorithm == "tree":
+        return 2 * tree_depth(f)
+    if algorithm == "nvls":
+        return 3
+    if algorithm == "nvls_tree":
+        return 3 + 2 * (floor(log2(f.n_nodes)) if f.n_nodes > 1 else 0)
+    return 1
+
+
+def pipeline_fill_s(
+    kind: str, algorithm: str, protocol: str, f: GroupFacts, p: CollectiveParams, size: float, bw: float
+) -> float:
+    """Time the pipeline takes to fill before its steady state, s (module docstring).
+
+    `(depth - 1) x chunk x concurrent ops / bw`: each of the `ops` concurrent chunk streams
+    (channels, times NVLS heads for NVLS) moves its chunk at `bw / ops` through every stage,
+    and the last chunk leaves `depth - 1` stages after it would in a pipeline of one stage.
+    `bw` is the steady-state algorithm bandwidth (no tree correction factor). All-reduce
+    with tree / Simple, NVLS and NVLSTree only; 0 otherwise.
+    """
+    if kind != "all_reduce" or bw <= 0 or size <= 0:
+        return 0.0
+    nch = channels(f, p)
+    if algorithm == "tree" and protocol == "simple":
+        ops, chunk = nch, tree_chunk_bytes(f, nch, size)
+    elif algorithm in ("nvls", "nvls_tree"):
+        ops = nch * max(1, f.ppn)
+        chunk = nvls_chunk_bytes(algorithm, f, nch, size)
+    else:
+        return 0.0
+    return (pipeline_depth(algorithm, f) - 1) * min(chunk, size / ops) * ops / bw
+
+
 def available(kind: str, f: GroupFacts, p: CollectiveParams) -> list[tuple[str, str]]:
     """(algorithm, protocol) pairs the library may use for this call (module docstring)."""
     algos = ["ring"]
@@ -258,8 +354,11 @@ def predict(
     bw = _predicted_algbw(kind, algorithm, protocol, f, p, size)
     raw = raw_algbw(kind, algorithm, f)
     if bw <= 0 or raw <= 0:
-        return Choice(algorithm, protocol, lat_s, 0.0, float("inf"))
-    return Choice(algorithm, protocol, lat_s, bw / raw, lat_s + size / bw)
+        return Choice(algorithm, protocol, lat_s, 0.0, float("inf"), float("inf"))
+    select_s = lat_s + size / bw
+    steady = _predicted_algbw(kind, algorithm, protocol, f, p, size, corrected=False)
+    time_s = lat_s + pipeline_fill_s(kind, algorithm, protocol, f, p, size, steady)
+    return Choice(algorithm, protocol, time_s, bw / raw, time_s + size / bw, select_s)
 
 
 def choose(
@@ -292,7 +391,7 @@ def choose(
     pairs = available(kind, f, p)
     if protocol is not None:
         pairs = [x for x in pairs if x[1] == protocol] or pairs
-    best = min((predict(kind, a, pr, f, p, size) for a, pr in pairs), key=lambda c: c.predicted_s)
+    best = min((predict(kind, a, pr, f, p, size) for a, pr in pairs), key=lambda c: c.select_s)
     if best.efficiency <= 0:  # no bandwidth known for the group: the fabric's own rate
         return Choice(best.algorithm, best.protocol, best.latency_s, 1.0, 0.0)
     return best

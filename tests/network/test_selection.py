@@ -17,7 +17,16 @@ from simulator.network.collective import parse_algorithm
 from simulator.network.collective_params import default_params, generation_of, with_fitted
 from simulator.network.design.clos import RailClosSpec, build_rail_clos
 from simulator.network.hardware import GPUSpec
-from simulator.network.selection import GroupFacts, available, choose, latency_us, predict
+from simulator.network.selection import (
+    GroupFacts,
+    available,
+    choose,
+    latency_us,
+    nvls_chunk_bytes,
+    pipeline_depth,
+    pipeline_fill_s,
+    predict,
+)
 from simulator.scenario.spec import NetworkSettings
 from simulator.workload.program import Op, StepProgram
 
@@ -83,15 +92,52 @@ def test_small_messages_take_ll_and_large_ones_simple():
     assert small.predicted_s < 30e-6
 
 
-def test_choice_is_the_minimum_predicted_time():
+def test_choice_is_the_minimum_of_the_library_estimate():
+    # the library chooses on its own estimate (latency + size / bw), not on the pipeline fill
     f = _facts(16, 2)
     for size in (2**12, 2**20, 2**28):
         best = choose("all_reduce", f, H100, size)
-        times = [
-            predict("all_reduce", a, p, f, H100, size).predicted_s
-            for a, p in available("all_reduce", f, H100)
+        estimates = [
+            predict("all_reduce", a, p, f, H100, size).select_s for a, p in available("all_reduce", f, H100)
         ]
-        assert best.predicted_s == min(times)
+        assert best.select_s == min(estimates)
+        assert best.predicted_s >= best.select_s
+
+
+def test_nvls_tree_chunk_follows_nccl_rules():
+    # NVIDIA/nccl src/enqueue.cc calcCollChunking, NVLS_TREE: 128 KiB, 64 KiB below
+    # 4 x ops x 128 KiB, 32 KiB below 1 x ops x 64 KiB; ops = 16 channels x 8 heads = 128
+    f = _facts(16, 2)
+    assert nvls_chunk_bytes("nvls_tree", f, 16, 2**30) == 131072
+    assert nvls_chunk_bytes("nvls_tree", f, 16, 32 * 2**20) == 65536
+    assert nvls_chunk_bytes("nvls_tree", f, 16, 4 * 2**20) == 32768
+    # from four nodes on the chunk is capped at 64 KiB
+    assert nvls_chunk_bytes("nvls_tree", _facts(32, 4), 16, 2**30) == 65536
+
+
+def test_pipeline_fill_is_depth_minus_one_chunks():
+    # fill = (depth - 1) x chunk x ops / bw: NVLSTree on 2 nodes, depth 3 + 2 log2(2) = 5;
+    # 1 GiB -> 128 KiB chunks, 128 concurrent ops
+    f = _facts(16, 2)
+    bw = 200e9
+    assert pipeline_depth("nvls_tree", f) == 5
+    fill = pipeline_fill_s("all_reduce", "nvls_tree", "simple", f, H100, 2**30, bw)
+    assert fill == pytest.approx(4 * 131072 * 128 / bw, rel=1e-12)
+    # rings have no fill; a message smaller than one chunk per op fills with what it has
+    assert pipeline_fill_s("all_reduce", "ring", "simple", f, H100, 2**30, bw) == 0.0
+    small = pipeline_fill_s("all_reduce", "nvls_tree", "simple", f, H100, 2**20, bw)
+    assert small == pytest.approx(4 * 2**20 / bw, rel=1e-12)
+
+
+def test_fill_grows_with_size_then_stays_flat():
+    # the excess over latency + size / bw ramps with the chunk, then stops at its cap
+    f = _facts(16, 2)
+    excess = []
+    for size in (2**20, 2**24, 2**27, 2**30, 2**32):
+        c = predict("all_reduce", "nvls_tree", "simple", f, H100, size)
+        excess.append(c.predicted_s - c.select_s)
+    assert excess[0] < excess[1] < excess[2]
+    assert excess[3] == pytest.approx(excess[4], rel=1e-9)
 
 
 def test_fixed_algorithm_without_protocol_is_ideal():
