@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import simpy
 
+from simulator.engine.context import run_gc
 from simulator.engine.step import StepSimulator
 from simulator.network.fabric import Fabric, Flow
 
@@ -44,10 +45,17 @@ class JobFabric(Fabric):
         self.job_link_bytes = np.zeros(len(shared.capacity_bytes_per_s))
 
     def transfer(
-        self, links: np.ndarray, mult: np.ndarray, size_bytes: float, *, op_id: str = "", label: str = ""
+        self,
+        links: np.ndarray,
+        mult: np.ndarray,
+        size_bytes: float,
+        *,
+        op_id: str = "",
+        label: str = "",
+        crossings: float | None = None,
     ) -> simpy.Event:
         """Start the flow on the shared fabric and book it to this job."""
-        done = self.shared.transfer(links, mult, size_bytes, op_id=op_id, label=label)
+        done = self.shared.transfer(links, mult, size_bytes, op_id=op_id, label=label, crossings=crossings)
         if len(links):
             self.job_link_bytes[links] += mult * float(size_bytes)
         done.callbacks.append(self._own)  # type: ignore[union-attr]
@@ -81,11 +89,12 @@ class ConcurrentRun:
         """Run every job's `steps` steps, job i starting `delays_s[i]` after now, until all end
         (`on_step` is called with each finished step of the first job)."""
         env = self.fabric.env
-        procs = [
-            sim.start(steps, on_step if i == 0 else None, delay_s=d)
-            for i, (sim, d) in enumerate(zip(self.sims, delays_s, strict=True))
-        ]
-        env.run(until=env.all_of(procs))
+        with run_gc():
+            procs = [
+                sim.start(steps, on_step if i == 0 else None, delay_s=d)
+                for i, (sim, d) in enumerate(zip(self.sims, delays_s, strict=True))
+            ]
+            env.run(until=env.all_of(procs))
 
     def job_link_bytes(self) -> np.ndarray:
         """Bytes per (job, directed link)."""

@@ -19,7 +19,7 @@ from typing import NamedTuple, Protocol
 import numpy as np
 import simpy
 
-from simulator.engine.context import SimContext
+from simulator.engine.context import SimContext, run_gc
 from simulator.engine.cost import ComputeCost
 from simulator.engine.records import OpRecord, StepRecord
 from simulator.errors import SimulationError
@@ -56,6 +56,7 @@ class PreparedPhase:
     latency_s: float
     flows: list[PhaseFlow]
     isolated_s: float  # duration of the flows alone on the fabric
+    crossings: list[float] | None = None  # each flow's mult.sum(), filled when first run
 
 
 @dataclass(slots=True)
@@ -126,7 +127,7 @@ class StepSimulator:
         sim_ranks = program.simulated_ranks
         self._simulated = set(sim_ranks)
         self._members = {
-            op.id: sum(1 for r in op.ranks if r in self._simulated)
+            op.id: len(self._simulated.intersection(op.ranks))  # ranks of an op are distinct
             for op in program.ops
             if op.kind != "compute"
         }
@@ -270,8 +271,9 @@ class StepSimulator:
     # -- processes -----------------------------------------------------------------
     def run(self, steps: int = 1, on_step: Callable[[int], None] | None = None) -> None:
         """Simulate `steps` steps back to back."""
-        proc = self.start(steps, on_step)
-        self.env.run(until=proc)
+        with run_gc():
+            proc = self.start(steps, on_step)
+            self.env.run(until=proc)
 
     def start(
         self, steps: int = 1, on_step: Callable[[int], None] | None = None, delay_s: float = 0.0
@@ -356,9 +358,13 @@ class StepSimulator:
             if not ph.flows:
                 continue
             if flow_fidelity:
+                crossings = ph.crossings
+                if crossings is None:
+                    crossings = ph.crossings = [float(f.mult.sum()) if len(f.mult) else 0.0 for f in ph.flows]
+                transfer = self.fabric.transfer
                 events = [
-                    self.fabric.transfer(f.links, f.mult, f.size_bytes, op_id=op.id, label=f.label)
-                    for f in ph.flows
+                    transfer(f.links, f.mult, f.size_bytes, op_id=op.id, label=f.label, crossings=c)
+                    for f, c in zip(ph.flows, crossings, strict=True)
                 ]
                 yield env.all_of(events)
             else:

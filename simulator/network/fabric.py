@@ -13,6 +13,9 @@ fluid (callers add path latency before a flow starts); switches are non-blocking
 
 Links can be degraded: the caller gives each link a capacity factor when it builds the
 fabric, and the factors hold for the whole run.
+The active flows are kept as arrays (bytes left, rate, and their link entries), so an
+update costs numpy work over the active entries and Python work only per flow started or
+finished.
 Records: one `FlowRecord` per flow and, per link, intervals of constant rate (kept as
 numpy chunks and turned into a DataFrame once).
 """
@@ -49,6 +52,7 @@ class Flow:
     remaining_bytes: float = 0.0
     rate_bytes_per_s: float = 0.0
     finished_at_s: float = field(default=float("nan"))
+    crossings: float | None = None  # mult.sum(), when the caller gave it
 
 
 class FlowRecord(NamedTuple):
@@ -161,8 +165,14 @@ class Fabric:
             raise ValueError("a link factor must be positive; mark a link down in the router instead")
         self.capacity_bytes_per_s = base_capacity * factors
         self.record_links = record_links
-        self._active: list[Flow] = []
+        self._active = np.empty(0, dtype=object)  # the active Flows, in starting order
         self._pending: list[Flow] = []
+        self._rem = np.empty(0)  # per active flow: bytes left, rate (bytes/s), size
+        self._rate = np.empty(0)
+        self._size = np.empty(0)
+        self._e_links = np.empty(0, dtype=np.int64)  # per (active flow, link) entry
+        self._e_mult = np.empty(0)
+        self._e_flow = np.empty(0, dtype=np.int64)
         self._updated_at = 0.0
         self._version = 0
         self._update_scheduled = False
@@ -180,101 +190,130 @@ class Fabric:
 
     # -- API -----------------------------------------------------------------------
     def transfer(
-        self, links: np.ndarray, mult: np.ndarray, size_bytes: float, *, op_id: str = "", label: str = ""
+        self,
+        links: np.ndarray,
+        mult: np.ndarray,
+        size_bytes: float,
+        *,
+        op_id: str = "",
+        label: str = "",
+        crossings: float | None = None,
     ) -> simpy.Event:
         """Start a flow of `size_bytes` over `links` (with multiplicities `mult`).
 
+        `crossings` is `mult.sum()` when the caller has it (it is recorded with the flow).
         Returns an event that succeeds when the last byte arrives.
         """
-        done = self.env.event()
-        flow = Flow(self._next_id, links, mult, float(size_bytes), op_id, label, self.env.now, done)
+        env = self.env
+        done = simpy.Event(env)
+        flow = Flow(self._next_id, links, mult, float(size_bytes), op_id, label, env.now, done)
         self._next_id += 1
-        flow.remaining_bytes = float(size_bytes)
+        flow.remaining_bytes = flow.size_bytes
+        flow.crossings = crossings
         if size_bytes <= 0 or len(links) == 0:
-            flow.finished_at_s = self.env.now
+            flow.finished_at_s = env.now
             self._record_flow(flow)
             done.succeed(flow)
             return done
         self._pending.append(flow)
-        self._schedule_update()
+        if not self._update_scheduled:
+            self._update_scheduled = True
+            env.timeout(0).callbacks.append(self._on_update)
         return done
 
     # -- internals -----------------------------------------------------------------
-    def _schedule_update(self) -> None:
-        if not self._update_scheduled:
-            self._update_scheduled = True
-            ev = self.env.timeout(0)
-            ev.callbacks.append(self._on_update)
-
+    # The active flows are kept as arrays (one slot per flow, in starting order): bytes left,
+    # rate and size, and their (flow, link, multiplicity) entries concatenated in the same
+    # order. Each update only filters out the finished flows' slots and appends the new ones.
     def _on_update(self, _event: simpy.Event) -> None:
         self._update_scheduled = False
+        self._settle()
+
+    def _on_wakeup(self, version: int, _event: simpy.Event | None = None) -> None:
+        if version != self._version:
+            return
+        self._settle()
+
+    def _settle(self) -> None:
+        """Advance the active flows to now, finish those done, admit the pending, recompute."""
         self._advance()
         self._finish_done()
         if self._pending:
-            self._active.extend(self._pending)
-            self._pending.clear()
+            self._admit(self._pending)
+            self._pending = []
         self._recompute()
 
     def _advance(self) -> None:
         now = self.env.now
         dt = now - self._updated_at
-        if dt > 0:
-            for f in self._active:
-                f.remaining_bytes -= f.rate_bytes_per_s * dt
+        if dt > 0 and len(self._active):
+            self._rem -= self._rate * dt
         self._updated_at = now
 
     def _finish_done(self) -> None:
+        if not len(self._active):
+            return
         now = self.env.now
-        still: list[Flow] = []
         clock_resolution_s = _CLOCK_ULPS * float(np.spacing(now))
-        for f in self._active:
-            if f.remaining_bytes <= _REL_EPS * f.size_bytes or (
-                f.rate_bytes_per_s > 0 and f.remaining_bytes <= f.rate_bytes_per_s * clock_resolution_s
-            ):
-                # settle the rounding of rate x time (either sign) on the flow's links
-                self.link_bytes[f.links] += f.remaining_bytes * f.mult
-                f.remaining_bytes = 0.0
-                f.finished_at_s = now
-                self._record_flow(f)
-                f.done.succeed(f)
-            else:
-                still.append(f)
-        self._active = still
+        rem, rate = self._rem, self._rate
+        done = (rem <= _REL_EPS * self._size) | ((rate > 0) & (rem <= rate * clock_resolution_s))
+        if not done.any():
+            return
+        active = self._active
+        keep = ~done
+        entry_keep = keep[self._e_flow]
+        gone = ~entry_keep
+        # settle the rounding of rate x time (either sign) on the finished flows' links, flow
+        # after flow in starting order (np.add.at adds entry by entry, in order)
+        e_gone = self._e_flow[gone]
+        np.add.at(self.link_bytes, self._e_links[gone], rem[e_gone] * self._e_mult[gone])
+        idx = np.flatnonzero(done)
+        for f, rate_i in zip(active[idx].tolist(), rate[idx].tolist(), strict=True):
+            f.rate_bytes_per_s = rate_i
+            f.remaining_bytes = 0.0
+            f.finished_at_s = now
+            self._record_flow(f)
+            f.done.succeed(f)
+        self._active = active[keep]
+        self._rem, self._rate, self._size = rem[keep], rate[keep], self._size[keep]
+        renumber = np.cumsum(keep) - 1
+        self._e_flow = renumber[self._e_flow[entry_keep]]
+        self._e_links = self._e_links[entry_keep]
+        self._e_mult = self._e_mult[entry_keep]
+
+    def _admit(self, new: list[Flow]) -> None:
+        n0 = len(self._active)
+        added = np.empty(len(new), dtype=object)
+        added[:] = new
+        self._active = np.concatenate((self._active, added))
+        sizes = np.fromiter((f.size_bytes for f in new), dtype=float, count=len(new))
+        lens = np.fromiter((len(f.links) for f in new), dtype=np.int64, count=len(new))
+        self._rem = np.concatenate((self._rem, sizes))
+        self._rate = np.concatenate((self._rate, np.zeros(len(new))))
+        self._size = np.concatenate((self._size, sizes))
+        self._e_links = np.concatenate((self._e_links, *[f.links for f in new]))
+        self._e_mult = np.concatenate((self._e_mult, *[f.mult for f in new]))
+        self._e_flow = np.concatenate((self._e_flow, np.repeat(np.arange(n0, n0 + len(new)), lens)))
 
     def _recompute(self) -> None:
         now = self.env.now
         self.recomputations += 1
-        flows = self._active
-        if flows:
-            lens = np.fromiter((len(f.links) for f in flows), dtype=np.int64, count=len(flows))
-            all_links = np.concatenate([f.links for f in flows])
-            all_mult = np.concatenate([f.mult for f in flows])
-            flow_of = np.repeat(np.arange(len(flows)), lens)
-            used, compact = self._compact(all_links)
-            rates = max_min_rates(flow_of, compact, all_mult, self.capacity_bytes_per_s[used], len(flows))
-            for f, r in zip(flows, rates, strict=False):
-                f.rate_bytes_per_s = float(r)
+        n = len(self._active)
+        if n:
+            flow_of, all_mult = self._e_flow, self._e_mult
+            used, compact = self._compact(self._e_links)
+            rates = max_min_rates(flow_of, compact, all_mult, self.capacity_bytes_per_s[used], n)
+            self._rate = rates
             per_link = np.bincount(compact, weights=all_mult * rates[flow_of], minlength=len(used))
         else:
             used = np.empty(0, dtype=np.int64)
             per_link = np.empty(0, dtype=float)
         self._update_link_rates(used, per_link, now)
-        if flows:
-            ttf = min(f.remaining_bytes / f.rate_bytes_per_s for f in flows)
+        if n:
+            ttf = float((self._rem / self._rate).min())
             self._version += 1
-            version = self._version
             ev = self.env.timeout(max(ttf, 0.0))
-            ev.callbacks.append(partial(self._on_wakeup, version))
-
-    def _on_wakeup(self, version: int, _event: simpy.Event | None = None) -> None:
-        if version != self._version:
-            return
-        self._advance()
-        self._finish_done()
-        if self._pending:
-            self._active.extend(self._pending)
-            self._pending.clear()
-        self._recompute()
+            ev.callbacks.append(partial(self._on_wakeup, self._version))
 
     def _compact(self, links: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(sorted distinct links, index of each entry in them): `np.unique(links,
@@ -297,9 +336,12 @@ class Fabric:
             return
         new = np.zeros(len(touched))
         if len(used):
-            new[np.searchsorted(touched, used)] = per_link
+            slot = self._slot
+            slot[touched] = np.arange(len(touched))
+            new[slot[used]] = per_link  # (touched is sorted: the same as searchsorted)
         old = self._link_rate[touched]
-        changed = ~np.isclose(old, new, rtol=1e-12, atol=0.0)
+        # ~np.isclose(old, new, rtol=1e-12, atol=0) for finite rates, without its overhead
+        changed = ~(np.abs(old - new) <= 1e-12 * np.abs(new))
         if changed.any():
             idx = touched[changed]
             since = self._link_since[idx]
@@ -327,7 +369,7 @@ class Fabric:
                 f.op_id,
                 f.label,
                 len(f.links),
-                float(f.mult.sum()) if len(f.mult) else 0.0,
+                f.crossings if f.crossings is not None else (float(f.mult.sum()) if len(f.mult) else 0.0),
                 f.size_bytes,
                 f.started_at_s,
                 f.finished_at_s,

@@ -59,10 +59,20 @@ def _coverage(bounds: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.nd
     return np.cumsum(diff)[:-1]
 
 
-def _tag_cover(bounds: np.ndarray, ops: pd.DataFrame) -> dict[str, np.ndarray]:
-    starts, ends = ops["started_at_s"].to_numpy(), ops["finished_at_s"].to_numpy()
-    tags = ops["tag"].fillna("").astype(str).to_numpy()
+def _tag_cover(
+    bounds: np.ndarray, tags: np.ndarray, starts: np.ndarray, ends: np.ndarray
+) -> dict[str, np.ndarray]:
     return {str(t): _coverage(bounds, starts[tags == t], ends[tags == t]) for t in np.unique(tags)}
+
+
+def _op_arrays(ops: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(is compute, tag with "" for none, started_at_s, finished_at_s) of every op, in row order."""
+    return (
+        (ops["kind"] == "compute").to_numpy(dtype=bool),
+        ops["tag"].fillna("").astype(str).to_numpy(dtype=object),
+        ops["started_at_s"].to_numpy(dtype=float),
+        ops["finished_at_s"].to_numpy(dtype=float),
+    )
 
 
 def rank_state_bins(ops: pd.DataFrame, t0: float, t1: float, bins: int) -> dict[str, np.ndarray]:
@@ -71,13 +81,27 @@ def rank_state_bins(ops: pd.DataFrame, t0: float, t1: float, bins: int) -> dict[
     States are `compute:<tag>`, `exposed:<tag>` and `idle` (see the module docstring); for
     every bin the states' times add up to the bin width.
     """
-    ops = ops[ops["finished_at_s"] > ops["started_at_s"]]
-    is_comp = (ops["kind"] == "compute").to_numpy()
-    comp, comm = ops[is_comp], ops[~is_comp]
-    bounds = np.unique(np.clip(np.concatenate([[t0, t1], ops["started_at_s"], ops["finished_at_s"]]), t0, t1))
+    return _state_bins(*_op_arrays(ops), t0, t1, bins)
+
+
+def _state_bins(
+    is_comp: np.ndarray,
+    tags: np.ndarray,
+    starts: np.ndarray,
+    ends: np.ndarray,
+    t0: float,
+    t1: float,
+    bins: int,
+) -> dict[str, np.ndarray]:
+    """`rank_state_bins` on one rank's op arrays (see `_op_arrays`)."""
+    keep = ends > starts
+    is_comp, tags, starts, ends = is_comp[keep], tags[keep], starts[keep], ends[keep]
+    bounds = np.unique(np.clip(np.concatenate([[t0, t1], starts, ends]), t0, t1))
     widths = np.diff(bounds)
-    c_cover = _tag_cover(bounds, comp.assign(tag=comp["tag"].fillna("").replace("", "compute")))
-    m_cover = _tag_cover(bounds, comm.assign(tag=comm["tag"].fillna("").replace("", "other")))
+    comm = ~is_comp
+    c_tags, m_tags = tags[is_comp], tags[comm]
+    c_cover = _tag_cover(bounds, np.where(c_tags == "", "compute", c_tags), starts[is_comp], ends[is_comp])
+    m_cover = _tag_cover(bounds, np.where(m_tags == "", "other", m_tags), starts[comm], ends[comm])
     n_c = np.sum(list(c_cover.values()), axis=0) if c_cover else np.zeros(len(widths))
     n_m = np.sum(list(m_cover.values()), axis=0) if m_cover else np.zeros(len(widths))
     per_state: dict[str, np.ndarray] = {}
@@ -93,6 +117,24 @@ def rank_state_bins(ops: pd.DataFrame, t0: float, t1: float, bins: int) -> dict[
         cum = np.concatenate([[0.0], np.cumsum(w)])
         out[state] = np.diff(np.interp(edges, bounds, cum))
     return out
+
+
+def _per_rank_state_bins(
+    ops: pd.DataFrame, t0: float, t1: float, bins: int
+) -> dict[int, dict[str, np.ndarray]]:
+    """`rank_state_bins` of every rank (in rank order): the ops sorted by rank once (stable,
+    so each rank's ops keep their row order) and each rank a slice of plain arrays."""
+    ranks = ops["rank"].to_numpy()
+    order = np.argsort(ranks, kind="stable")
+    is_comp, tags, starts, ends = (x[order] for x in _op_arrays(ops))
+    sorted_ranks = ranks[order]
+    cuts = np.flatnonzero(sorted_ranks[1:] != sorted_ranks[:-1]) + 1
+    lo = np.concatenate(([0], cuts)).tolist()
+    hi = np.concatenate((cuts, [len(sorted_ranks)])).tolist()
+    return {
+        int(sorted_ranks[a]): _state_bins(is_comp[a:b], tags[a:b], starts[a:b], ends[a:b], t0, t1, bins)
+        for a, b in zip(lo, hi, strict=True)
+    }
 
 
 def state_order(states: set[str]) -> list[str]:
@@ -165,7 +207,7 @@ def _lanes(
 ) -> tuple[dict[str, list[tuple[str, dict[str, np.ndarray], tuple[np.ndarray, np.ndarray] | None]]], str]:
     """Lanes per view (`ranks`, or `groups` plus one drill-down view per group): name, state
     times per bin, compute-share spread. Returns the views and a note on what is drawn."""
-    per_rank = {int(r): rank_state_bins(g, t0, t1, bins) for r, g in ops.groupby("rank", sort=True)}
+    per_rank = _per_rank_state_bins(ops, t0, t1, bins) if len(ops) else {}
     groups = rank_groups(ops)
     width = (t1 - t0) / bins
     if len(per_rank) <= max_rank_lanes:

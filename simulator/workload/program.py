@@ -103,12 +103,42 @@ class StepProgram:
             for d in op.deps:
                 if d not in ids:
                     raise ValueError(f"op {op.id!r} depends on unknown op {d!r}")
+        if self._acyclic():
+            return
         order = self.dependency_graph()
         if not nx.is_directed_acyclic_graph(order):
             cycle = nx.find_cycle(order)
             raise ValueError(
                 "dependency cycle: " + " -> ".join(str(u) for u, _ in cycle) + f" -> {cycle[0][0]}"
             )
+
+    def _acyclic(self) -> bool:
+        """Whether `dependency_graph()` has no cycle (Kahn's algorithm on op indices; a
+        cheaper check than building the networkx graph, which is built only to name a cycle)."""
+        index = {op.id: i for i, op in enumerate(self.ops)}
+        succ: list[list[int]] = [[] for _ in self.ops]
+        indeg = [0] * len(self.ops)
+        last: dict[tuple[int, str], int] = {}
+        for i, op in enumerate(self.ops):
+            preds = {index[d] for d in op.deps}
+            for r in op.ranks:
+                prev = last.get((r, op.stream))
+                if prev is not None and prev != i:
+                    preds.add(prev)
+                last[(r, op.stream)] = i
+            for p in preds:
+                succ[p].append(i)
+            indeg[i] = len(preds)
+        ready = [i for i, d in enumerate(indeg) if d == 0]
+        seen = 0
+        while ready:
+            i = ready.pop()
+            seen += 1
+            for j in succ[i]:
+                indeg[j] -= 1
+                if indeg[j] == 0:
+                    ready.append(j)
+        return seen == len(self.ops)
 
     def dependency_graph(self) -> nx.DiGraph:
         """Explicit deps plus the implicit order of ops on each (rank, stream)."""

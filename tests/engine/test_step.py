@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import gc
+
 import numpy as np
 import pandas as pd
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from simulator.engine.context import SimContext
+from simulator.engine.context import RUN_GC_THRESHOLD, SimContext, run_gc
 from simulator.engine.cost import ComputeCost
 from simulator.engine.step import StepSettings, StepSimulator
 from simulator.metrics import frames as fr
@@ -237,3 +239,11 @@ def test_collective_overhead_delays_its_data_by_exactly_the_overhead():
     sim = _run(StepProgram("t", _cluster(2).gpus, ops), _cluster(2))
     rows = {(r.op_id, r.rank): r for r in sim.op_rows}
     assert (rows[("ar", 0)].started_at_s, rows[("ar", 0)].finished_at_s) == (1.0, 2.25)
+
+
+def test_run_gc_raises_the_young_threshold_and_restores_it():
+    before = gc.get_threshold()
+    with run_gc():
+        inside = gc.get_threshold()
+    assert inside == (max(RUN_GC_THRESHOLD, before[0]), before[1], before[2])
+    assert gc.get_threshold() == before

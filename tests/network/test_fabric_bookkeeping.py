@@ -58,3 +58,63 @@ def test_link_intervals_close_on_the_union_of_busy_and_new_links():
     assert got == [(0, 0.0, 2.0, 5.0), (1, 2.0, 3.0, 5.0), (2, 0.0, 2.0, 10.0), (2, 2.0, 3.0, 4.0)]
     assert fab.link_bytes.tolist() == [10.0, 5.0, 24.0, 0.0]
     assert not fab._mark.any()
+
+
+flow_starts_strategy = st.lists(
+    st.tuples(
+        st.floats(0.0, 3.0),  # start, s
+        st.lists(st.integers(0, N_LINKS - 1), min_size=1, max_size=6, unique=True),
+        st.floats(0.5, 20.0),  # size, bytes
+    ),
+    min_size=1,
+    max_size=12,
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(starts=flow_starts_strategy)
+def test_incremental_active_arrays_equal_a_fresh_concatenation(starts):
+    """The active flows' arrays, filtered and appended at every update, hold exactly what
+    concatenating the active flows afresh (what the fabric once did per update) gives."""
+    env = simpy.Environment()
+    fab = Fabric(env, np.linspace(1.0, 4.0, N_LINKS))
+    checked = []
+    recompute = fab._recompute
+
+    def checked_recompute():
+        flows = list(fab._active)
+        if flows:
+            lens = [len(f.links) for f in flows]
+            assert fab._e_links.tolist() == np.concatenate([f.links for f in flows]).tolist()
+            assert fab._e_mult.tolist() == np.concatenate([f.mult for f in flows]).tolist()
+            assert fab._e_flow.tolist() == np.repeat(np.arange(len(flows)), lens).tolist()
+            assert fab._size.tolist() == [f.size_bytes for f in flows]
+        assert len(fab._rem) == len(fab._rate) == len(flows)
+        checked.append(len(flows))
+        recompute()
+
+    fab._recompute = checked_recompute
+
+    def start(at, links, size):
+        yield env.timeout(at)
+        yield fab.transfer(np.array(sorted(links)), np.ones(len(links)), size)
+
+    for at, links, size in starts:
+        env.process(start(at, links, size))
+    env.run()
+    assert len(fab.flow_records) == len(starts) and checked and checked[-1] == 0
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    pairs=st.lists(
+        st.tuples(st.floats(0.0, 1e12), st.floats(0.0, 1e12) | st.just(0.0)), min_size=1, max_size=30
+    ),
+    nudge=st.floats(-1e-11, 1e-11),
+)
+def test_rate_change_test_is_numpys_isclose(pairs, nudge):
+    """`_update_link_rates` writes ~np.isclose(old, new, rtol=1e-12, atol=0) out by hand."""
+    old = np.array([a for a, _ in pairs])
+    new = np.array([b if b else a * (1 + nudge) for a, b in pairs])
+    by_hand = ~(np.abs(old - new) <= 1e-12 * np.abs(new))
+    assert by_hand.tolist() == (~np.isclose(old, new, rtol=1e-12, atol=0.0)).tolist()

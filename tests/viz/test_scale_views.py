@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from simulator.metrics.store import read_frames
-from simulator.viz.activity import activity_figure, rank_state_bins
+from simulator.viz.activity import _per_rank_state_bins, activity_figure, rank_state_bins
 from simulator.viz.dashboard import load_graph
 from simulator.viz.goodput import incident_timeline_figure, step_shares, wall_time_figure, wall_time_parts
 from simulator.viz.topology_groups import group_graph
@@ -71,6 +71,31 @@ def test_state_bins_add_up_to_each_bin() -> None:
         bins["exposed:dp"], [0, 0.75, 0, 0]
     )
     assert np.allclose(bins["idle"], [0, 0, 0, 1])
+
+
+def test_all_ranks_at_once_are_each_rank_alone() -> None:
+    """The dashboard computes every rank's lanes from one sort of the ops; each must equal
+    `rank_state_bins` on that rank's rows alone, bit for bit (ranks interleaved, empty and
+    missing tags, zero-length ops)."""
+    rng = np.random.default_rng(3)
+    n = 200
+    starts = rng.uniform(0.0, 3.0, n).round(2)
+    ops = pd.DataFrame(
+        {
+            "rank": rng.integers(0, 7, n),
+            "kind": rng.choice(["compute", "collective"], n),
+            "tag": rng.choice(["fwd", "bwd", "tp", "dp", "", None], n),
+            "started_at_s": starts,
+            "finished_at_s": starts + rng.choice([0.0, 0.05, 0.3, 1.0], n),
+        }
+    )
+    together = _per_rank_state_bins(ops, 0.0, 4.5, 16)
+    alone = {int(r): rank_state_bins(g, 0.0, 4.5, 16) for r, g in ops.groupby("rank", sort=True)}
+    assert list(together) == list(alone)
+    for r, states in alone.items():
+        assert list(together[r]) == list(states)
+        for state, times in states.items():
+            assert together[r][state].tobytes() == times.tobytes()
 
 
 def test_wall_time_parts_add_up_to_the_wall_time(failures_run: Path) -> None:
