@@ -6,7 +6,7 @@ rank, LAYERS layers of forward compute + tensor-parallel all-reduce, the same ba
 then BUCKETS data-parallel gradient all-reduces overlapping the backward pass, and an
 optimizer step. Nodes per rank: 4 * LAYERS + BUCKETS + 1.
 
-The bar (issue 16): reading the ET files, building the step trace, validating it into a
+The target: reading the ET files, building the step trace, validating it into a
 step program, and simulating one step (flow fidelity, on the 64 first GPUs of the
 `gpt13b-tp8-dp32-rail-clos` scenario's topology) under 30 s. Printed: node count and the
 CPU and wall seconds of each phase (CPU seconds of the process, so other load on the

@@ -1,4 +1,4 @@
-"""Dashboard size and speed on a 1,024-GPU step (issue 7: a few MB, a few seconds).
+"""Dashboard size and speed on a 1,024-GPU step (target: a few MB, a few seconds).
 
 Builds a synthetic TP8 x PP4 x DP32 step trace of 1,024 ranks on
 `topologies/h100-rail-clos-128n.yaml` (forward through a 4-stage pipeline by send/recv,

@@ -1,4 +1,4 @@
-"""Error of the calibrated simulator on every sample (the table for the calibration issue).
+"""Error of the calibrated simulator on every sample (the calibration validation table).
 
 For each table of each nccl-tests / rccl-tests sample, fit a profile on that file and replay
 it through the engine; print the median absolute error for sizes >= 1 MiB and the maximum.

@@ -178,7 +178,7 @@ def _pct(x: float) -> str:
 
 
 def markdown(df: pd.DataFrame, fit: str, scope: str, cross: pd.DataFrame | None = None) -> str:
-    """The report: the per-table error table, the issue's bars counted, the cross-scale table."""
+    """The report: the per-table error table, the targets counted, the cross-scale table."""
     stats = [f"{c}_{k}" for c in ("uncal", "cal") for k in ("med_ge", "max_ge", "med_lt", "max_lt")]
     ranges = ("med ≥1MiB", "max ≥1MiB", "med <1MiB", "max <1MiB")
     titles = [f"{c}. {k}" for c in ("uncal", "cal") for k in ranges]
@@ -216,7 +216,7 @@ def markdown(df: pd.DataFrame, fit: str, scope: str, cross: pd.DataFrame | None 
         "Errors are |simulated / measured - 1| of the out-of-place times; `-` where the table has "
         "no size in that range.",
         "",
-        "## Bars (issue: collectives that predict real runs they were not fitted on)",
+        "## Targets: collectives that predict real runs they were not fitted on",
         "",
         *bars,
         "",

@@ -7,7 +7,7 @@ peak RSS. A row slower than `--timeout` is killed and printed as `> N s`. The ba
 loop (one process yielding timeouts) is measured in the same run, as the yardstick of
 what an event costs on this machine.
 
-Rows (the bars are the targets of the issue this table answers):
+Rows (each with its target):
     1t        1T-parameter GPT step, 3,072 A100, TP8 x PP64, batch 3,072 (CLI, no dashboard)
     530b      GPT 530B step, 2,240 A100, TP8 x PP35 x v3 interleaved, batch 2,240 (CLI, no dashboard)
     405b      Llama 3 405B step on 16,384 H100 (CLI, dashboard on)

@@ -3,7 +3,7 @@ the sample's measured times.
 
 For every table of every sample in topologies/calibration/samples/, a profile is fitted on
 that file (what `clustersim calibrate FILE` does) and replayed through the engine
-(`simulator.calibration.replay`). Bar (issue: calibration): median absolute error at most
+(`simulator.calibration.replay`). Target: median absolute error at most
 10% for sizes >= 1 MiB and at most 25% at any size.
 """
 

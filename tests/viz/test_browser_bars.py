@@ -1,4 +1,4 @@
-"""The two run pages of the dashboard issue, opened in headless Chromium and read back.
+"""The two run pages with stated targets, opened in headless Chromium and read back.
 
 * The 1,024-GPU run (scenarios/llama3-70b-tp8-pp4-dp32.yaml): the page without plotly.js is
   under 2 MB and draws in under 5 s; its step timeline, as the browser holds it, shows

@@ -1,9 +1,9 @@
-"""A real profiled step re-simulated on the host it was recorded on (issue bar: within 10%).
+"""A real profiled step re-simulated on the host it was recorded on (target: within 10%).
 
 Source of the check: the recorded GPU step time of ProfilerStep#5 in
 workloads/traces/kineto/hta-a100-ddp2/rank0.json.gz (first kernel start to last kernel end,
 213.533 ms), a trace of Holistic Trace Analysis's test data (sources.md beside it). The
-issue's bar is 10%; the step is host-bound (its kernels are busy ~51 of 214 ms), so the
+target is 10%; the step is host-bound (its kernels are busy ~51 of 214 ms), so the
 measured launch delays carry most of the step and the check is asserted much tighter: 0.5%
 (about 1 ms) is what the re-simulated all-reduces may add or remove before the test fails
 (they are exposed for ~0.26 ms today), so a change of the communication model shows.
