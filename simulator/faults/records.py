@@ -15,9 +15,11 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import operator
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from simulator.faults.state import ClusterState
@@ -181,18 +183,22 @@ def incident_row(kind: str, time_s: float, **values: Any) -> dict[str, Any]:
         time_s: when the incident happened (its start), s.
         **values: the incident's other columns.
     """
-    row: dict[str, Any] = {c: None for c in INCIDENT_COLUMNS}
-    row.update(
-        time_s=time_s,
-        kind=kind,
-        duration_s=0.0,
-        lost_work_s=0.0,
-        gpus=0,
-        interrupted=False,
-        committed=False,
-    )
+    row = _BLANK_INCIDENT.copy()
+    row["time_s"] = time_s
+    row["kind"] = kind
     row.update(values)
     return row
+
+
+#: an incident row's defaults (every column; `incident_row` fills in the rest)
+_BLANK_INCIDENT: dict[str, Any] = {
+    **dict.fromkeys(INCIDENT_COLUMNS),
+    "duration_s": 0.0,
+    "lost_work_s": 0.0,
+    "gpus": 0,
+    "interrupted": False,
+    "committed": False,
+}
 
 
 def indices_label(indices: Iterable[int]) -> str:
@@ -203,37 +209,74 @@ def indices_label(indices: Iterable[int]) -> str:
 def segment_frame(segments: Sequence[Segment], full_dp_replicas: int) -> pd.DataFrame:
     """The segments of a run as a frame of `SEGMENT_COLUMNS`.
 
+    The numeric columns are computed on arrays (the same IEEE operations on the same values
+    as one row at a time); the columns that depend on the cluster state or the excluded
+    replicas are computed once per distinct object.
+
     Args:
         segments: the run's segments, in time order.
         full_dp_replicas: the job's data-parallel replicas when nothing is left out (a
             compute segment on fewer is degraded).
     """
-    rows = []
-    labels: dict[int, str] = {}
-    for s in segments:
-        kept = max(0.0, min(s.kept_to, s.step_to) - s.step_from) if s.phase == "compute" else 0.0
-        st = s.state
-        rows.append(
-            (
-                s.start_s,
-                s.end_s,
-                s.phase,
-                s.step_time_s,
-                s.step_to - s.step_from,
-                kept,
-                kept * s.step_time_s,
+    if not segments:
+        return pd.DataFrame([], columns=SEGMENT_COLUMNS)
+    cols = list(zip(*map(_SEGMENT_FIELDS, segments), strict=True))
+    start_s, end_s, phase, step_s, step_from, step_to, kept_to, gpus = (np.asarray(c) for c in cols[:8])
+    states, excluded = cols[8], cols[9]
+    compute = phase == "compute"
+    kept = np.where(compute, np.maximum(0.0, np.minimum(kept_to, step_to) - step_from), 0.0)
+    per_state: dict[int, tuple[int, int, int, int, bool, bool, str]] = {}
+    for st in states:
+        if id(st) not in per_state:
+            per_state[id(st)] = (
                 st.dp_replicas,
-                s.gpus_in_use,
-                indices_label(s.excluded),
                 len(st.stragglers),
                 len(st.degraded_links),
                 len(st.down_links),
                 st.draining,
-                s.phase == "compute" and (not st.healthy or st.dp_replicas < full_dp_replicas),
-                labels.get(id(st)) or labels.setdefault(id(st), st.performance_key().label()),
+                not st.healthy or st.dp_replicas < full_dp_replicas,
+                st.performance_key().label(),
             )
-        )
-    return pd.DataFrame(rows, columns=SEGMENT_COLUMNS)
+    dp, n_strag, n_deg, n_down, draining, slow, label = zip(
+        *(per_state[id(st)] for st in states), strict=True
+    )
+    labels: dict[int, str] = {}
+    excluded_label = [labels.get(id(x)) or labels.setdefault(id(x), indices_label(x)) for x in excluded]
+    return pd.DataFrame(
+        {
+            "start_s": start_s,
+            "end_s": end_s,
+            "phase": list(phase),
+            "step_time_s": step_s,
+            "steps": step_to - step_from,
+            "steps_kept": kept,
+            "useful_s": kept * step_s,
+            "dp_replicas": np.asarray(dp),
+            "gpus_in_use": gpus,
+            "excluded_replicas": excluded_label,
+            "n_stragglers": np.asarray(n_strag),
+            "n_degraded_links": np.asarray(n_deg),
+            "n_down_links": np.asarray(n_down),
+            "draining": np.asarray(draining),
+            "degraded": compute & np.asarray(slow),
+            "state": list(label),
+        },
+        columns=SEGMENT_COLUMNS,
+    )
+
+
+_SEGMENT_FIELDS = operator.attrgetter(
+    "start_s",
+    "end_s",
+    "phase",
+    "step_time_s",
+    "step_from",
+    "step_to",
+    "kept_to",
+    "gpus_in_use",
+    "state",
+    "excluded",
+)
 
 
 def incident_frame(incidents: Sequence[dict[str, Any]]) -> pd.DataFrame:

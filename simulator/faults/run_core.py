@@ -29,11 +29,31 @@ from simulator.faults.failure import job_mtbf_s, sample_failures
 from simulator.faults.formulas import effective_checkpoint_cost_s
 from simulator.faults.policy import Policy
 from simulator.faults.records import RestartParts, Segment, incident_row
-from simulator.faults.state import CachedOracle, JobShape, StepOracle
+from simulator.faults.state import CachedOracle, ClusterState, JobShape, StepOracle
 
 #: Most checkpoints one run may take (each is a few events and segments; a run of
 #: 54 days checkpointing every 10 minutes takes under 8,000).
 MAX_CHECKPOINTS = 1_000_000
+
+
+class RunClock(simpy.Environment):
+    """A SimPy environment whose clock the job may move forward by itself.
+
+    Between two events of the other processes (failure, degradation and repair timelines)
+    nothing can interrupt the job, so it crosses its own boundaries (checkpoint due, stall
+    over, drain done) without scheduling an event for each: `advance` sets the clock to
+    the time the job's timeout would have fired at, computed with the same arithmetic.
+    """
+
+    def advance(self, time_s: float) -> None:
+        """Move the clock to `time_s`, which must come before every scheduled event.
+
+        Raises:
+            SimulationError: `time_s` is in the past or not before the next scheduled event.
+        """
+        if not self._now <= time_s < self.peek():
+            raise SimulationError(f"cannot advance the clock from {self._now} to {time_s}")
+        self._now = time_s
 
 
 @dataclasses.dataclass(frozen=True)
@@ -84,7 +104,7 @@ class RunCore:
         self.failures = sample_failures(self.failure_specs, job, duration_s, seed, mtbf_scale)
         self.degradations = sample_degradations(list(degradations), job, duration_s, seed)
         self.mtbf_s = job_mtbf_s(self.failure_specs, job, mtbf_scale, self.duration_s)
-        self.env = simpy.Environment()
+        self.env = RunClock()
         self.policy.start(job)
 
         self.healthy = job.healthy_state()
@@ -151,6 +171,8 @@ class RunCore:
         self.drain_end_s = math.inf
         self.snapshots = 0
         self.down_until: dict[int, float] = {}
+        self._transitions: dict[tuple, tuple[ClusterState, bool, bool]] = {}  # see _refresh_state
+        self._out: dict[int, float] = {}  # the hosts of down_until not yet back (see _out_now)
         self.excluded: frozenset[int] = frozenset()
         self.pending_rejoin = False
         self.phase = "compute"
@@ -175,14 +197,23 @@ class RunCore:
     def take_down(self, hosts: frozenset[int], until_s: float) -> None:
         """Keep `hosts` out of the job until `until_s` (their repair)."""
         for h in hosts:
-            self.down_until[h] = max(self.down_until.get(h, 0.0), until_s)
+            self.down_until[h] = self._out[h] = max(self.down_until.get(h, 0.0), until_s)
         if until_s > self.env.now:
             self.env.process(self._repair_timer(until_s, hosts))
 
     def down_hosts(self) -> set[int]:
         """Hosts out of service now."""
+        return set(self._out_now())
+
+    def _out_now(self) -> dict[int, float]:
+        """The hosts out of service now, with when they come back: `down_until` less the
+        hosts already back (dropped for good: the clock only moves forward, and a host taken
+        down again is added again)."""
         now = self.env.now
-        return {h for h, t in self.down_until.items() if t > now}
+        back = [h for h, t in self._out.items() if t <= now]
+        for h in back:
+            del self._out[h]
+        return self._out
 
     def latest_repair_s(self) -> float:
         """When the last host out of service comes back (now if none is out), s."""
@@ -215,9 +246,7 @@ class RunCore:
 
     def _ready_excluded(self) -> frozenset[int]:
         """Replicas with a host out of service now (to leave out of the job)."""
-        now = self.env.now
-        down = {h for h, t in self.down_until.items() if t > now}
-        return frozenset(r for h in down for r in self.job.replicas_of_host(h))
+        return frozenset(r for h in self._out_now() for r in self.job.replicas_of_host(h))
 
     def _restart_in_flight(self) -> RestartParts:
         """The parts of the restart in flight.
@@ -306,10 +335,21 @@ class RunCore:
     def _refresh_state(self, **changes: Any) -> None:
         """Update the cluster state (failed and spare GPUs, and `changes`)."""
         spare = self.policy.spare_hosts(self.env.now) * self.job.gpus_per_node
-        failed = sum(1 for t in self.down_until.values() if t > self.env.now) * self.job.gpus_per_node
-        new = self.state.replace(spare_gpus=spare, failed_gpus=failed, **changes)
-        if new != self.state:
-            if new.performance_key() != self.state.performance_key():
+        failed = len(self._out_now()) * self.job.gpus_per_node
+        key = (self.state, spare, failed, tuple(changes.items()))
+        step = self._transitions.get(key)
+        if step is None:
+            # the same transition recurs at every drain: computed once per run
+            new = self.state.replace(spare_gpus=spare, failed_gpus=failed, **changes)
+            changed = new != self.state
+            step = self._transitions[key] = (
+                new,
+                changed,
+                changed and new.performance_key() != self.state.performance_key(),
+            )
+        new, changed, rekeyed = step
+        if changed:
+            if rekeyed:
                 self._answers = {}
             self.state = new
 

@@ -32,6 +32,7 @@ only if it meets a state the parent did not answer).
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Callable
 from pathlib import Path
@@ -139,6 +140,44 @@ class SimulatedOracle:
             self.step_time_s(healthy.replace(draining=True))
             tick()
 
+    def warm_groups(self, dp_replicas: int, draining: bool = False) -> list[tuple[str, ...]]:
+        """The questions of `warm` in groups that other processes can answer side by side
+        (`answer_questions`, then `learn`), the longest first: the step during a drain if
+        asked, the checkpoint write and load (every GPU's shard over the fabric), the healthy
+        step (its simulation also gives the compute share), then the cheap ones."""
+        groups: list[tuple[str, ...]] = [("write",), ("load_storage",), ("step", "compute")]
+        if draining and self.prep.cluster.storage:
+            groups.insert(0, ("drain",))
+        return [*groups, ("snapshot", "load_peer")]
+
+    def ask(self, question: str, dp_replicas: int) -> None:
+        """Answer one question of `warm_groups` (cached here)."""
+        healthy = ClusterState(dp_replicas=dp_replicas)
+        if question == "step":
+            self.step_time_s(healthy)
+        elif question == "compute":
+            self._compute_per_rank_s()
+        elif question == "write":
+            self.checkpoint_write_s(healthy)
+        elif question == "snapshot":
+            self.checkpoint_snapshot_s(healthy)
+        elif question in ("load_storage", "load_peer"):
+            self.checkpoint_load_s(healthy, "storage" if question == "load_storage" else "peer")
+        elif question == "drain":
+            self.step_time_s(healthy.replace(draining=True))
+        else:
+            raise SimulationError(f"unknown oracle question {question!r}")
+
+    def answers(self) -> dict[str, Any]:
+        """What this oracle has learned (to hand to another copy with `learn`)."""
+        return {"cache": dict(self._cache), "compute_s": self._compute_s}
+
+    def learn(self, answers: dict[str, Any]) -> None:
+        """Take the answers another copy of this oracle found (`answers`)."""
+        self._cache.update(answers["cache"])
+        if self._compute_s is None:
+            self._compute_s = answers["compute_s"]
+
     # -- StepOracle --------------------------------------------------------------------
     def step_time_s(self, state: ClusterState) -> float:
         f_s = max((f for _, f in state.stragglers), default=1.0)
@@ -187,11 +226,14 @@ class SimulatedOracle:
 
     def _compute_per_rank_s(self) -> float:
         if self._compute_s is None:
-            sim = self._run_step(self.prep.cluster)
-            ops = fr.ops_frame(sim.op_rows, self.prep.program.rank_gpus, self.prep.program.role)
-            steps = fr.steps_frame(ops, sim.step_rows, self.prep.program.weight)
-            self._compute_s = float(np.average(steps["compute_s"], weights=steps["weight"]))
+            self._compute_s = self._compute_share_s(self._run_step(self.prep.cluster))
         return self._compute_s
+
+    def _compute_share_s(self, sim: StepSimulator) -> float:
+        """The per-rank compute time of a healthy step simulation (weighted mean), s."""
+        ops = fr.ops_frame(sim.op_rows, self.prep.program.rank_gpus, self.prep.program.role)
+        steps = fr.steps_frame(ops, sim.step_rows, self.prep.program.weight)
+        return float(np.average(steps["compute_s"], weights=steps["weight"]))
 
     def _run_step(self, cluster: Cluster, drain: bool = False) -> StepSimulator:
 
@@ -226,6 +268,9 @@ class SimulatedOracle:
             else base
         )
         sim = self._run_step(cluster, drain=draining)
+        if not (changed or draining) and self._compute_s is None:
+            # the healthy step: the same simulation `_compute_per_rank_s` would run again
+            self._compute_s = self._compute_share_s(sim)
         log.info(
             "step simulated for straggler %.2f, %d degraded links, %d down, drain=%s",
             f_s,
@@ -317,6 +362,22 @@ class SimulatedOracle:
                 field="reliability.storage_gbyte_per_s",
             )
         return size / (bw * factor("_gbyte_per_s"))
+
+
+def answer_questions(task: tuple[str, int, tuple[str, ...]]) -> dict[str, Any]:
+    """Task of a process pool: prepare the scenario `path` and answer `questions` (see
+    `SimulatedOracle.warm_groups`) for a job of `dp_replicas`; the oracle's `answers()`."""
+    path, dp_replicas, questions = task
+    oracle = _worker_oracle(path)
+    for q in questions:
+        oracle.ask(q, dp_replicas)
+    return oracle.answers()
+
+
+@functools.lru_cache(maxsize=1)
+def _worker_oracle(path: str) -> SimulatedOracle:
+    """The oracle of `path` in a pool worker, prepared once for the groups it answers."""
+    return oracle_from_scenario(path)
 
 
 def oracle_from_scenario(path: str | Path) -> SimulatedOracle:

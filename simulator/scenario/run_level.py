@@ -36,8 +36,12 @@ def run_level(prep: PreparedRun, summary: dict[str, Any], seed: int) -> dict[str
     )
     job = job_shape(prep, rel)
     failures = [*(PRESETS[sc.preset]() if sc.preset else []), *sc.failures]
-    results = [
-        simulate_run(
+    # only the first seed's frames are kept: the other seeds give a summary row each
+    first: Any = None
+    rows: list[dict[str, Any]] = []
+    notes: set[str] = set()
+    for k in range(rel.seeds):
+        result = simulate_run(
             job,
             oracle,
             failures,
@@ -47,9 +51,10 @@ def run_level(prep: PreparedRun, summary: dict[str, Any], seed: int) -> dict[str
             degradations=sc.degradations,
             mtbf_scale=rel.mtbf_scale,
         )
-        for k in range(rel.seeds)
-    ]
-    runs = pd.DataFrame([{"seed": r.seed, **r.summary} for r in results])
+        first = first or result
+        rows.append({"seed": result.seed, **result.summary})
+        notes.update(result.notes)
+    runs = pd.DataFrame(rows)
     agg = aggregate(runs).iloc[0].to_dict()
     for key in ("goodput", "ettr", "interruptions", "lost_work_s", "restart_s", "checkpoint_s", "job_mtti_s"):
         if f"{key}_mean" in agg:
@@ -63,12 +68,11 @@ def run_level(prep: PreparedRun, summary: dict[str, Any], seed: int) -> dict[str
         "step_simulations": oracle.simulations,
         "job_gpus": job.n_gpus,
         # None: no checkpoint was due (a Young or Daly interval without failures)
-        "checkpoint_interval_s": _finite_or_none(results[0].summary["interval_s"]),
+        "checkpoint_interval_s": _finite_or_none(first.summary["interval_s"]),
     }
-    notes = sorted({note for r in results for note in r.notes})
     if notes:
-        summary["run_level"]["notes"] = notes
-    return {"incidents": results[0].incidents, "segments": results[0].segments, "runs": runs}
+        summary["run_level"]["notes"] = sorted(notes)
+    return {"incidents": first.incidents, "segments": first.segments, "runs": runs}
 
 
 def _finite_or_none(value: float) -> float | None:

@@ -167,7 +167,8 @@ def run_into_store(
         frames: the frames kept per task (`runs` always; `incidents`, `segments`).
         on_warm: progress of the step simulations done first (`study_oracles`).
     """
-    oracles = study_oracles(study, on_warm)
+    chosen = "local-dask" if executor == "local" else executor
+    oracles = study_oracles(study, on_warm, chosen, max_workers)
     tasks = [
         (v.index, v.labels, v.spec, v.spec.seed + k, oracles[v.index], frames)
         for v in study.variants
@@ -181,6 +182,5 @@ def run_into_store(
         if on_done is not None:
             on_done(i, None)
 
-    chosen = "local-dask" if executor == "local" else executor
     for_each_task(store_task, tasks, _write, chosen, max_workers=max_workers)
     return len(tasks)

@@ -42,9 +42,9 @@ from simulator.faults.metrics import aggregate
 from simulator.faults.policy import PolicySpec
 from simulator.faults.preset import PRESETS
 from simulator.faults.state import JobShape, ScalingOracle, StepOracle
-from simulator.scenario.oracle import oracle_from_scenario
+from simulator.scenario.oracle import answer_questions, oracle_from_scenario
 from simulator.scenario.spec import MAX_RUN_DURATION_S
-from simulator.study.executor import LOCAL_DASK, run_tasks
+from simulator.study.executor import LOCAL_DASK, default_workers, run_tasks
 from simulator.study.merge import UnsettablePath, parse_path, with_settings
 from simulator.units import to_si
 
@@ -411,14 +411,23 @@ def store_task(
 
 
 def study_oracles(
-    study: Study, on_progress: Callable[[int, int], None] | None = None
+    study: Study,
+    on_progress: Callable[[int, int], None] | None = None,
+    executor: Executor = "serial",
+    max_workers: int | None = None,
 ) -> dict[int, StepOracle]:
-    """One oracle per distinct step spec, built (and, for a scenario, warmed) in this process,
-    so workers get the answers instead of re-running step simulations.
+    """One oracle per distinct step spec, built here and, for a scenario, warmed before the
+    runs, so that the runs' workers get the answers instead of re-running step simulations.
+
+    The warming step simulations run on `executor` too (in groups that are independent, see
+    `SimulatedOracle.warm_groups`): the same simulations as in this process, so the same
+    answers.
 
     Args:
         on_progress: called with (questions answered, questions in all) as the scenario
             oracles are warmed (the step simulations a study starts with).
+        executor: where the warming simulations run ('serial': in this process).
+        max_workers: pool size (default: CPU count).
     """
     by_step: dict[str, StepOracle] = {}
     out: dict[int, StepOracle] = {}
@@ -442,8 +451,22 @@ def study_oracles(
         if on_progress is not None:
             on_progress(done[0], total)
 
-    for oracle, v in warmable:
-        oracle.warm(v.spec.job.dp_replicas, draining=draining, on_answer=tick)  # type: ignore[attr-defined]
+    if executor == "serial" or (executor in (None, "pool") and default_workers(2, max_workers) == 1):
+        for oracle, v in warmable:
+            oracle.warm(v.spec.job.dp_replicas, draining=draining, on_answer=tick)  # type: ignore[attr-defined]
+        return out
+    tasks = [
+        (o, (str(o.scenario_path), v.spec.job.dp_replicas, group))  # type: ignore[attr-defined]
+        for o, v in warmable
+        for group in o.warm_groups(v.spec.job.dp_replicas, draining)  # type: ignore[attr-defined]
+    ]
+
+    def learned(i: int, answers: Any) -> None:
+        tasks[i][0].learn(answers)  # type: ignore[attr-defined]
+        for _ in tasks[i][1][2]:
+            tick()
+
+    map_tasks(answer_questions, [t for _, t in tasks], executor, max_workers, learned)
     return out
 
 
@@ -479,7 +502,7 @@ def run_study(
 ) -> pd.DataFrame:
     """Every variant × seed; a tidy frame (one row per run: variant, axis columns, seed, metrics)."""
     n = seeds or study.spec.seeds
-    oracles = study_oracles(study)
+    oracles = study_oracles(study, executor=executor, max_workers=max_workers)
     tasks = [
         (v.index, v.labels, v.spec, v.spec.seed + k, oracles[v.index])
         for v in study.variants

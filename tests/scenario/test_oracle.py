@@ -123,3 +123,25 @@ def test_missing_checkpoint_size_is_a_clear_error(tmp_path):
     path = _scenario(tmp_path, "policy: {kind: checkpoint_restart, interval: daly}\n")
     with pytest.raises(Exception, match="reliability.checkpoint_gbyte"):
         execute(prepare(path))
+
+
+def test_study_warms_its_oracle_on_the_pool_with_the_same_answers(tmp_path):
+    """The step simulations a study starts with run on its process pool (healthy step, checkpoint
+    transfers and the drain step side by side) and give the answers warming here gives."""
+    from simulator.study.sweep import load_study, study_oracles
+
+    _graph_file(tmp_path, 4, 400, 400, 20.0)
+    _scenario(tmp_path, "reliability: {checkpoint_gbyte: 100}\n")
+    (tmp_path / "study.yaml").write_text(
+        "name: st\njob: {n_gpus: 4, gpus_per_node: 1, gpus_per_replica: 4}\n"
+        "step: {from_scenario: s.yaml}\n"
+        "policy: {kind: async_checkpoint, interval_min: 10}\nduration_days: 1\n"
+    )
+    study = load_study(tmp_path / "study.yaml")
+    here, ticks = study_oracles(study), []
+    pooled = study_oracles(study, lambda done, total: ticks.append((done, total)), "pool", 2)
+    a, b = here[0], pooled[0]
+    # healthy and drained steps, write, snapshot, two loads (the compute share is not a cache key)
+    assert len(a._cache) == 6 and a._cache == b._cache
+    assert a._compute_s == b._compute_s is not None
+    assert ticks[-1] == (7, 7) and len(ticks) == 7
