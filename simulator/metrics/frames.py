@@ -136,7 +136,7 @@ def _union_length(starts: np.ndarray, ends: np.ndarray) -> float:
     return float((block_end - block_start).sum())
 
 
-def _coverage(bounds: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+def interval_coverage(bounds: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
     """How many of the intervals cover each elementary segment between `bounds` (sweep line)."""
     diff = np.zeros(len(bounds))
     np.add.at(diff, np.searchsorted(bounds, starts), 1)
@@ -166,8 +166,10 @@ def _breakdown(
         out["comm_s"] = _union_length(ms, me)
         bounds = np.unique(np.concatenate([cs, ce, ms, me]))
         widths = np.diff(bounds)
-        in_comp = _coverage(bounds, cs, ce) > 0
-        per_tag = {tag: _coverage(bounds, ms[tags == tag], me[tags == tag]) for tag in np.unique(tags)}
+        in_comp = interval_coverage(bounds, cs, ce) > 0
+        per_tag = {
+            tag: interval_coverage(bounds, ms[tags == tag], me[tags == tag]) for tag in np.unique(tags)
+        }
         n_cover = np.sum(list(per_tag.values()), axis=0)
         exposed_seg = (~in_comp) & (n_cover > 0)
         out["exposed_comm_s"] = float(widths[exposed_seg].sum())

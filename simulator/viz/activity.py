@@ -26,6 +26,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
+from simulator.metrics.frames import interval_coverage
 from simulator.viz.rank_groups import rank_groups
 from simulator.viz.style import TIME_MS_DECIMALS, color_of, with_aggregation_note
 
@@ -51,18 +52,10 @@ def state_label(state: str) -> str:
     return "idle (waits, bubbles)"
 
 
-def _coverage(bounds: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
-    """How many intervals cover each elementary segment between consecutive `bounds`."""
-    diff = np.zeros(len(bounds))
-    np.add.at(diff, np.searchsorted(bounds, starts), 1)
-    np.add.at(diff, np.searchsorted(bounds, ends), -1)
-    return np.cumsum(diff)[:-1]
-
-
 def _tag_cover(
     bounds: np.ndarray, tags: np.ndarray, starts: np.ndarray, ends: np.ndarray
 ) -> dict[str, np.ndarray]:
-    return {str(t): _coverage(bounds, starts[tags == t], ends[tags == t]) for t in np.unique(tags)}
+    return {str(t): interval_coverage(bounds, starts[tags == t], ends[tags == t]) for t in np.unique(tags)}
 
 
 def _op_arrays(ops: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
