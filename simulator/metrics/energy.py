@@ -17,6 +17,9 @@ Two independent paths give the same energy: `power_timeline` sweeps every op bou
 and sums piecewise-constant power; `step_energy` adds op energies to the `steps` frame's
 breakdown (compute, exposed communication, idle). Tests check they agree to 1e-9.
 
+A host wait (an op on `HOST_STREAM`: an imported trace's measured launch delay) is not GPU
+work: the GPU idles through it unless a kernel or a transfer runs.
+
 What is simplified: a GPU computing while it communicates draws the compute figure;
 traffic inside a server (NVLink) counts as network activity for the NICs' share; power
 changes instantly (no thermal inertia); host power does not follow load.
@@ -30,6 +33,7 @@ import numpy as np
 import pandas as pd
 
 from simulator.network.prices import PriceSpec
+from simulator.workload.program import HOST_STREAM
 
 #: column of each component in `power_timeline` and `step_energy` (watts / joules)
 COMPONENTS = ("gpu", "host", "network", "storage")
@@ -85,7 +89,7 @@ def _rank_power(
     idle_w, comm_w = levels
     mine = ops.rank == rank
     comp = mine & ops.compute
-    comm = mine & ~ops.compute & (ops.end > ops.start)
+    comm = mine & ops.comm & (ops.end > ops.start)
     order = np.argsort(ops.start[comp], kind="stable")
     cs, ce, op_w = ops.start[comp][order], ops.end[comp][order], ops.watts[comp][order]
     ms, me = np.sort(ops.start[comm]), np.sort(ops.end[comm])
@@ -100,23 +104,34 @@ def _rank_power(
 
 @dataclass(frozen=True, slots=True)
 class _StepOps:
-    """The ops of one step as arrays (rank, is compute, start, end, draw while computing)."""
+    """The ops of one step as arrays (rank, is GPU compute, is communication, start, end,
+    draw while computing); a host wait (`HOST_STREAM`) is neither."""
 
     rank: np.ndarray
     compute: np.ndarray
+    comm: np.ndarray
     start: np.ndarray
     end: np.ndarray
     watts: np.ndarray
 
 
+def _gpu_compute(ops: pd.DataFrame) -> np.ndarray:
+    """Which ops are GPU compute: compute ops not on the host's stream of waits."""
+    compute = (ops["kind"] == "compute").to_numpy()
+    if "stream" in ops:
+        return compute & (ops["stream"] != HOST_STREAM).to_numpy()
+    return compute
+
+
 def _step_ops(sgrp: pd.DataFrame, p: PowerInputs, prices: PriceSpec) -> _StepOps:
-    compute = (sgrp["kind"] == "compute").to_numpy()
+    compute = _gpu_compute(sgrp)
     watts = np.zeros(len(sgrp))
     if compute.any():
         watts[compute] = _gpu_powers(sgrp[compute], p, prices)
     return _StepOps(
         sgrp["rank"].to_numpy(),
         compute,
+        (sgrp["kind"] != "compute").to_numpy(),
         sgrp["started_at_s"].to_numpy(dtype=float),
         sgrp["finished_at_s"].to_numpy(dtype=float),
         watts,
@@ -195,7 +210,7 @@ def step_energy(ops: pd.DataFrame, steps: pd.DataFrame, p: PowerInputs, prices: 
     """
     const = _constant_w(p, prices)
     idle_w, comm_w = _levels(p, prices)
-    comp = ops[ops["kind"] == "compute"]
+    comp = ops[_gpu_compute(ops)]
     op_j = (_gpu_powers(comp, p, prices) * comp["duration_s"].to_numpy()) if len(comp) else np.zeros(0)
     op_energy = pd.Series(op_j, index=comp.index).groupby([comp["step"], comp["rank"]]).sum()
     rows = []

@@ -24,6 +24,7 @@ import numpy as np
 import pandas as pd
 
 from simulator.network.fabric import FlowRecord
+from simulator.workload.program import HOST_STREAM
 
 #: A set printed by Python: `frozenset({...})` (elements without braces: names, numbers, tuples).
 _FROZENSET = re.compile(r"frozenset\(\{([^{}]*)\}\)")
@@ -196,8 +197,14 @@ def steps_frame(ops: pd.DataFrame, step_rows: Sequence[StepSpan], weight: dict[i
     step_col, rank_col = step_col[order], rank_col[order]
     start = ops["started_at_s"].to_numpy(dtype=float)[order]
     end = ops["finished_at_s"].to_numpy(dtype=float)[order]
-    is_comp = (ops["kind"].to_numpy(dtype=object) == "compute")[order]
-    is_comm = ~is_comp & (end > start)
+    kind = ops["kind"].to_numpy(dtype=object)[order]
+    host = (
+        (ops["stream"].to_numpy(dtype=object) == HOST_STREAM)[order]
+        if "stream" in ops
+        else np.zeros(len(order), dtype=bool)
+    )
+    is_comp = (kind == "compute") & ~host  # a host wait is not GPU work: its time is idle
+    is_comm = (kind != "compute") & (end > start)
     tag = ops["tag"].to_numpy(dtype=object)[order]
     # boundaries of the (step, rank) groups in the sorted arrays
     cut = np.flatnonzero((np.diff(step_col) != 0) | (np.diff(rank_col) != 0)) + 1

@@ -28,6 +28,9 @@ import networkx as nx
 OP_KINDS = ("compute", "collective", "p2p", "checkpoint")
 COMPUTE_STREAM = "compute"
 COMM_STREAM = "comm"
+#: compute ops on this stream are the host's waits (measured kernel launch delays of an
+#: imported trace): time the GPU waits on the CPU, not GPU work; results count it as idle
+HOST_STREAM = "host"
 
 
 @dataclass(slots=True, eq=False)

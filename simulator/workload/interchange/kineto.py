@@ -55,6 +55,7 @@ from typing import Any
 
 from simulator.errors import InputError
 from simulator.workload.interchange.tracebuild import RankOp, replicate_data_parallel, trace_dict
+from simulator.workload.program import HOST_STREAM
 
 GPU_CATS = ("kernel", "gpu_memcpy", "gpu_memset")
 LAUNCH_CATS = ("cuda_runtime", "cuda_driver")
@@ -400,7 +401,7 @@ def _add_host_launches(c: _Collector, rank: int, rt: _RankTrace, keys: list[Any]
             "compute",
             "host_launch",
             (rank,),
-            {"duration_s": delay_s, "stream": "host", "tag": "host"},
+            {"duration_s": delay_s, "stream": HOST_STREAM, "tag": "host"},
         )
         op.deps.extend(sorted(waits_for, key=str))
         c.ops[host_key] = op
