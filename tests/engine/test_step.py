@@ -45,10 +45,9 @@ def _run(program, cluster=None, steps=1, jitter=0.0, seed=0):
     return sim
 
 
-def test_event_log_compute_then_allreduce_then_optimizer():
-    """Two ranks: compute 1 s, all-reduce of 10 GB (ring n=2 moves S per edge at 10 GB/s: 1 s),
-    optimizer 0.5 s. Log of (op, rank, start, end)."""
-    ops = [
+def _compute_then_allreduce(**ar: float) -> list[Op]:
+    """Two ranks compute 1 s each, then all-reduce 10 GB together (op `ar`, extra fields `ar`)."""
+    return [
         Op("fwd@0", "compute", (0,), duration_s=1.0),
         Op("fwd@1", "compute", (1,), duration_s=1.0),
         Op(
@@ -61,7 +60,16 @@ def test_event_log_compute_then_allreduce_then_optimizer():
             collective="all_reduce",
             group=(0, 1),
             size_bytes=10e9,
+            **ar,
         ),
+    ]
+
+
+def test_event_log_compute_then_allreduce_then_optimizer():
+    """Two ranks: compute 1 s, all-reduce of 10 GB (ring n=2 moves S per edge at 10 GB/s: 1 s),
+    optimizer 0.5 s. Log of (op, rank, start, end)."""
+    ops = [
+        *_compute_then_allreduce(),
         Op("opt@0", "compute", (0,), deps=("ar",), duration_s=0.5),
         Op("opt@1", "compute", (1,), deps=("ar",), duration_s=0.5),
     ]
@@ -220,22 +228,7 @@ def test_straggler_slows_the_synchronous_step():
 def test_collective_overhead_delays_its_data_by_exactly_the_overhead():
     """A framework's per-call software time (`Op.overhead_s`) comes after every member is
     ready and before the data moves: the 1 s all-reduce of the first test ends 0.25 s later."""
-    ops = [
-        Op("fwd@0", "compute", (0,), duration_s=1.0),
-        Op("fwd@1", "compute", (1,), duration_s=1.0),
-        Op(
-            "ar",
-            "collective",
-            (0, 1),
-            "comm",
-            ("fwd@0", "fwd@1"),
-            "dp",
-            collective="all_reduce",
-            group=(0, 1),
-            size_bytes=10e9,
-            overhead_s=0.25,
-        ),
-    ]
+    ops = _compute_then_allreduce(overhead_s=0.25)
     sim = _run(StepProgram("t", _cluster(2).gpus, ops), _cluster(2))
     rows = {(r.op_id, r.rank): r for r in sim.op_rows}
     assert (rows[("ar", 0)].started_at_s, rows[("ar", 0)].finished_at_s) == (1.0, 2.25)
