@@ -92,6 +92,9 @@ def summary_table(summary: dict[str, Any], title: str = "summary") -> Table:
     for label, key, fmt in SUMMARY_ROWS:
         if key in summary:
             t.add_row(_label(label, key, cluster, "n_jobs" in summary), fmt(summary[key]))
+        if key == "exposed_comm_s":  # its split by tag, right under it
+            for tag, v in summary.get("exposed_comm_by_tag_s", {}).items():
+                t.add_row(f"  exposed {tag}", _ms(v))
     jobs = summary.get("jobs", []) if isinstance(summary.get("jobs"), list) else []
     for job in jobs[:MAX_JOB_ROWS]:
         t.add_row(
@@ -100,8 +103,6 @@ def summary_table(summary: dict[str, Any], title: str = "summary") -> Table:
         )
     if len(jobs) > MAX_JOB_ROWS:
         t.add_row(f"  ... {len(jobs) - MAX_JOB_ROWS} more jobs", "summary.json")
-    for tag, v in summary.get("exposed_comm_by_tag_s", {}).items():
-        t.add_row(f"  exposed {tag}", _ms(v))
     for link in summary.get("busiest_links", [])[:3]:
         t.add_row(f"busy link {link['link']}", f"{link['mean_utilization'] * 100:.1f}%")
     return t
