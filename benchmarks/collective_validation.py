@@ -260,10 +260,33 @@ LIMITS = [
     "twice in its estimate (ring 2 (nodes - 1), tree and NVLSTree 2 log2(nodes)), so the "
     "figure shifts every estimate alike and changes no choice on the two-node samples.",
     "- The A3 High (TCPX) all-gather takes about 1 ms from 1 MiB to 32 MiB in one run and its "
-    "two runs differ by 1.4x at 512 MiB; no published figure of the transport explains it.",
-    "- The Azure MI300X VF run drives 8 GPUs from one process (`nGpus 8`): its 1-8 MiB "
-    "times sit on a ~65 us floor that the bare-metal runs (one process per GPU) do not "
-    "have, so a profile fitted on the bare-metal runs predicts it worse than the defaults.",
+    "two runs differ by 1.4x at 512 MiB. Both were launched by the TCPX plugin's own scripts "
+    "(google/nccl-plugin-gpudirecttcpx `scripts/run-nccl.sh`, which the dstack run calls; "
+    "GoogleCloudPlatform/cluster-toolkit `examples/gke-a3-highgpu/nccl-config.yaml`): "
+    "`NCCL_ALGO=Ring`, `NCCL_PROTO=Simple`, 8 channels (`NCCL_MIN_NCHANNELS` = "
+    "`NCCL_MAX_NCHANNELS` = 8), `NCCL_BUFFSIZE` 4 MiB. The model already runs ring / Simple "
+    "there (the `gcp-tcpx` preset), and the channel count does not enter a ring / Simple time. "
+    "The 1 ms is 15 ring steps of about 65 us, a per-message cost of the TCPX path for which "
+    "no figure is published; it is not modelled.",
+    "- The dstack A3 Mega (TCPXO) run sources Google's environment profile, whose settings "
+    "(google/nccl-plugin-gpudirect-tcpxo `tcpxo_scripts/nccl-env-profile*.sh`) are at least "
+    "4 channels, `NCCL_BUFFSIZE` 8 MiB and a tuner plugin whose per-size choices "
+    "(`a3plus_tuner_config*.textproto`) are not public; the other two A3 Mega pages do not "
+    "show their settings. The plugin reports no latency to NCCL (`props.latency = 0`, "
+    "`tcpdirect_plugin/fastrak_offload/nccl_shim.cc`). The all-reduce's slope changes at "
+    "16-32 MiB (20 GB/s of algorithm bandwidth from 4 to 16 MiB, 166 GB/s from 32 MiB), "
+    "the mark of a switch of algorithm or channels that the model cannot know.",
+    "- The second p5 run (`eks-excerpt`) states its software: NCCL 2.18.5, aws-ofi-nccl "
+    "1.7.3, EFA installer 1.28.0 (the README of aws-samples/awsome-distributed-training); "
+    "the model carries the current releases' constants only.",
+    "- Single-process runs (`nGpus 8` in the run header: the A100 SuperBench fixtures, the "
+    "Azure MI300X VF run, the MI355X Vultr one-node runs) are replayed with the floor their "
+    "harness puts on back-to-back calls: 8 host enqueues of 3 us each "
+    "(`CollectiveParams.launch_floor_s`, the catalog's per-launch cost). The joint fit does "
+    "not apply it (see `simulator.calibration.joint`). The VF run's own floor is higher "
+    "(46-55 us below 128 KiB, 65-69 us from 128 KiB to 4 MiB, while the bare-metal runs take "
+    "13-53 us there), so a profile fitted on the bare-metal runs predicts it worse than the "
+    "defaults.",
     "",
 ]
 

@@ -50,6 +50,7 @@ _RANK = re.compile(
 _PERF = re.compile(r"\b([a-z0-9_]+)_perf\b")
 _AVG = re.compile(r"Avg bus bandwidth\s*:\s*([0-9.eE+\-]+)")
 _RANGE = re.compile(r"\bmaxBytes\s+(\d+)(?:.*?\bstep:\s*(\d+)\s*\((factor|bytes)\))?")
+_NGPUS = re.compile(r"\bnGpus\s+(\d+)")
 _HEADING = re.compile(r"^\s*(?:#{2,}\s+(\S.*)|={3,}\s*(.*?)\s*=*\s*)$")
 _ELISION = re.compile(r"^\s*#?\s*(?:\.\.\.|…|<.*truncated.*>)\s*$")
 
@@ -108,6 +109,7 @@ class RawTable:
         max_bytes: `maxBytes` of the run's `# nThread` line, if printed.
         step: `step:` of that line as (value, `factor` or `bytes`), if printed.
         last_line: 1-based line of the last data row.
+        gpus_per_thread: `nGpus` of that line (GPUs each benchmark thread drives), if printed.
     """
 
     layout: list[str] | None
@@ -128,6 +130,7 @@ class RawTable:
     max_bytes: int | None = None
     step: tuple[int, str] | None = None
     last_line: int = 0
+    gpus_per_thread: int | None = None
 
 
 @dataclass
@@ -142,6 +145,7 @@ class _NextTable:
     start_kind: str | None = None
     elided: bool = False
     run_range: tuple[int, tuple[int, str] | None] | None = None  # maxBytes, step of `# nThread`
+    gpus_per_thread: int | None = None  # nGpus of `# nThread`
 
 
 class _LogScanner:
@@ -192,6 +196,7 @@ class _LogScanner:
         )
         if nxt.run_range is not None:
             table.max_bytes, table.step = nxt.run_range
+        table.gpus_per_thread = nxt.gpus_per_thread
         if lead_half:
             table.n_measured = 2 * len(lead_half[1])
         table.elided = nxt.elided
@@ -232,6 +237,8 @@ class _LogScanner:
         if text.startswith("nThread") and (rg := _RANGE.search(text)):
             step = (int(rg.group(2)), rg.group(3)) if rg.group(2) else None
             self.next.run_range = (int(rg.group(1)), step)
+            ng = _NGPUS.search(text)
+            self.next.gpus_per_thread = int(ng.group(1)) if ng else None
         elif text.startswith("Rank") and (rk := _RANK.search(text)):
             if self.current is not None and self.current.rows:
                 self.close()
@@ -279,6 +286,7 @@ class _LogScanner:
         nxt.heading_kind = kinds.pop() if len(kinds) == 1 else None
         nxt.heading_nodes = nodes_in(title)
         nxt.ranks, nxt.layout, nxt.start_kind, nxt.run_range = {}, None, None, None
+        nxt.gpus_per_thread = None
 
 
 def scan_log(text: str, path: Path) -> list[RawTable]:

@@ -159,6 +159,7 @@ def _benchmark_table(
         notes=tuple(notes),
         warnings=tuple(f"{p}:{raw.last_line}: {w}" for w in warnings),
         max_bytes=raw.max_bytes,
+        gpus_per_thread=raw.gpus_per_thread,
     )
 
 

@@ -58,6 +58,10 @@ class BenchmarkTable:
         warnings: signs that the table was cut short (see `cut_warnings`), each one line
             `FILE:LINE: message`; the calibrate command prints them.
         max_bytes: the `maxBytes` of the run's `# nThread ...` header line, if printed.
+        gpus_per_thread: the `nGpus` of that line, if printed: GPUs each thread of the
+            benchmark drives (nccl-tests `-g`; 1 = one GPU per thread, as under `mpirun -np`
+            with one rank per GPU). A thread driving several GPUs launches each call on
+            them one after another (`CollectiveParams.launch_floor_s`).
     """
 
     source: str
@@ -75,6 +79,7 @@ class BenchmarkTable:
     notes: tuple[str, ...] = ()
     warnings: tuple[str, ...] = ()
     max_bytes: int | None = None
+    gpus_per_thread: int | None = None
 
     @property
     def max_size_bytes(self) -> int:

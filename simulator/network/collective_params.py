@@ -21,6 +21,17 @@ provider cannot deliver 128-byte writes in order, as on p4d; Google's GPUDirect-
 -TCPXO require ring only / ring and tree, Simple, and no NVLS). Simplified: these settings
 are process-wide in the library; the model applies them to groups spanning servers only.
 
+A benchmark thread that drives several GPUs (nccl-tests `-g 8`, one process for the whole
+server) enqueues every call on its GPUs one after another, so back-to-back calls cannot
+complete faster than `GPUs per thread x host_launch_us` (`launch_floor_s`): the floor of
+the single-process logs, read from their `nGpus` header (none with one GPU per thread: its
+one enqueue overlaps the previous call). Its default is the catalog's fixed
+cost of one kernel launch (`kernel_overhead_us` of `topologies/gpus/*.yaml`, 3 us for every
+part, after NVIDIA's "Getting Started with CUDA Graphs"). Simplified: a training job runs
+one process per GPU, so the engine does not apply the floor; the calibration and validation
+replays of a benchmark table do (`simulator.calibration.replay`). The joint fit does not
+(`simulator.calibration.joint`), and `host_launch_us` is not fitted.
+
 Simplified: the GPU generation is read from the GPU model's name (A100 -> Ampere, H100 /
 H200 / H800 -> Hopper, B200 / GB200 -> Blackwell, AMD Instinct -> RCCL); an unknown name
 gets Hopper's NCCL constants. Host CPU vendor is not modelled: NVIDIA systems take the
@@ -38,6 +49,11 @@ from simulator.network import nccl_tables as t
 from simulator.network.hardware import nic_presets
 
 Triple = tuple[float, float, float]
+
+#: host time to enqueue one call on one GPU, us: the catalog's fixed cost of one kernel
+#: launch (`kernel_overhead_us` in topologies/gpus/*.yaml; NVIDIA Developer Blog, "Getting
+#: Started with CUDA Graphs", 2019: a few us per launch of a short kernel)
+HOST_LAUNCH_US = 3.0
 
 
 @dataclass(frozen=True)
@@ -86,6 +102,8 @@ class CollectiveParams:
             plugin (a NIC preset's `protocols`); None = `protocols`.
         net_algorithms: algorithms left to a group spanning servers by the transport's
             required settings (a NIC preset's `algorithms`); None = `algorithms`.
+        host_launch_us: host time to enqueue one call on one GPU (the library's enqueue and
+            the kernel launch), us; a thread driving g GPUs pays it g times per call.
     """
 
     library: str
@@ -117,6 +135,14 @@ class CollectiveParams:
     launch_latency_us: float = 0.0
     net_protocols: tuple[str, ...] | None = None
     net_algorithms: tuple[str, ...] | None = None
+    host_launch_us: float = HOST_LAUNCH_US
+
+    def launch_floor_s(self, gpus_per_thread: int | None) -> float:
+        """Shortest time of one call of back-to-back calls when one host thread enqueues it
+        on `gpus_per_thread` GPUs one after another, s; 0 for one GPU per thread (or None:
+        not known), whose one enqueue overlaps the previous call on the GPU."""
+        g = gpus_per_thread or 1
+        return g * self.host_launch_us * 1e-6 if g > 1 else 0.0
 
     def base_us(self, algorithm: str, protocol: str) -> float:
         """Fixed latency of one call, us."""
@@ -137,8 +163,8 @@ class CollectiveParams:
 #: the physical fields a calibration fits, with their physical bounds (low, high):
 #: efficiencies are fractions of a rate in (0, 1]; latencies are non-negative microseconds
 #: (at most 1 ms per step or call); the latency scale is a factor in [0.05, 20] on the
-#: library's constants; `ll_efficiency` / `ll128_efficiency` scale the LL and
-#: LL128 protocol bandwidth factors of ring and tree.
+#: library's constants; `ll_efficiency` / `ll128_efficiency` scale the LL and LL128
+#: protocol bandwidth factors of ring and tree.
 FITTED_FIELDS: dict[str, tuple[float, float]] = {
     "nic_efficiency": (0.02, 1.0),
     "scale_up_efficiency": (0.02, 1.0),

@@ -110,3 +110,25 @@ def test_a_run_takes_the_first_profile_with_collective_params() -> None:
     assert fitted_collective_params(ProfileTuning([("c", CalibrationProfile(name="c"))]), cluster) is None
     # a clamp of the fit is said in the run's warnings
     assert any("joint: collective_params x ended on its physical bound" in w for w in tuning.warnings)
+
+
+SINGLE_PROCESS = "a100-40gb-8gpu-1node-allreduce-superbench-fixture.txt"
+A100 = ROOT / "topologies" / "a100-p4de-efa-2n.yaml"
+
+
+def test_a_thread_driving_eight_gpus_holds_calls_to_eight_host_enqueues() -> None:
+    # the header says `nGpus 8`: one thread enqueues every call on 8 GPUs one after another
+    table = read_benchmark(SAMPLES / SINGLE_PROCESS)[0]
+    assert table.gpus_per_thread == 8
+    params = with_fitted(make_sample(table, resized_cluster(A100, 1)).base, {})
+    assert params.launch_floor_s(8) == pytest.approx(8 * 3e-6, rel=1e-12)  # catalog: 3 us per launch
+    assert params.launch_floor_s(1) == params.launch_floor_s(None) == 0.0
+    cluster = resized_cluster(A100, 1)
+    res = replay(table, CalibrationProfile(name="none"), cluster=cluster, half="out_of_place")
+    # the same table as if run by one rank per GPU: the model's own times
+    free = replay(replace(table, gpus_per_thread=1), CalibrationProfile(name="none"), cluster=cluster,
+                  half="out_of_place")  # fmt: skip
+    sim, model = res["simulated_s"].to_numpy(), free["simulated_s"].to_numpy()
+    # A100 one node: the model's latency (~11-15 us) is below the 24 us floor at small sizes only
+    assert (model < 24e-6).any() and (model > 24e-6).any()
+    assert np.allclose(sim, np.maximum(model, 24e-6), rtol=1e-12, atol=0)

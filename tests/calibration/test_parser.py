@@ -174,3 +174,16 @@ def test_samples_folder_location() -> None:
     files = sample_files()
     assert len(files) == 28
     assert all(f"`{p.name}`" in listed for p in files)
+
+
+def test_gpus_per_thread_is_read_from_the_run_header(samples: Path) -> None:
+    # `# nThread 1 nGpus 8 ...`: one thread drove the 8 GPUs (nccl-tests -g 8)
+    assert (
+        read_benchmark(samples / "mi300x-vf-8gpu-1node-allreduce-rccl-azure-singleproc.txt")[
+            0
+        ].gpus_per_thread
+        == 8
+    )
+    # one rank per GPU (`nGpus 1`), and a table with no run header at all
+    assert read_benchmark(samples / "h100-8gpu-1node-allreduce-dgx-nvidia-dgxc.txt")[0].gpus_per_thread == 1
+    assert read_benchmark(samples / "h100-16gpu-2node-allreduce-aws-p5-efa.txt")[0].gpus_per_thread is None
