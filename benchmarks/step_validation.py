@@ -14,7 +14,16 @@ weights' dtype, fp32 main gradients with fused accumulation, or fp32 accumulated
 separate kernel; `docs/fidelity.md`). A third, `param_gather`, says whether the ZeRO-1/2
 all-gather of the updated weights ends the step (`after_optimizer`) or is prefetched under
 the next step's forward (`prefetched`: `overlap_param_gather`, only where the source says
-so, e.g. MegaScale §3.2).
+so, e.g. MegaScale §3.2). A fourth, `grad_reduce`, says whether the data-parallel gradient
+buckets are reduced as their layers' last backward ends (`overlapped`) or after the whole
+backward (`after_backward`: `overlap_grad_reduce` false; DeepSpeed's pipeline engine, whose
+schedule issues ReduceGrads after the last micro-batch) or, under ZeRO-2, after every
+micro-batch's backward (`per_micro_batch`: `zero2_reduce_per_micro_batch`; sharded
+gradients, as Llama 3's FSDP). A fifth, `cp_comm`, says how
+context parallelism exchanges K/V: `ring` (under the attention core) or `all_gather`
+(before it, exposed: Llama 3's all-gather based CP). A sixth, `tp_overlap`, is the layout's
+`tp_comm_overlap` (`megatron` where the source's configuration turns on Megatron's TP
+communication overlap, e.g. NeMo's `ub_tp_comm_overlap`).
 
 Fit and held-out rows are kept apart: rows marked `fit` may be used to fit global
 constants (one per GPU and compute dtype, never one per row); `held_out` rows are only checked;
@@ -74,12 +83,22 @@ METRICS = ("mfu", "model_tflops_per_gpu", "hw_tflops_per_gpu", "tokens_per_s_per
 MAIN_GRADS = {"model": ("model", True), "fp32": ("fp32", True), "fp32_unfused": ("fp32", False)}
 #: `param_gather` column -> the layout's overlap_param_gather.
 PARAM_GATHER = {"after_optimizer": False, "prefetched": True}
+#: `grad_reduce` column -> the layout's (overlap_grad_reduce, zero2_reduce_per_micro_batch).
+GRAD_REDUCE = {
+    "overlapped": (True, False),
+    "after_backward": (False, False),
+    "per_micro_batch": (True, True),
+}
+#: `cp_comm` column values (the layout's cp_comm; ignored at CP 1).
+CP_COMM = ("ring", "all_gather")
+#: `tp_overlap` column values (the layout's tp_comm_overlap).
+TP_OVERLAP = ("none", "megatron", "t3")
 LAYOUT_INT = ("tp", "pp", "dp", "cp", "ep", "mbs", "gbs", "zero")
 REQUIRED = (
     *("id", "split", "source", "reference", "model", "dtype", "seq_len", "gpu", "gpus", "topology"),
     *("tp", "pp", "vp", "dp", "cp", "ep", "sp", "mbs", "gbs", "schedule"),
     *("first_stage_layers", "last_stage_layers", "recompute", "zero", "attention", "main_grads"),
-    "param_gather",
+    *("param_gather", "grad_reduce", "cp_comm", "tp_overlap"),
     "metric",
     *("published", "layout_basis", "scenario", "needs", "heavy", "notes"),
 )
@@ -153,6 +172,13 @@ def load_rows(path: Path = DATA) -> list[dict[str, str]]:
         if row["param_gather"] not in PARAM_GATHER:
             choices = tuple(PARAM_GATHER)
             raise RowError(f"{where}: param_gather: {row['param_gather']!r} is not one of {choices}")
+        if row["grad_reduce"] not in GRAD_REDUCE:
+            choices = tuple(GRAD_REDUCE)
+            raise RowError(f"{where}: grad_reduce: {row['grad_reduce']!r} is not one of {choices}")
+        if row["cp_comm"] not in CP_COMM:
+            raise RowError(f"{where}: cp_comm: {row['cp_comm']!r} is not one of {CP_COMM}")
+        if row["tp_overlap"] not in TP_OVERLAP:
+            raise RowError(f"{where}: tp_overlap: {row['tp_overlap']!r} is not one of {TP_OVERLAP}")
         for col in ("sp", "heavy"):
             if row[col] not in ("true", "false"):
                 raise RowError(f"{where}: {col}: {row[col]!r} is not true or false")
@@ -180,6 +206,10 @@ def layout_of(row: dict[str, str]) -> dict[str, Any]:
         "main_grads": MAIN_GRADS[row["main_grads"]][0],
         "grad_accumulation_fusion": MAIN_GRADS[row["main_grads"]][1],
         "overlap_param_gather": PARAM_GATHER[row["param_gather"]],
+        "overlap_grad_reduce": GRAD_REDUCE[row["grad_reduce"]][0],
+        "zero2_reduce_per_micro_batch": GRAD_REDUCE[row["grad_reduce"]][1],
+        "cp_comm": row["cp_comm"],
+        "tp_comm_overlap": row["tp_overlap"],
     }
     if int(row["vp"]) > 1:
         layout["virtual_stages"] = int(row["vp"])

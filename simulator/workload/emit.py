@@ -455,7 +455,7 @@ class _ItemRun:
         issued = self.emitter.issue_collective(self.ranks, item, self.base, self.st)
         for r in self.ranks:
             oid = issued[r]
-            if item.group == "cp":
+            if item.group == "cp" and self.emitter.layout.cp_comm == "ring":
                 self.pending_async[r] = (oid,)
                 self.in_core = True
             elif not _is_gradient_reduction(item):

@@ -45,6 +45,8 @@ and micro-batch to the backward (`_main_grad_accumulation`); the first micro-bat
 is priced as an add, and the embedding and output layers' accumulation is left out.
 Accumulated in the wgrad GEMM's epilogue (Megatron's fusion) the fp32 read and write of
 the output is not priced: those GEMMs are compute-bound by the kernel model's roofline.
+ZeRO-2 with `zero2_reduce_per_micro_batch` adds a reduce-scatter of the layer's gradients
+(in their precision) after the layer's backward, every micro-batch (`_zero2_reduce`).
 """
 
 from __future__ import annotations
@@ -223,6 +225,20 @@ def _zero3_gather(model: ModelSpec, layout: LayoutSpec, layer_index: int) -> lis
     return out
 
 
+def _zero2_reduce(model: ModelSpec, layout: LayoutSpec, layer_index: int) -> list[_Pair]:
+    """ZeRO-2 with `zero2_reduce_per_micro_batch`: reduce-scatter the layer's gradients after
+    its backward, every micro-batch (the gradients are sharded, so they are not kept whole)."""
+    if layout.zero_stage != 2 or not layout.zero2_reduce_per_micro_batch:
+        return []
+    w = layer_rank_params(model, layout, layer_index)
+    g = layout.grad_element_bytes(model.element_bytes)
+    return [
+        _Pair(None, [CommCost(f"zero2_grad_rs_{group}", "reduce_scatter", group, n * g)])
+        for group, n in (("dp_cp", w.dense), ("edp", w.expert))
+        if n > 0
+    ]
+
+
 def _attention(c: _Ctx) -> list[_Pair]:
     """Projections, attention core and output projection (after the input norm)."""
     m, L, t, h, T, p = c.m, c.L, c.t, c.h, c.T, c.p
@@ -354,6 +370,7 @@ def _layer_pairs(model: ModelSpec, layout: LayoutSpec, layer_index: int, causal_
     # first in the list, so last in the (reversed) backward: after the layer's wgrads
     pairs: list[_Pair] = _main_grad_accumulation(model, layout, layer_index)
     pairs += _zero3_gather(model, layout, layer_index)
+    pairs += _zero2_reduce(model, layout, layer_index)
     pairs += _low_precision_casts(c, _layer_body(c, model, layer_index))
     return pairs
 

@@ -13,6 +13,8 @@ one models):
       §3.2: the all-gather of the next iteration's parameters runs during the first
       micro-batches' forward, the reduce-scatter of the last micro-batch's backward
       overlaps it);
+    * ZeRO-2 gradient reduction once per step or after every micro-batch's backward (what
+      sharded gradients need: PyTorch FSDP's SHARD_GRAD_OP outside `no_sync`);
     * the gradients' precision: in the model's dtype, or fp32 main gradients accumulated
       over the micro-batches and reduced over data parallelism in fp32 (Megatron-LM forces
       this for bf16 training, `--accumulate-allreduce-grads-in-fp32`, in
@@ -20,6 +22,10 @@ one models):
       accumulated in the weight-gradient GEMM's epilogue (Megatron's
       `--gradient-accumulation-fusion`) or by a separate kernel;
     * activation recomputation (Korthikanti et al. 2022);
+    * how context parallelism exchanges K/V: a ring whose transfers overlap the attention
+      core (ring attention; Transformer Engine's default) or an all-gather the core waits
+      for (Llama 3, Dubey et al. 2024 §3.3.2: all-gather based CP, its latency exposed on
+      the critical path);
     * tensor-parallel communication overlap: none, Megatron-LM's (`--tp-comm-overlap`) or
       T3-style fine-grained overlap (Pati et al., ASPLOS'24) with its contention penalty.
 
@@ -76,6 +82,14 @@ class FrameworkSettings(Spec):
     overlap_grad_reduce: bool = Field(
         True, description="Overlap data-parallel gradient reduction with the backward pass."
     )
+    zero2_reduce_per_micro_batch: bool = Field(
+        False,
+        description="ZeRO-2: each micro-batch's backward reduce-scatters every layer's "
+        "gradients into the local shard, on the dp stream after the layer's backward (sharded "
+        "gradients cannot be accumulated whole: PyTorch FSDP SHARD_GRAD_OP outside no_sync); "
+        "false: one bucketed reduction after the last micro-batch, as for ZeRO-0/1. The "
+        "updated weights' all-gather is the same either way. Ignored for other stages.",
+    )
     overlap_param_gather: bool = Field(
         False,
         description="ZeRO-1/2: the all-gather of the updated weights is prefetched under the "
@@ -96,6 +110,13 @@ class FrameworkSettings(Spec):
         "buffer in its epilogue (Megatron --gradient-accumulation-fusion); false: a separate "
         "memory-bound kernel per micro-batch reads the gradient and the buffer and writes "
         "the buffer (2 + 4 + 4 bytes per bf16 parameter).",
+    )
+    cp_comm: Literal["ring", "all_gather"] = Field(
+        "ring",
+        description="Context-parallel K/V exchange: ring (the chunks travel a ring while the "
+        "attention core computes; the core's end waits for them) or all_gather (K/V are "
+        "all-gathered before the core, which waits for them: exposed, as Llama 3's "
+        "all-gather based CP, Dubey et al. 2024 §3.3.2). Same bytes either way.",
     )
     tp_comm_overlap: Literal["none", "megatron", "t3"] = Field(
         "none",
@@ -141,6 +162,12 @@ class FrameworkSettings(Spec):
         "data moves (hooks, flattening, launch), s (YAML: zero3_call_overhead_us). Default 0: "
         "no published figure is taken; set it from a profile.",
     )
+
+    @property
+    def reduces_layers_per_micro_batch(self) -> bool:
+        """Whether every layer's gradients are reduce-scattered after each micro-batch's
+        backward (ZeRO-3, or ZeRO-2 with `zero2_reduce_per_micro_batch`)."""
+        return self.zero_stage == 3 or (self.zero_stage == 2 and self.zero2_reduce_per_micro_batch)
 
     def grad_element_bytes(self, weight_bytes: int) -> int:
         """Bytes of one accumulated / reduced gradient element (`main_grads`)."""

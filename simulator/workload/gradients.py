@@ -9,7 +9,10 @@ Models what follows the last backward of a step on the simulated ranks of a stag
       gradients, twice the bytes of bf16); the weights' all-gather in the weights' dtype.
     * All-reduce (ZeRO 0) or reduce-scatter then, after the optimizer, all-gather of the
       updated weights (ZeRO 1/2; ZeRO 3: embedding and output weights only, the layers'
-      gathers and reduce-scatters are per layer, see `emit`).
+      gathers and reduce-scatters are per layer, see `emit`). ZeRO-2 with
+      `zero2_reduce_per_micro_batch` reduce-scatters every layer after each micro-batch's
+      backward (`flops._zero2_reduce`, issued like ZeRO-3's); only the embedding and
+      output weights' gradients are left for the end of the step.
     * With `overlap_param_gather` (ZeRO 1/2) that all-gather belongs to the next step: one
       step in steady state starts with the all-gather of the previous optimizer's weights,
       in buckets (same element count as the gradient buckets) in the order the forward
@@ -73,9 +76,13 @@ def emit_gradient_sync(em: OpEmitter, stage: int, st: StageState) -> None:
         st: the record of the stage's forward and backward emission.
     """
     ranks = em.ranks.stage_ranks[stage]
-    ready = _ready_gradients(em, stage, st)
+    L = em.layout
+    ready = _ready_gradients(em, stage, st, with_layers=not L.reduces_layers_per_micro_batch)
     last_ops = {r: st.last_compute[r] for r in ranks}
     gathers = _reduce_gradients(em, stage, ready, last_ops)
+    if L.zero_stage == 2 and L.reduces_layers_per_micro_batch:
+        # the layers were reduced per micro-batch; the updated weights are gathered whole
+        gathers = _weight_buckets(em, _ready_gradients(em, stage, st, with_layers=True))
     optimizer_ops = _optimizer_step(em, stage)
     if em.layout.zero_stage >= 1 and not prefetches_params(em):
         _gather_weights(em, stage, gathers, optimizer_ops)
@@ -149,13 +156,14 @@ def _prefetch_bucket(
             st.param_gather[key] = (*st.param_gather.get(key, ()), seen[id(inst)])
 
 
-def _ready_gradients(em: OpEmitter, stage: int, st: StageState) -> list[_ReadyGradients]:
-    """What becomes ready when, in order of completion of the last micro-batch's backward."""
+def _ready_gradients(em: OpEmitter, stage: int, st: StageState, with_layers: bool) -> list[_ReadyGradients]:
+    """What becomes ready when, in order of completion of the last micro-batch's backward
+    (the layers only `with_layers`; the embedding and output weights always)."""
     L, model = em.layout, em.model
     ranks = em.ranks.stage_ranks[stage]
     r0 = ranks[0]
     ready: list[_ReadyGradients] = []
-    if L.zero_stage != 3:
+    if with_layers:
         for i in stage_layers(model, L, stage):
             pos, _ = st.last_bwd[(r0, i)]
             w = layer_rank_params(model, L, i)
@@ -198,6 +206,27 @@ def _reduce_gradients(
         if bucket_bytes > 0:
             _bucket(em, stage, insts, group_kind, reduce_kind, bucket_bytes, bucket_ops, last_ops, b)
             buckets.append((group_kind, bucket_bytes * to_weight_bytes))
+    return buckets
+
+
+def _weight_buckets(em: OpEmitter, ready: list[_ReadyGradients]) -> list[tuple[str, float]]:
+    """(group kind, weight bytes) of the buckets `_reduce_gradients` would form from `ready`,
+    without emitting anything: what the weights' all-gather moves."""
+    L = em.layout
+    element_bytes = L.grad_element_bytes(em.model.element_bytes)
+    sizes = {"dp_cp": L.dp * L.cp, "edp": L.edp * L.cp}
+    buckets: list[tuple[str, float]] = []
+    for group_kind in ("dp_cp", "edp"):
+        if sizes[group_kind] <= 1:
+            continue
+        params = 0.0
+        for ev in ready:
+            params += ev.dense_params if group_kind == "dp_cp" else ev.expert_params
+            if params > 0 and params * element_bytes >= L.grad_bucket_bytes:
+                buckets.append((group_kind, params * em.model.element_bytes))
+                params = 0.0
+        if params > 0:
+            buckets.append((group_kind, params * em.model.element_bytes))
     return buckets
 
 

@@ -57,6 +57,9 @@ COMPARED = (
     "main_grads",
     "grad_accumulation_fusion",
     "overlap_param_gather",
+    "overlap_grad_reduce",
+    "zero2_reduce_per_micro_batch",
+    "tp_comm_overlap",
 )
 
 
@@ -149,7 +152,22 @@ def test_attention_column_picks_the_kernel() -> None:
 
 def test_param_gather_prefetch_only_where_the_source_states_it() -> None:
     prefetched = {r["id"] for r in ROWS if SV.layout_of(r)["overlap_param_gather"]}
-    assert prefetched == {"megascale-175b-12k"}  # MegaScale §3.2
+    stated = {r["id"] for r in ROWS if r["id"].startswith(("nemo-", "llama3-405b"))}
+    # MegaScale §3.2; NeMo-Framework-Launcher 24.07 configs (overlap_param_sync true);
+    # Llama 3 §3.3.2 (FSDP prefetches the sharded weights asynchronously)
+    assert prefetched == {"megascale-175b-12k"} | stated
+
+
+def test_grad_reduce_after_backward_only_for_deepspeeds_pipeline_engine(tmp_path: Path) -> None:
+    """BLOOM's DeepSpeed pipeline schedule issues ReduceGrads after the last micro-batch's
+    backward; every other row overlaps its buckets. A bad value is named by line and column."""
+    after = {r["id"] for r in ROWS if not SV.layout_of(r)["overlap_grad_reduce"]}
+    assert after == {"bloom-176b-384"}
+    text = (ROOT / "benchmarks/data/published_training.csv").read_text().splitlines()
+    bad = text[1].replace(",overlapped,", ",sometimes,", 1)
+    (tmp_path / "t.csv").write_text("\n".join([text[0], bad]) + "\n")
+    with pytest.raises(SV.RowError, match=r"t\.csv:2: grad_reduce: 'sometimes'"):
+        SV.load_rows(tmp_path / "t.csv")
 
 
 def test_fit_scales_only_the_compute_dtypes_gemm_fraction() -> None:
