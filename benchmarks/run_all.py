@@ -14,7 +14,7 @@ Rows (each with its target):
     ar16k     one 1 GiB all-reduce on 16,384 H100 (CLI, dashboard on)
     k128      128 concurrent ring all-reduces sharing 1,024 GPUs' links: SimPy run phase only
     help      `clustersim --help`
-    smallest  smallest `clustersim run` (scenarios/quickstart.yaml, no dashboard)
+    smallest  smallest `clustersim run` (scenarios/quickstart.yaml, 1 step, no dashboard)
     study54   54-day 16k-GPU failure study: bench_runlevel.py (per seed, and 100 seeds)
     policies  80-run Llama 3 405B policy study (scenarios/study-llama3-405b-policies.yaml)
 
@@ -53,7 +53,7 @@ ROWS = {
     "ar16k": ("one all-reduce on 16,384 GPUs (CLI, dashboard on)", "< 4 s"),
     "k128": ("128 concurrent all-reduces on 1,024 GPUs' links, run phase", "< 0.5 s"),
     "help": ("clustersim --help", "< 0.3 s"),
-    "smallest": ("smallest clustersim run (quickstart, no dashboard)", "< 0.8 s"),
+    "smallest": ("smallest clustersim run (quickstart, 1 step, no dashboard)", "< 0.8 s"),
     "study54": ("54-day 16k-GPU failure study, 100 seeds (bench_runlevel.py)", "< 0.2 s/seed; < 30 s"),
     "policies": ("80-run 405B policy study (clustersim sweep)", "< 2 min"),
 }
@@ -130,7 +130,8 @@ def command(row: str, inputs: dict[str, Path], tmp: Path) -> list[str]:
     if row == "help":
         return [*CLI, "--help"]
     if row == "smallest":
-        return [*CLI, "run", str(REPO / "scenarios" / "quickstart.yaml"), *out, "--no-dashboard"]
+        quickstart = str(REPO / "scenarios" / "quickstart.yaml")
+        return [*CLI, "run", quickstart, *out, "--no-dashboard", "--steps", "1"]
     if row == "study54":
         return [sys.executable, str(HERE / "bench_runlevel.py"), "--seeds", "100"]
     if row == "policies":

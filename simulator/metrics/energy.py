@@ -83,13 +83,13 @@ def _levels(p: PowerInputs, prices: PriceSpec) -> tuple[float, float]:
 
 
 def _rank_power(
-    ops: _StepOps, rank: int, mids: np.ndarray, levels: tuple[float, float]
+    ops: _StepOps, mids: np.ndarray, levels: tuple[float, float]
 ) -> tuple[np.ndarray, np.ndarray]:
-    """One rank's GPU power and communicating flag at each segment midpoint."""
+    """One rank's GPU power and communicating flag at each segment midpoint (`ops`: that
+    rank's ops only, in the frame's order)."""
     idle_w, comm_w = levels
-    mine = ops.rank == rank
-    comp = mine & ops.compute
-    comm = mine & ops.comm & (ops.end > ops.start)
+    comp = ops.compute
+    comm = ops.comm & (ops.end > ops.start)
     order = np.argsort(ops.start[comp], kind="stable")
     cs, ce, op_w = ops.start[comp][order], ops.end[comp][order], ops.watts[comp][order]
     ms, me = np.sort(ops.start[comm]), np.sort(ops.end[comm])
@@ -138,6 +138,18 @@ def _step_ops(sgrp: pd.DataFrame, p: PowerInputs, prices: PriceSpec) -> _StepOps
     )
 
 
+def _by_rank(ops: _StepOps) -> list[tuple[int, _StepOps]]:
+    """Each rank (ascending) with its ops: one stable sort by rank, so that each rank's
+    ops keep the frame's order, then a slice per rank."""
+    order = np.argsort(ops.rank, kind="stable")
+    cols = [x[order] for x in (ops.rank, ops.compute, ops.comm, ops.start, ops.end, ops.watts)]
+    ranks = cols[0]
+    cuts = np.flatnonzero(ranks[1:] != ranks[:-1]) + 1
+    lo = np.concatenate(([0], cuts)).tolist()
+    hi = np.concatenate((cuts, [len(ranks)])).tolist()
+    return [(int(ranks[a]), _StepOps(*(c[a:b] for c in cols))) for a, b in zip(lo, hi, strict=True) if b > a]
+
+
 def _constant_w(p: PowerInputs, prices: PriceSpec) -> dict[str, float]:
     pw = prices.power
     return {
@@ -175,9 +187,9 @@ def power_timeline(ops: pd.DataFrame, steps: pd.DataFrame, p: PowerInputs, price
         comm_share = np.zeros(len(mids))
         arrays = _step_ops(sgrp, p, prices)
         levels = _levels(p, prices)
-        for rank in np.unique(arrays.rank):
+        for rank, mine in _by_rank(arrays):
             w = float(weight.get(rank, 1))
-            watts, active = _rank_power(arrays, int(rank), mids, levels)
+            watts, active = _rank_power(mine, mids, levels)
             gpu_w += w * watts
             comm_share += w * active / max(p.job_gpus, 1)
         df = pd.DataFrame({"step": int(step), "start_s": bounds[:-1], "end_s": bounds[1:], "gpu_w": gpu_w})
@@ -213,11 +225,12 @@ def step_energy(ops: pd.DataFrame, steps: pd.DataFrame, p: PowerInputs, prices: 
     comp = ops[_gpu_compute(ops)]
     op_j = (_gpu_powers(comp, p, prices) * comp["duration_s"].to_numpy()) if len(comp) else np.zeros(0)
     op_energy = pd.Series(op_j, index=comp.index).groupby([comp["step"], comp["rank"]]).sum()
+    by_step_rank = op_energy.to_dict()
     rows = []
     for step, grp in steps.groupby("step", sort=True):
         t = float(grp["step_time_s"].iloc[0])
         w = grp["weight"].to_numpy(dtype=float)
-        ranks_j = np.array([op_energy.get((step, r), 0.0) for r in grp["rank"]])
+        ranks_j = np.array([by_step_rank.get((step, r), 0.0) for r in grp["rank"].tolist()])
         gpu_j = float(
             (
                 w * (ranks_j + grp["exposed_comm_s"].to_numpy() * comm_w + grp["idle_s"].to_numpy() * idle_w)

@@ -44,10 +44,12 @@ class Cluster:
         degraded: dict[tuple[str, str], float] | None = None,
         stragglers: dict[str, float] | None = None,
     ) -> None:
-        g = graph.copy()
         self.storage = sorted(
-            (n for n, d in g.nodes(data=True) if d.get("kind") == "storage"), key=natural_key
+            (n for n, d in graph.nodes(data=True) if d.get("kind") == "storage"), key=natural_key
         )
+        # the graph is shared with the caller unless media links are added to a copy (neither
+        # the cluster nor its router modifies it)
+        g = graph.copy() if self.storage else graph
         for s in self.storage:
             for suffix, key in (
                 (MEDIA_SUFFIX, "write_bandwidth_bytes_per_s"),

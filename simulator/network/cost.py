@@ -81,8 +81,11 @@ def _switch_item(g: nx.Graph, n: str, d: dict[str, Any], prices: PriceSpec) -> _
     return ("switches", item, ports * port_usd, ports * port_w)
 
 
-def _nic_item(g: nx.Graph, n: str, prices: PriceSpec) -> _Item | None:
-    """A NIC with a scale-out link, priced at the speed of its fastest such link."""
+def _nic_item(
+    g: nx.Graph, n: str, prices: PriceSpec, by_speed: dict[float, _Item] | None = None
+) -> _Item | None:
+    """A NIC with a scale-out link, priced at the speed of its fastest such link (items
+    already priced kept in `by_speed`, by speed)."""
     nodes = g.nodes
     out = [
         e
@@ -92,12 +95,17 @@ def _nic_item(g: nx.Graph, n: str, prices: PriceSpec) -> _Item | None:
     if not out:
         return None
     speed = max(_gbps(e) for e in out)
-    return (
+    if by_speed is not None and speed in by_speed:
+        return by_speed[speed]
+    item = (
         "nics",
         f"NIC {speed:g}G",
         lookup(prices.speed_table("nic_usd"), speed),
         lookup(prices.speed_table("nic_power_w"), speed),
     )
+    if by_speed is not None:
+        by_speed[speed] = item
+    return item
 
 
 def _end_name(d: dict[str, Any]) -> str:
@@ -108,6 +116,11 @@ def _end_name(d: dict[str, Any]) -> str:
 
 def _tier(d: dict[str, Any]) -> int:
     return int(d.get("tier", 0)) if d.get("kind") == "switch" else 0
+
+
+#: what `_cable_item` reads of a cable's end nodes and of its edge
+_CABLE_END_KEYS = ("kind", "role", "tier")
+_CABLE_EDGE_KEYS = ("medium", "reach", "bandwidth_bytes_per_s", "links")
 
 
 def _cable_item(du: dict[str, Any], dv: dict[str, Any], e: dict[str, Any], prices: PriceSpec) -> _Item | None:
@@ -176,17 +189,32 @@ def estimate_cost(
         InputError: (cluster scope) a part has no price in the table.
     """
     items: Counter[_Item] = _compute_items(g, prices, gpu) if scope == "cluster" else Counter()
+    nics: dict[float, _Item] = {}
     for n, d in g.nodes(data=True):
         if _is_scale_out_switch(d):
             item = _switch_item(g, n, d, prices)
         elif d.get("kind") == "nic":
-            item = _nic_item(g, n, prices)
+            item = _nic_item(g, n, prices, nics)
         else:
             item = None
         if item is not None:
             items[item] += 1
+    nodes = g.nodes
+    # a cable's item depends only on these attributes of its ends and edge: price each
+    # distinct combination once (tens of thousands of cables, a handful of kinds)
+    priced: dict[tuple[Any, ...], _Item | None] = {}
     for u, v, e in g.edges(data=True):
-        item = _cable_item(g.nodes[u], g.nodes[v], e, prices)
+        du, dv = nodes[u], nodes[v]
+        key = (
+            _same_server(du, dv),
+            *(du.get(k) for k in _CABLE_END_KEYS),
+            *(dv.get(k) for k in _CABLE_END_KEYS),
+            *(e.get(k) for k in _CABLE_EDGE_KEYS),
+        )
+        if key in priced:
+            item = priced[key]
+        else:
+            item = priced[key] = _cable_item(du, dv, e, prices)
         if item is not None:
             items[item] += int(e.get("links", 1))
     rows: list[dict[str, Any]] = [

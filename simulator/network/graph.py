@@ -26,6 +26,7 @@ Graph attributes: `name`, and `gpu` (the `GPUSpec` of its GPUs) when a generator
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable
 
@@ -39,9 +40,14 @@ SCALE_UP_MEDIA = frozenset({"nvlink", "xgmi", "pcie"})
 SCALE_OUT_MEDIA = frozenset({"ib", "ethernet"})
 
 
+@functools.lru_cache(maxsize=1 << 18, typed=True)
 def natural_key(name: object) -> tuple:
-    """Sort key that orders embedded numbers by value: n2 before n10."""
-    return tuple(int(p) if p.isdigit() else p for p in re.split(r"(\d+)", str(name)))
+    """Sort key that orders embedded numbers by value: n2 before n10 (memoised: the same
+    node names are sorted many times while a cluster is built)."""
+    return tuple(int(p) if p.isdigit() else p for p in _DIGITS.split(str(name)))
+
+
+_DIGITS = re.compile(r"(\d+)")
 
 
 def server_major(g: nx.Graph, names: Iterable[str]) -> list[str]:

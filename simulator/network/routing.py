@@ -17,6 +17,12 @@ Model of how traffic finds its way (what NCCL and an ECMP fabric do, simplified)
 
 Routes avoid links marked down; a node that can no longer be reached is a
 `SimulationError`. Links are directed: edge (u, v) is two links, u->v and v->u.
+
+How it is computed (the routes are those of the definitions above): switch distances by a
+breadth-first search over index arrays of the switch graph, one per destination switch;
+the first two NIC criteria once per (source server, destination switch, rail) class, the
+distance inside the server per source GPU; every route, domain path and next-hop list
+cached.
 """
 
 from __future__ import annotations
@@ -41,13 +47,18 @@ class LinkTable:
         cap: list[float] = []
         lat: list[float] = []
         medium: list[str] = []
+        tiers: list[int] = []
+        tier_of = {n: _tier(g, n) for n in g.nodes}
         for u, v, d in g.edges(data=True):
-            for a, b in ((u, v), (v, u)):
-                src.append(a)
-                dst.append(b)
-                cap.append(float(d["bandwidth_bytes_per_s"]))
-                lat.append(float(d.get("latency_s", 0.0)))
-                medium.append(d["medium"])
+            # both directions of the edge, u->v then v->u
+            c, t = float(d["bandwidth_bytes_per_s"]), max(tier_of[u], tier_of[v])
+            lt = float(d.get("latency_s", 0.0))
+            src += (u, v)
+            dst += (v, u)
+            cap += (c, c)
+            lat += (lt, lt)
+            medium += (d["medium"], d["medium"])
+            tiers += (t, t)
         self.src = src
         self.dst = dst
         self.capacity_bytes_per_s = np.asarray(cap, dtype=float)
@@ -56,14 +67,11 @@ class LinkTable:
         self.index: dict[tuple[str, str], int] = {
             (a, b): i for i, (a, b) in enumerate(zip(src, dst, strict=False))
         }
-        tiers = []
-        for a, b in zip(src, dst, strict=False):
-            ta, tb = _tier(g, a), _tier(g, b)
-            tiers.append(max(ta, tb))
         self.tier = np.asarray(tiers, dtype=np.int16)
         # links that end at a GPU: a route using one before its last hop is forwarded
         # through that GPU's scale-up domain (NCCL's PXN)
-        self.into_gpu = np.asarray([g.nodes[b].get("kind") == "gpu" for b in dst], dtype=bool)
+        gpus = {n for n, k in g.nodes(data="kind") if k == "gpu"}
+        self.into_gpu = np.asarray([b in gpus for b in dst], dtype=bool)
 
     def __len__(self) -> int:
         return len(self.src)
@@ -96,7 +104,7 @@ class Router:
 
     # -- structure -----------------------------------------------------------------
     def _up(self, u: str, v: str) -> bool:
-        return frozenset((u, v)) not in self.down
+        return not self.down or frozenset((u, v)) not in self.down
 
     def _build(self) -> None:
         g = self.g
@@ -107,11 +115,14 @@ class Router:
         # scale-up domains: non-network-switch nodes joined by scale-up media
         domain_graph = nx.Graph()
         domain_graph.add_nodes_from(n for n in g.nodes if n not in is_net_switch)
-        for u, v, d in g.edges(data=True):
-            if u in is_net_switch or v in is_net_switch:
-                continue
-            if d["medium"] in SCALE_UP_MEDIA and self._up(u, v):
-                domain_graph.add_edge(u, v)
+        domain_graph.add_edges_from(
+            (u, v)
+            for u, v, medium in g.edges(data="medium")
+            if u not in is_net_switch
+            and v not in is_net_switch
+            and medium in SCALE_UP_MEDIA
+            and self._up(u, v)
+        )
         self._domain: dict[str, int] = {}
         self._domain_graph = domain_graph
         for i, comp in enumerate(
@@ -130,12 +141,24 @@ class Router:
         self._endpoints_of: dict[int, list[str]] = {}
         for n in sorted(self._attach, key=str):
             self._endpoints_of.setdefault(self._domain[n], []).append(n)
-        # switch graph adjacency (sorted for determinism)
+        # switch graph adjacency (sorted for determinism), and the same as index arrays
         self._sw_adj: dict[str, list[str]] = {
             s: sorted(t for t in g.neighbors(s) if t in is_net_switch and self._up(s, t))
             for s in is_net_switch
         }
+        self._sw_names = sorted(is_net_switch, key=str)
+        sw_index = {s: i for i, s in enumerate(self._sw_names)}
+        self._sw_index = sw_index
+        lengths = [len(self._sw_adj[s]) for s in self._sw_names]
+        self._sw_indptr = np.concatenate(([0], np.cumsum(lengths, dtype=np.int64)))
+        self._sw_indices = np.fromiter(
+            (sw_index[t] for s in self._sw_names for t in self._sw_adj[s]), dtype=np.int64, count=sum(lengths)
+        )
+        # scale-up domain adjacency as plain lists (hop counts inside a server)
+        self._dom_adj: dict[str, list[str]] = {n: list(domain_graph.adj[n]) for n in domain_graph}
+        self._egress_best: dict[tuple[int, str, object], list[str]] = {}
         self._dist_cache: dict[str, dict[str, int]] = {}
+        self._dist_arrays: dict[str, np.ndarray] = {}  # the same by switch index (-1: unreachable)
         self._next_hops: dict[tuple[str, str], list[str]] = {}
         self._hops_in_domain: dict[str, dict[str, int]] = {}
         self._egress_cache: dict[tuple[str, str], str | None] = {}
@@ -149,26 +172,47 @@ class Router:
         return self._domain[n]
 
     def _switch_dist(self, target: str) -> dict[str, int]:
-        """BFS hop distance from every network switch to `target` (cached)."""
+        """Hop distance to `target` from every network switch that can reach it (cached).
+
+        A breadth-first search, one level at a time over index arrays of the switch graph.
+        """
         d = self._dist_cache.get(target)
         if d is None:
-            d = {target: 0}
-            q = deque([target])
-            adj = self._sw_adj
-            while q:
-                u = q.popleft()
-                du = d[u] + 1
-                for v in adj[u]:
-                    if v not in d:
-                        d[v] = du
-                        q.append(v)
+            indptr, indices = self._sw_indptr, self._sw_indices
+            dist = np.full(len(self._sw_names), -1, dtype=np.int64)
+            frontier = np.array([self._sw_index[target]], dtype=np.int64)
+            dist[frontier] = 0
+            level = 0
+            while frontier.size:
+                level += 1
+                starts, counts = indptr[frontier], indptr[frontier + 1] - indptr[frontier]
+                total = int(counts.sum())
+                if total == 0:
+                    break
+                offsets = np.repeat(starts - (np.cumsum(counts) - counts), counts)
+                nb = indices[offsets + np.arange(total)]
+                frontier = np.unique(nb[dist[nb] < 0])
+                dist[frontier] = level
+            names = self._sw_names
+            d = {names[i]: int(dist[i]) for i in np.flatnonzero(dist >= 0).tolist()}
             self._dist_cache[target] = d
+            self._dist_arrays[target] = dist
         return d
 
     def _domain_hops(self, src: str) -> dict[str, int]:
+        """Hop count from `src` to every node of its scale-up domain (cached)."""
         h = self._hops_in_domain.get(src)
         if h is None:
-            h = nx.single_source_shortest_path_length(self._domain_graph, src)
+            h = {src: 0}
+            q = deque([src])
+            adj = self._dom_adj
+            while q:
+                u = q.popleft()
+                du = h[u] + 1
+                for v in adj[u]:
+                    if v not in h:
+                        h[v] = du
+                        q.append(v)
             self._hops_in_domain[src] = h
         return h
 
@@ -192,7 +236,8 @@ class Router:
         return e
 
     def _best_switch(self, endpoint: str, dist: dict[str, int]) -> tuple[int, str]:
-        best = min(self._attach[endpoint], key=lambda s: (dist.get(s, 1 << 30), s))
+        attach = self._attach[endpoint]
+        best = attach[0] if len(attach) == 1 else min(attach, key=lambda s: (dist.get(s, 1 << 30), s))
         return dist.get(best, 1 << 30), best
 
     def _switch_of(self, endpoint: str) -> str:
@@ -222,21 +267,29 @@ class Router:
         return e
 
     def _pick_egress(self, a: str, sb: str, rail_b: object) -> str | None:
-        """The NIC of `a`'s server fewest hops from switch `sb`, then on rail `rail_b`, then nearest `a`."""
-        cands = self._endpoints_of.get(self._domain[a], [])
-        if not cands:
-            return None
-        dist = self._switch_dist(sb)
+        """The NIC of `a`'s server fewest hops from switch `sb`, then on rail `rail_b`, then nearest `a`.
+
+        The first two criteria do not depend on `a`, only on its server: the NICs that tie
+        on them are found once per (server, `sb`, `rail_b`) and kept in their order, so the
+        choice is that of one `min` over all four criteria.
+        """
+        dom = self._domain[a]
+        best = self._egress_best.get((dom, sb, rail_b))
+        if best is None:
+            cands = self._endpoints_of.get(dom, [])
+            dist = self._switch_dist(sb)
+            nodes = self.g.nodes
+            keys = [
+                (self._best_switch(n, dist)[0], rail_b is None or nodes[n].get("rail") != rail_b)
+                for n in cands
+            ]
+            top = min(keys, default=None)
+            best = [n for n, k in zip(cands, keys, strict=True) if k == top]
+            self._egress_best[(dom, sb, rail_b)] = best
+        if len(best) <= 1:
+            return best[0] if best else None
         hops = self._domain_hops(a)
-        return min(
-            cands,
-            key=lambda n: (
-                self._best_switch(n, dist)[0],
-                rail_b is None or self.g.nodes[n].get("rail") != rail_b,
-                hops.get(n, 1 << 30),
-                str(n),
-            ),
-        )
+        return min(best, key=lambda n: (hops.get(n, 1 << 30), str(n)))
 
     def _domain_path(self, a: str, b: str) -> list[str]:
         """Shortest path inside one server (cached; callers must not modify it)."""
@@ -245,7 +298,7 @@ class Router:
         p = self._domain_paths.get((a, b))
         if p is None:
             try:
-                p = nx.shortest_path(self._domain_graph, a, b)
+                p = nx.bidirectional_shortest_path(self._domain_graph, a, b)
             except nx.NetworkXNoPath:
                 raise SimulationError(f"no path from {a} to {b} inside their server") from None
             self._domain_paths[(a, b)] = p
@@ -260,13 +313,15 @@ class Router:
         path = [s]
         u = s
         hop = 0
-        adj = self._sw_adj
         nh = self._next_hops
         while u != t:
             nxt = nh.get((u, t))
             if nxt is None:
-                du = dist[u] - 1
-                nxt = [v for v in adj[u] if dist.get(v) == du]
+                # the neighbours of u one hop nearer t, in adjacency order
+                ui = self._sw_index[u]
+                nb = self._sw_indices[self._sw_indptr[ui] : self._sw_indptr[ui + 1]]
+                names = self._sw_names
+                nxt = [names[i] for i in nb[self._dist_arrays[t][nb] == dist[u] - 1].tolist()]
                 nh[(u, t)] = nxt
             u = nxt[_crc(a, b, hop) % len(nxt)] if len(nxt) > 1 else nxt[0]
             path.append(u)

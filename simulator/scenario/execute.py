@@ -3,6 +3,9 @@
 `execute(prepared)` runs the step simulation (and the run level when the scenario has
 failures or a policy); `RunResult.write(folder)` saves frames, summary, the resolved
 scenario, the topology and the dashboard.
+
+The dashboard (plotly), the run level, and the several-jobs and cluster-level runs are
+imported only by a run that uses them, so that a plain step run starts faster.
 """
 
 from __future__ import annotations
@@ -25,11 +28,7 @@ from simulator.metrics import frames as fr
 from simulator.metrics.run_cost import cost_columns, run_power_frames
 from simulator.metrics.store import write_frame, write_json
 from simulator.metrics.summary import summarize
-from simulator.scenario.cluster_level import run_cluster
-from simulator.scenario.multi import run_jobs
 from simulator.scenario.prepare import PreparedRun, run_identity, step_simulator
-from simulator.scenario.run_level import run_level
-from simulator.viz.dashboard import PLOTLY_FILE, load_graph, run_dashboard_html, write_page
 
 
 @dataclass
@@ -42,7 +41,9 @@ class RunResult:
     resolved: dict[str, Any]
     graph: Any = None
 
-    def write(self, folder: str | Path, dashboard: bool = True, plotly_src: str = PLOTLY_FILE) -> Path:
+    def write(self, folder: str | Path, dashboard: bool = True, plotly_src: str | None = None) -> Path:
+        """Save frames, summary, resolved scenario, topology and (if `dashboard`) the
+        dashboard, which loads plotly from `plotly_src` (default: its file beside it)."""
         out = Path(folder)
         out.mkdir(parents=True, exist_ok=True)
         for name, df in self.frames.items():
@@ -54,9 +55,13 @@ class RunResult:
             data = nx.node_link_data(self.graph, edges="links")
             data["graph"] = {k: v for k, v in data["graph"].items() if k != "gpu"}
             write_json(out / "topology.json", data)
-            graph = load_graph(out)  # the dashboard draws what a rebuild would read
         if dashboard:
-            page = run_dashboard_html(self.frames, self.summary, graph, plotly_src)
+            from simulator.viz.dashboard import PLOTLY_FILE, load_graph, run_dashboard_html, write_page
+
+            if self.graph is not None:
+                graph = load_graph(out)  # the dashboard draws what a rebuild would read
+            src = PLOTLY_FILE if plotly_src is None else plotly_src
+            page = run_dashboard_html(self.frames, self.summary, graph, src)
             write_page(out / "dashboard.html", page)
         return out
 
@@ -107,6 +112,9 @@ def execute(
     sc = prep.scenario.spec
     seed = sc.seed if seed is None else seed
     if prep.jobs or sc.cluster is not None:
+        from simulator.scenario.cluster_level import run_cluster
+        from simulator.scenario.multi import run_jobs
+
         frames, summary = run_jobs(prep, seed, on_step) if prep.jobs else run_cluster(prep, seed)
         return RunResult(sc.name, frames, summary, _resolved(prep, seed, overrides), prep.topology.graph)
     wall0 = time.perf_counter()
@@ -147,6 +155,8 @@ def execute(
         cost_columns(frames, summary, prep.topology.graph, prep.topology.gpu, power_cap_fraction=cap)
     )
     if sc.run_level:
+        from simulator.scenario.run_level import run_level
+
         frames.update(run_level(prep, summary, seed))
         frames.update(run_power_frames(frames, summary))
     return RunResult(sc.name, frames, summary, _resolved(prep, seed, overrides), prep.topology.graph)

@@ -124,10 +124,17 @@ def _per_rank_state_bins(
     cuts = np.flatnonzero(sorted_ranks[1:] != sorted_ranks[:-1]) + 1
     lo = np.concatenate(([0], cuts)).tolist()
     hi = np.concatenate((cuts, [len(sorted_ranks)])).tolist()
-    return {
-        int(sorted_ranks[a]): _state_bins(is_comp[a:b], tags[a:b], starts[a:b], ends[a:b], t0, t1, bins)
-        for a, b in zip(lo, hi, strict=True)
-    }
+    out: dict[int, dict[str, np.ndarray]] = {}
+    # ranks with the same ops at the same times (mirrored ranks, every rank of one
+    # collective) have the same bins: computed once and shared (never modified)
+    seen: dict[tuple[bytes, bytes, bytes, tuple[str, ...]], dict[str, np.ndarray]] = {}
+    for a, b in zip(lo, hi, strict=True):
+        key = (is_comp[a:b].tobytes(), starts[a:b].tobytes(), ends[a:b].tobytes(), tuple(tags[a:b]))
+        got = seen.get(key)
+        if got is None:
+            got = seen[key] = _state_bins(is_comp[a:b], tags[a:b], starts[a:b], ends[a:b], t0, t1, bins)
+        out[int(sorted_ranks[a])] = got
+    return out
 
 
 def state_order(states: set[str]) -> list[str]:
@@ -208,11 +215,17 @@ def _lanes(
     views: dict[str, list[tuple[str, dict[str, np.ndarray], tuple[np.ndarray, np.ndarray] | None]]] = {
         "groups (mean of their ranks)": []
     }
-    for gname in dict.fromkeys(groups.to_numpy()):
-        ranks = [int(r) for r in groups.index[groups == gname]]
+    members: dict[str, list[int]] = {}  # group -> its ranks, in the index's order
+    for rank, gname in zip(groups.index.tolist(), groups.tolist(), strict=True):
+        members.setdefault(gname, []).append(int(rank))
+    share_of: dict[int, np.ndarray] = {}  # by id of a (shared) per-rank dict
+    for gname, ranks in members.items():
         states = set().union(*(per_rank[r] for r in ranks))
         mean = {s: np.mean([per_rank[r].get(s, np.zeros(bins)) for r in ranks], axis=0) for s in states}
-        shares = np.array([_compute_share(per_rank[r], width) for r in ranks])
+        for r in ranks:
+            if id(per_rank[r]) not in share_of:
+                share_of[id(per_rank[r])] = _compute_share(per_rank[r], width)
+        shares = np.array([share_of[id(per_rank[r])] for r in ranks])
         label = f"{gname} ({len(ranks)} ranks)"
         views["groups (mean of their ranks)"].append((label, mean, (shares.min(axis=0), shares.max(axis=0))))
         picked = sorted({ranks[0], ranks[len(ranks) // 2], ranks[-1]})

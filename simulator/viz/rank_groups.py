@@ -51,7 +51,10 @@ def rank_groups(ops: pd.DataFrame, max_groups: int = 16) -> pd.Series:
         labels = per_rank["gpu"].astype(str).map(server_of)
     else:
         labels = pd.Series("ranks", index=per_rank.index)
-    order = sorted(labels.unique(), key=lambda g: (int(labels[labels == g].index.min()), natural_key(g)))
+    first: dict[str, int] = {}  # a group's first (smallest) rank: the index is sorted
+    for rank, g in zip(labels.index.tolist(), labels.tolist(), strict=True):
+        first.setdefault(g, int(rank))
+    order = sorted(labels.unique(), key=lambda g: (first[g], natural_key(g)))
     if len(order) > max_groups:
         size = -(-len(order) // max_groups)
         merged = {}

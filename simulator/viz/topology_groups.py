@@ -71,25 +71,31 @@ def group_graph(g: nx.Graph, link_util: pd.Series | None = None) -> nx.Graph:
     for name in h.nodes:
         h.nodes[name]["members"] = len(servers[name]) if name in servers else members[name]
     util = {} if link_util is None else {k: float(v) for k, v in link_util.items() if isinstance(k, tuple)}
+    # summed in plain dicts (one per group pair, in the order first met), then added to `h`
+    # in that order, so that `h` is the graph adding them one link at a time would give
+    found: dict[tuple[str, str], dict[str, Any]] = {}
     for u, v, d in g.edges(data=True):
-        if u not in groups or v not in groups or groups[u][0] == groups[v][0]:
+        gu, gv = groups.get(u), groups.get(v)
+        if gu is None or gv is None or gu[0] == gv[0]:
             continue
-        a, b = groups[u][0], groups[v][0]
+        a, b = gu[0], gv[0]
         bw = float(d.get("bandwidth_bytes_per_s", 0.0))
-        e = h.edges[a, b] if h.has_edge(a, b) else None
+        e = found.get((a, b)) or found.get((b, a))
         if e is None:
-            h.add_edge(a, b, links=0, bandwidth_bytes_per_s=0.0, _ubw=0.0, _wbw=0.0, util_max=math.nan)
-            e = h.edges[a, b]
+            e = found[(a, b)] = {
+                "links": 0, "bandwidth_bytes_per_s": 0.0, "_ubw": 0.0, "_wbw": 0.0, "util_max": math.nan
+            }  # fmt: skip
         e["links"] += 1
         e["bandwidth_bytes_per_s"] += bw
-        u_link = util.get((u, v), util.get((v, u)))
+        u_link = util.get((u, v), util.get((v, u))) if util else None
         if u_link is not None:
             e["_ubw"] += u_link * bw
             e["_wbw"] += bw
             e["util_max"] = u_link if math.isnan(e["util_max"]) else max(e["util_max"], u_link)
-    for _, _, e in h.edges(data=True):
+    for (a, b), e in found.items():
         weighted, weight = e.pop("_ubw"), e.pop("_wbw")
         e["util"] = weighted / weight if weight > 0 else math.nan
+        h.add_edge(a, b, **e)
     return h
 
 

@@ -152,3 +152,45 @@ def test_topology_by_tier_and_pod(big_run: Path) -> None:
     assert sum(d["links"] for _, _, d in h.edges(data=True)) == scale_out
     util = pd.Series({next(iter(g.edges)): 0.5})
     assert all(np.isnan(d["util"]) for _, _, d in group_graph(g, util).edges(data=True))  # an in-server link
+
+
+def test_ranks_with_the_same_ops_share_their_bins() -> None:
+    """Mirrored ranks (same ops at the same times) are binned once; each still equals
+    `rank_state_bins` on its own rows, and a rank that differs by one time is not shared."""
+    one = pd.DataFrame(
+        {
+            "kind": ["compute", "collective", "compute"],
+            "tag": ["fwd", "ep", "bwd"],
+            "started_at_s": [0.0, 1.0, 1.5],
+            "finished_at_s": [1.0, 2.0, 3.0],
+        }
+    )
+    other = one.assign(finished_at_s=[1.0, 2.5, 3.0])
+    ops = pd.concat([one.assign(rank=r) for r in (4, 0, 9)] + [other.assign(rank=2)], ignore_index=True)
+    together = _per_rank_state_bins(ops, 0.0, 3.0, 6)
+    assert together[0] is together[4] is together[9] and together[2] is not together[0]
+    for r, g in ops.groupby("rank"):
+        alone = rank_state_bins(g, 0.0, 3.0, 6)
+        shared = together[int(r)]
+        assert {s: t.tobytes() for s, t in alone.items()} == {s: t.tobytes() for s, t in shared.items()}
+
+
+def test_rank_groups_merge_in_order_of_first_rank() -> None:
+    """Past `max_groups`, groups are merged in order of their first (smallest) rank, not of
+    their names or rows: n10 holds rank 0, n1 rank 2, n2 rank 4, n3 rank 6."""
+    from simulator.viz.rank_groups import rank_groups
+
+    ranks = [5, 0, 3, 1, 2, 4, 6]
+    gpus = ["n2.gpu0", "n10.gpu0", "n1.gpu1", "n10.gpu1", "n1.gpu0", "n2.gpu1", "n3.gpu0"]
+    ops = pd.DataFrame({"rank": ranks, "gpu": gpus, "role": [""] * len(ranks)})
+    labels = rank_groups(ops, max_groups=2)
+    assert list(labels.index) == sorted(ranks)
+    assert labels.to_dict() == {
+        0: "n10…n1",
+        1: "n10…n1",
+        2: "n10…n1",
+        3: "n10…n1",
+        4: "n2…n3",
+        5: "n2…n3",
+        6: "n2…n3",
+    }
