@@ -101,16 +101,17 @@ class RunLevelEngine(FailureRecovery, CheckpointPhases):
         time `_run`'s timeout would fire at (`now + max(0, end - now)`, the same arithmetic),
         then the boundary is handled exactly as `_run` handles it. Nothing else can happen in
         between, so the run is the one the event loop gives, bit for bit."""
-        env = self.env
+        env, duration_s = self.env, self.duration_s
+        boundary, close, on_boundary = self._boundary, self._close, self._on_boundary
         while True:
             now = env.now
-            end = min(self._boundary(), self.duration_s)
+            end = min(boundary(), duration_s)
             time_s = now + max(0.0, end - now)
-            if not (time_s < env.peek() and time_s < self.duration_s):
+            if not (time_s < env.peek() and time_s < duration_s):
                 return
             env.advance(time_s)
-            self._close()
-            self._on_boundary()
+            close()
+            on_boundary()
 
     def _boundary(self) -> float:
         """When the phase in flight next needs attention, s."""

@@ -1,8 +1,11 @@
 """What one run of the run level records: incidents, segments and headline figures.
 
 What is modelled: every second of a run belongs to one phase (compute, checkpoint stall,
-restart, elastic rejoin); a `Segment` is one stretch of a phase in one cluster state, and
+restart, elastic rejoin); a segment is one stretch of a phase in one cluster state, and
 an incident row is one event (failure, checkpoint, restart, repair, degradation, rejoin).
+Both are kept as plain columns and tuples while the run goes (`SegmentLog`, `incident_row`)
+and framed once at the end: a policy that checkpoints every few steps records half a
+million of each in 54 days.
 `summarize` turns the two frames into the headline figures defined in `metrics.py`
 (goodput, ETTR, job MTTI, lost work, time per phase).
 
@@ -15,7 +18,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import operator
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -90,37 +92,85 @@ class RunLevelResult:
         return {"incidents": self.incidents, "segments": self.segments}
 
 
-@dataclasses.dataclass(slots=True)
-class Segment:
-    """One stretch of one phase in one cluster state.
+class SegmentLog:
+    """The segments of a run as columns (one list per field), in time order.
 
-    Attributes:
-        start_s: start of the stretch, s.
-        end_s: end of the stretch, s.
-        phase: compute, checkpoint, restart or rejoin.
-        step_time_s: duration of one step (0 outside compute), s.
-        step_from: progress (steps) at the start.
-        step_to: progress (steps) at the end.
-        state: the cluster state of the stretch.
-        gpus_in_use: GPUs the job computes on.
-        excluded: data-parallel replicas left out of the job.
-        kept_to: progress up to which the computed steps are kept (a later failure
-            lowers it); starts at `step_to`.
+    A segment is one stretch of one phase in one cluster state: `start_s`, `end_s` (s),
+    `phase` (compute, checkpoint, restart or rejoin), `step_time_s` (duration of one step, 0
+    outside compute), `step_from` and `step_to` (progress in steps at its start and end),
+    `state` (the `ClusterState`), `gpus_in_use`, `excluded` (replicas left out) and
+    `kept_to` (progress up to which its steps are kept: `step_to` until a later failure
+    lowers it). Columns rather than one object per segment: a run that checkpoints every few
+    steps has half a million segments.
     """
 
-    start_s: float
-    end_s: float
-    phase: str
-    step_time_s: float
-    step_from: float
-    step_to: float
-    state: ClusterState
-    gpus_in_use: int
-    excluded: frozenset[int]
-    kept_to: float = dataclasses.field(init=False)
+    __slots__ = (
+        "start_s",
+        "end_s",
+        "phase",
+        "step_time_s",
+        "step_from",
+        "step_to",
+        "kept_to",
+        "gpus_in_use",
+        "state",
+        "excluded",
+        "compute",
+    )
 
-    def __post_init__(self) -> None:
-        self.kept_to = self.step_to
+    def __init__(self) -> None:
+        self.start_s: list[float] = []
+        self.end_s: list[float] = []
+        self.phase: list[str] = []
+        self.step_time_s: list[float] = []
+        self.step_from: list[float] = []
+        self.step_to: list[float] = []
+        self.kept_to: list[float] = []
+        self.gpus_in_use: list[int] = []
+        self.state: list[ClusterState] = []
+        self.excluded: list[frozenset[int]] = []
+        self.compute: list[int] = []  # positions of the compute segments
+
+    def __len__(self) -> int:
+        return len(self.start_s)
+
+    def add(
+        self,
+        start_s: float,
+        end_s: float,
+        phase: str,
+        step_time_s: float,
+        step_from: float,
+        step_to: float,
+        state: ClusterState,
+        gpus_in_use: int,
+        excluded: frozenset[int],
+    ) -> None:
+        """Append one segment (its steps all kept for now)."""
+        if phase == "compute":
+            self.compute.append(len(self.start_s))
+        self.start_s.append(start_s)
+        self.end_s.append(end_s)
+        self.phase.append(phase)
+        self.step_time_s.append(step_time_s)
+        self.step_from.append(step_from)
+        self.step_to.append(step_to)
+        self.kept_to.append(step_to)
+        self.gpus_in_use.append(gpus_in_use)
+        self.state.append(state)
+        self.excluded.append(excluded)
+
+    def rollback(self, step: float) -> float:
+        """Mark computed steps beyond `step` as not kept; the compute time lost, s."""
+        lost = 0.0
+        kept_to, step_from, step_s = self.kept_to, self.step_from, self.step_time_s
+        for i in reversed(self.compute):
+            if kept_to[i] <= step:
+                break
+            old = max(kept_to[i], step_from[i])
+            kept_to[i] = step
+            lost += (old - max(step, step_from[i])) * step_s[i]
+        return lost
 
 
 @dataclasses.dataclass
@@ -175,19 +225,25 @@ class RestartParts:
         }
 
 
-def incident_row(kind: str, time_s: float, **values: Any) -> dict[str, Any]:
-    """One incident row: every column of `INCIDENT_COLUMNS`, defaults overridden by `values`.
+def incident_row(kind: str, time_s: float, **values: Any) -> tuple[Any, ...]:
+    """One incident row: every column of `INCIDENT_COLUMNS` in order, defaults overridden by
+    `values` (a tuple: a run may record hundreds of thousands, framed at once).
 
     Args:
         kind: failure, checkpoint, restart, repair, degradation or rejoin.
         time_s: when the incident happened (its start), s.
         **values: the incident's other columns.
+
+    Raises:
+        ValueError: a value for a column that `INCIDENT_COLUMNS` does not have.
     """
     row = _BLANK_INCIDENT.copy()
     row["time_s"] = time_s
     row["kind"] = kind
     row.update(values)
-    return row
+    if len(row) != len(INCIDENT_COLUMNS):
+        raise ValueError(f"not incident columns: {sorted(set(row) - set(INCIDENT_COLUMNS))}")
+    return tuple(row.values())
 
 
 #: an incident row's defaults (every column; `incident_row` fills in the rest)
@@ -206,7 +262,7 @@ def indices_label(indices: Iterable[int]) -> str:
     return ",".join(map(str, sorted(indices)))
 
 
-def segment_frame(segments: Sequence[Segment], full_dp_replicas: int) -> pd.DataFrame:
+def segment_frame(segments: SegmentLog, full_dp_replicas: int) -> pd.DataFrame:
     """The segments of a run as a frame of `SEGMENT_COLUMNS`.
 
     The numeric columns are computed on arrays (the same IEEE operations on the same values
@@ -218,70 +274,76 @@ def segment_frame(segments: Sequence[Segment], full_dp_replicas: int) -> pd.Data
         full_dp_replicas: the job's data-parallel replicas when nothing is left out (a
             compute segment on fewer is degraded).
     """
-    if not segments:
+    if not len(segments):
         return pd.DataFrame([], columns=SEGMENT_COLUMNS)
-    cols = list(zip(*map(_SEGMENT_FIELDS, segments), strict=True))
-    start_s, end_s, phase, step_s, step_from, step_to, kept_to, gpus = (np.asarray(c) for c in cols[:8])
-    states, excluded = cols[8], cols[9]
+    start_s, end_s, phase, step_s, step_from, step_to, kept_to, gpus = (
+        np.asarray(c)
+        for c in (
+            segments.start_s,
+            segments.end_s,
+            segments.phase,
+            segments.step_time_s,
+            segments.step_from,
+            segments.step_to,
+            segments.kept_to,
+            segments.gpus_in_use,
+        )
+    )
     compute = phase == "compute"
     kept = np.where(compute, np.maximum(0.0, np.minimum(kept_to, step_to) - step_from), 0.0)
-    per_state: dict[int, tuple[int, int, int, int, bool, bool, str]] = {}
-    for st in states:
-        if id(st) not in per_state:
-            per_state[id(st)] = (
-                st.dp_replicas,
-                len(st.stragglers),
-                len(st.degraded_links),
-                len(st.down_links),
-                st.draining,
-                not st.healthy or st.dp_replicas < full_dp_replicas,
-                st.performance_key().label(),
-            )
-    dp, n_strag, n_deg, n_down, draining, slow, label = zip(
-        *(per_state[id(st)] for st in states), strict=True
+    states, state_of = _distinct(segments.state)
+    per_state = [
+        (
+            st.dp_replicas,
+            len(st.stragglers),
+            len(st.degraded_links),
+            len(st.down_links),
+            st.draining,
+            not st.healthy or st.dp_replicas < full_dp_replicas,
+            st.performance_key().label(),
+        )
+        for st in states
+    ]
+    dp, n_strag, n_deg, n_down, draining, slow, label = (
+        np.asarray(c)[state_of] for c in zip(*per_state, strict=True)
     )
-    labels: dict[int, str] = {}
-    excluded_label = [labels.get(id(x)) or labels.setdefault(id(x), indices_label(x)) for x in excluded]
+    excluded, excluded_of = _distinct(segments.excluded)
+    excluded_label = np.asarray([indices_label(x) for x in excluded], dtype=object)[excluded_of]
     return pd.DataFrame(
         {
             "start_s": start_s,
             "end_s": end_s,
-            "phase": list(phase),
+            "phase": phase.astype(object),
             "step_time_s": step_s,
             "steps": step_to - step_from,
             "steps_kept": kept,
             "useful_s": kept * step_s,
-            "dp_replicas": np.asarray(dp),
+            "dp_replicas": dp,
             "gpus_in_use": gpus,
             "excluded_replicas": excluded_label,
-            "n_stragglers": np.asarray(n_strag),
-            "n_degraded_links": np.asarray(n_deg),
-            "n_down_links": np.asarray(n_down),
-            "draining": np.asarray(draining),
-            "degraded": compute & np.asarray(slow),
-            "state": list(label),
+            "n_stragglers": n_strag,
+            "n_degraded_links": n_deg,
+            "n_down_links": n_down,
+            "draining": draining,
+            "degraded": compute & slow,
+            "state": label.astype(object),
         },
         columns=SEGMENT_COLUMNS,
     )
 
 
-_SEGMENT_FIELDS = operator.attrgetter(
-    "start_s",
-    "end_s",
-    "phase",
-    "step_time_s",
-    "step_from",
-    "step_to",
-    "kept_to",
-    "gpus_in_use",
-    "state",
-    "excluded",
-)
+def _distinct(objects: list[Any]) -> tuple[list[Any], np.ndarray]:
+    """The distinct objects of a list (by identity; the list keeps them alive, so no two
+    share an id) and the position of each element's object among them."""
+    ids = np.fromiter(map(id, objects), dtype=np.int64, count=len(objects))
+    _, first, codes = np.unique(ids, return_index=True, return_inverse=True)
+    return [objects[i] for i in first.tolist()], codes
 
 
-def incident_frame(incidents: Sequence[dict[str, Any]]) -> pd.DataFrame:
-    """The incident rows of a run as a frame of `INCIDENT_COLUMNS`, sorted by time (stable)."""
-    frame = pd.DataFrame(incidents, columns=INCIDENT_COLUMNS)
+def incident_frame(incidents: Sequence[tuple[Any, ...]]) -> pd.DataFrame:
+    """The incident rows of a run (`incident_row`) as a frame of `INCIDENT_COLUMNS`, sorted by
+    time (stable)."""
+    frame = pd.DataFrame(list(incidents), columns=INCIDENT_COLUMNS)
     return frame.sort_values("time_s", kind="stable").reset_index(drop=True)
 
 

@@ -140,14 +140,7 @@ class FailureRecovery(RunCore):
 
     def _rollback(self, step: float) -> float:
         """Mark computed steps beyond `step` as not kept; return the compute time lost, s."""
-        lost = 0.0
-        for seg in reversed(self._compute_segs):
-            if seg.kept_to <= step:
-                break
-            old = max(seg.kept_to, seg.step_from)
-            seg.kept_to = step
-            lost += (old - max(step, seg.step_from)) * seg.step_time_s
-        return lost
+        return self.segments.rollback(step)
 
     def _plan_restart(self, in_use: frozenset[int], recovery: Recovery) -> RestartParts:
         """Take the failed hosts out and plan the restart's parts (from now)."""

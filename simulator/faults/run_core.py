@@ -6,8 +6,8 @@ progress in (fractional) steps and the next checkpoint target, what the last che
 captured (in storage, in host memory, being written, being drained), which hosts are out
 of service until when, which data-parallel replicas are left out, and the current
 `ClusterState` with the oracle's memoized answers for it. It also records: `_close` turns
-the phase in flight up to now into a `Segment`, `_incident` appends an incident row. It is
-the `RunView` a policy sees when it recovers the job.
+the phase in flight up to now into a segment (`SegmentLog`), `_incident` appends an
+incident row. It is the `RunView` a policy sees when it recovers the job.
 
 What is simplified: hosts are out of service as a whole (a failure takes down every host
 its GPUs sit on) and a data-parallel replica is usable only when all its hosts are; the
@@ -28,7 +28,7 @@ from simulator.faults.degradation import sample_degradations
 from simulator.faults.failure import job_mtbf_s, sample_failures
 from simulator.faults.formulas import effective_checkpoint_cost_s
 from simulator.faults.policy import Policy
-from simulator.faults.records import RestartParts, Segment, incident_row
+from simulator.faults.records import RestartParts, SegmentLog, incident_row
 from simulator.faults.state import CachedOracle, ClusterState, JobShape, StepOracle
 
 #: Most checkpoints one run may take (each is a few events and segments; a run of
@@ -160,7 +160,10 @@ class RunCore:
     def _init_run_state(self) -> None:
         """The state at the start of the run: healthy, computing towards the first checkpoint."""
         self.state = self.healthy
-        self._answers: dict[str, float] = {}
+        # the oracle's answers per performance key (a state's step, write and snapshot
+        # times depend on nothing else); `_answers` is the current state's
+        self._answers_by_key: dict[ClusterState, dict[str, float]] = {}
+        self._answers = self._answers_by_key.setdefault(self.state.performance_key(), {})
         self.progress = 0.0
         self.target = self._next_target()
         self.commit_storage = 0.0  # step captured by the last checkpoint committed to storage
@@ -171,8 +174,9 @@ class RunCore:
         self.drain_end_s = math.inf
         self.snapshots = 0
         self.down_until: dict[int, float] = {}
-        self._transitions: dict[tuple, tuple[ClusterState, bool, bool]] = {}  # see _refresh_state
+        self._transitions: dict[tuple, tuple[ClusterState, bool, dict[str, float]]] = {}  # see _refresh_state
         self._out: dict[int, float] = {}  # the hosts of down_until not yet back (see _out_now)
+        self._out_soonest = math.inf  # the earliest return time in _out (no host is back before)
         self.excluded: frozenset[int] = frozenset()
         self.pending_rejoin = False
         self.phase = "compute"
@@ -182,9 +186,8 @@ class RunCore:
         self._stragglers: dict[str, list[float]] = {}
         self._slow_links: dict[str, list[float]] = {}
         self._down_links: dict[str, int] = {}
-        self.segments: list[Segment] = []
-        self._compute_segs: list[Segment] = []
-        self.incidents: list[dict[str, Any]] = []
+        self.segments = SegmentLog()
+        self.incidents: list[tuple[Any, ...]] = []  # rows of INCIDENT_COLUMNS (`incident_row`)
         self.process: simpy.Process | None = None
 
     # --- RunView: what policies may ask and do -------------------------------------------
@@ -198,6 +201,7 @@ class RunCore:
         """Keep `hosts` out of the job until `until_s` (their repair)."""
         for h in hosts:
             self.down_until[h] = self._out[h] = max(self.down_until.get(h, 0.0), until_s)
+            self._out_soonest = min(self._out_soonest, self._out[h])
         if until_s > self.env.now:
             self.env.process(self._repair_timer(until_s, hosts))
 
@@ -210,9 +214,12 @@ class RunCore:
         hosts already back (dropped for good: the clock only moves forward, and a host taken
         down again is added again)."""
         now = self.env.now
+        if now < self._out_soonest:  # nobody is back yet: no scan
+            return self._out
         back = [h for h, t in self._out.items() if t <= now]
         for h in back:
             del self._out[h]
+        self._out_soonest = min(self._out.values(), default=math.inf)
         return self._out
 
     def latest_repair_s(self) -> float:
@@ -298,7 +305,7 @@ class RunCore:
             new = self.progress + dt / step_s
             if math.isfinite(self.target) and abs(new - self.target) <= 1e-9 * max(1.0, self.target):
                 new = self.target
-            seg = Segment(
+            self.segments.add(
                 self.phase_start,
                 now,
                 "compute",
@@ -309,10 +316,9 @@ class RunCore:
                 self._gpus_in_use(),
                 self.excluded,
             )
-            self._compute_segs.append(seg)
             self.progress = new
         else:
-            seg = Segment(
+            self.segments.add(
                 self.phase_start,
                 now,
                 self.phase,
@@ -323,7 +329,6 @@ class RunCore:
                 self._gpus_in_use(),
                 self.excluded,
             )
-        self.segments.append(seg)
         self.phase_start = now
 
     def _set_phase(self, phase: str, duration_s: float = math.inf) -> None:
@@ -341,16 +346,11 @@ class RunCore:
         if step is None:
             # the same transition recurs at every drain: computed once per run
             new = self.state.replace(spare_gpus=spare, failed_gpus=failed, **changes)
-            changed = new != self.state
-            step = self._transitions[key] = (
-                new,
-                changed,
-                changed and new.performance_key() != self.state.performance_key(),
-            )
-        new, changed, rekeyed = step
+            answers = self._answers_by_key.setdefault(new.performance_key(), {})
+            step = self._transitions[key] = (new, new != self.state, answers)
+        new, changed, answers = step
         if changed:
-            if rekeyed:
-                self._answers = {}
+            self._answers = answers
             self.state = new
 
     def _incident(self, kind: str, time_s: float | None = None, **values: Any) -> None:

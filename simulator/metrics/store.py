@@ -89,7 +89,11 @@ SET_TEXT_COLUMNS = ("state",)
 def canonical_frame(df: pd.DataFrame) -> pd.DataFrame:
     """The frame as written: printed sets in `SET_TEXT_COLUMNS` sorted, so the bytes of a frame
     do not depend on PYTHONHASHSEED (a copy only when something changes)."""
-    cols = [c for c in SET_TEXT_COLUMNS if c in df.columns and not pd.api.types.is_numeric_dtype(df[c])]
+    cols = [
+        c
+        for c in SET_TEXT_COLUMNS
+        if c in df.columns and not pd.api.types.is_numeric_dtype(df[c]) and not _canonical_already(df[c])
+    ]
     if not cols:
         return df
     out = df.copy()
@@ -97,6 +101,14 @@ def canonical_frame(df: pd.DataFrame) -> pd.DataFrame:
         out[c] = [canonical_text(v) if isinstance(v, str) else v for v in out[c]]
     out.attrs = dict(df.attrs)
     return out
+
+
+def _canonical_already(col: pd.Series) -> bool:
+    """Whether a text column (pandas' string dtype) reads the same once canonical: then
+    rewriting it would give the same column (its distinct values are checked, not its rows)."""
+    if isinstance(col.dtype, pd.StringDtype):
+        return all(canonical_text(v) == v for v in col.dropna().unique())
+    return False
 
 
 def write_frame(folder: Path, name: str, df: pd.DataFrame) -> Path:

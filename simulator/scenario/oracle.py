@@ -16,7 +16,18 @@ own cluster, workload and fabric:
   `c` the simulated per-rank compute time (weighted mean).
 * **a background checkpoint drain** (async policies): the step is simulated with every
   GPU's checkpoint shard streaming to storage at the same time, so the drain contends
-  with the training collectives on NICs and switches.
+  with the training collectives on NICs and switches. The drain's flows never end within
+  a step, so their max-min rates are computed once (the drain alone on the fabric) and
+  taken off the capacity of the links they cross once the step's collectives are planned
+  (their calibrated efficiencies are looked up on the unloaded fabric, as without a
+  drain). This equals simulating the drain's flows beside the training flows (one per
+  GPU, of unbounded size) as long as the drain's bottlenecks are links no training flow
+  crosses, and training flows sharing a link with a drain flow get at least its rate;
+  both hold when storage bounds the drain (the catalog's 405B: ~0.12 GB/s per GPU against
+  50 GB/s NICs). The first condition is checked: when the drain saturates a link outside
+  the storage servers, or the step itself writes checkpoints, the drain runs as flows
+  beside the training flows instead (exact, and slower: every training flow's start or
+  end then recomputes max-min over one drain flow per GPU).
 * **checkpoint write / load**: flows from every GPU of the job to the storage nodes (round
   robin), each carrying its shard `size / GPUs`, on the fabric alone; the time is the last
   flow's end. Without storage nodes, `size / reliability.storage_gbyte_per_s`.
@@ -41,13 +52,13 @@ from typing import Any
 import numpy as np
 import simpy
 
-from simulator.engine.context import SimContext
+from simulator.engine.context import SimContext, run_gc
 from simulator.engine.step import StepSimulator
 from simulator.errors import InputError, SimulationError
 from simulator.faults.state import ClusterState, LoadSource
 from simulator.metrics import frames as fr
 from simulator.network.cluster import Cluster
-from simulator.network.fabric import Fabric, usage
+from simulator.network.fabric import Fabric, max_min_rates, usage
 from simulator.scenario.prepare import prepare, step_simulator
 from simulator.scenario.spec import ReliabilitySpec
 from simulator.units import factor
@@ -235,15 +246,26 @@ class SimulatedOracle:
         steps = fr.steps_frame(ops, sim.step_rows, self.prep.program.weight)
         return float(np.average(steps["compute_s"], weights=steps["weight"]))
 
-    def _run_step(self, cluster: Cluster, drain: bool = False) -> StepSimulator:
-
+    def _run_step(self, cluster: Cluster, drain: bool = False, drain_as_flows: bool = False) -> StepSimulator:
+        """Simulate one step on `cluster`, during a checkpoint drain if `drain` (as a
+        bandwidth reservation when that is exact, else, or if `drain_as_flows`, as flows)."""
         prep = self.prep
         sim = step_simulator(prep, prep.scenario.spec.seed, cluster, record_links=False)
-        if drain:
-            for i, gpu in enumerate(sorted(set(prep.program.rank_gpus))):
-                links, mult = usage([cluster.router.path(gpu, cluster.storage_sink(None, i))])
+        if not drain:
+            sim.run(1)
+            self.simulations += 1
+            return sim
+        drains = _drain_paths(cluster, sorted(set(prep.program.rank_gpus)))
+        load = None if drain_as_flows else _drain_load(cluster, sim.fabric.capacity_bytes_per_s, drains)
+        if load is None or any(op.kind == "checkpoint" for op in prep.program.ops):
+            for links, mult in drains:
                 sim.fabric.transfer(links, mult, _DRAIN_FOREVER, op_id="drain", label="checkpoint drain")
-        sim.run(1)
+            sim.run(1)
+        else:
+            with run_gc():
+                proc = sim.start(1)  # plans every op on the unloaded fabric
+                sim.fabric.capacity_bytes_per_s = np.maximum(sim.fabric.capacity_bytes_per_s - load, 0.0)
+                sim.env.run(until=proc)
         self.simulations += 1
         return sim
 
@@ -362,6 +384,36 @@ class SimulatedOracle:
                 field="reliability.storage_gbyte_per_s",
             )
         return size / (bw * factor("_gbyte_per_s"))
+
+
+def _drain_paths(cluster: Cluster, gpus: list[str]) -> list[tuple[np.ndarray, np.ndarray]]:
+    """(links, multiplicities) of every GPU's checkpoint drain to its storage node (round robin)."""
+    return [usage([cluster.router.path(g, cluster.storage_sink(None, i))]) for i, g in enumerate(gpus)]
+
+
+def _drain_load(
+    cluster: Cluster, capacity: np.ndarray, drains: list[tuple[np.ndarray, np.ndarray]]
+) -> np.ndarray | None:
+    """Per directed link, the bytes/s the drain's flows take when alone on the fabric
+    (max-min fair); None when a link the drain saturates has no storage node at either end
+    (training flows could cross it, so a reservation would not be what flows give)."""
+    lens = np.array([len(links) for links, _ in drains], dtype=np.int64)
+    all_links = np.concatenate([links for links, _ in drains])
+    used, compact = np.unique(all_links, return_inverse=True)
+    flow_of = np.repeat(np.arange(len(drains)), lens)
+    mult = np.concatenate([m for _, m in drains])
+    rates = max_min_rates(flow_of, compact, mult, capacity[used], len(drains))
+    per_link = np.bincount(compact, weights=mult * rates[flow_of], minlength=len(used))
+    cap = capacity[used]
+    saturated = used[cap - per_link <= 1e-9 * np.maximum(cap, 1.0)]
+    nodes = cluster.graph.nodes
+    for i in saturated.tolist():
+        ends = (cluster.links.src[i], cluster.links.dst[i])
+        if not any(nodes[n].get("kind") == "storage" for n in ends):  # storage servers and media
+            return None
+    load = np.zeros(len(capacity))
+    load[used] = per_link
+    return load
 
 
 def answer_questions(task: tuple[str, int, tuple[str, ...]]) -> dict[str, Any]:

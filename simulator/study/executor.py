@@ -26,6 +26,8 @@ from __future__ import annotations
 import logging
 import os
 import signal
+import threading
+import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from contextlib import contextmanager
@@ -188,16 +190,29 @@ def for_each_task(
             raise
 
 
-def _ignore_sigint() -> None:
-    """Pool workers leave Ctrl-C to the parent, which stops them (no traceback per worker)."""
+def _worker_init() -> None:
+    """Pool workers leave Ctrl-C to the parent, which stops them (no traceback per worker),
+    die of SIGTERM (not the parent's handler, which they inherit), and exit by themselves
+    if the parent dies without stopping them (SIGKILL): they would otherwise wait forever
+    for tasks, and nobody would collect what they finish."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    threading.Thread(target=_exit_when_orphaned, args=(os.getppid(),), daemon=True).start()
+
+
+def _exit_when_orphaned(parent_pid: int, poll_s: float = 1.0) -> None:
+    """Exit the process as soon as its parent is no longer `parent_pid` (it died)."""
+    while os.getppid() == parent_pid:
+        time.sleep(poll_s)
+    os._exit(1)
 
 
 def _pool_each(fn: Callable[[T], R], tasks: list[T], workers: int, on_result: OnDone) -> None:
-    pool = ProcessPoolExecutor(max_workers=workers, initializer=_ignore_sigint)
+    pool = ProcessPoolExecutor(max_workers=workers, initializer=_worker_init)
     try:
         futures = {pool.submit(fn, t): i for i, t in enumerate(tasks)}
-        _collect_each(as_completed(futures), futures.__getitem__, lambda f: f.exception(), on_result)
+        # popped as they finish: a finished future holds its result (a run's frames)
+        _collect_each(as_completed(futures), futures.pop, lambda f: f.exception(), on_result)
     except BaseException:
         processes = list((getattr(pool, "_processes", None) or {}).values())
         pool.shutdown(wait=False, cancel_futures=True)

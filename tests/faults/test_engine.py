@@ -296,3 +296,15 @@ def test_laws_hold_for_any_seed_and_policy(seed, which):
     comp = seg[seg.phase == "compute"]
     assert comp.gpus_in_use.min() >= pol.get("min_replicas", 8) * 8
     _check_no_failed_gpu_computes(pol, r)
+
+
+def test_an_incident_row_is_every_column_in_order():
+    from simulator.faults.records import INCIDENT_COLUMNS, incident_row
+
+    row = dict(
+        zip(INCIDENT_COLUMNS, incident_row("checkpoint", 5.0, cause="async", committed=True), strict=True)
+    )
+    assert row["time_s"] == 5.0 and row["kind"] == "checkpoint" and row["cause"] == "async"
+    assert row["committed"] is True and row["gpus"] == 0 and row["component"] is None
+    with pytest.raises(ValueError, match="colour"):
+        incident_row("checkpoint", 5.0, colour="red")

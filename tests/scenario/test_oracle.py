@@ -145,3 +145,33 @@ def test_study_warms_its_oracle_on_the_pool_with_the_same_answers(tmp_path):
     assert len(a._cache) == 6 and a._cache == b._cache
     assert a._compute_s == b._compute_s is not None
     assert ticks[-1] == (7, 7) and len(ticks) == 7
+
+
+@pytest.mark.parametrize(
+    "gpu_gbps, write_gbyte, reserved",
+    [
+        (400, 20.0, True),  # storage media (20 GB/s over 4 drains) bound the drain: a reservation
+        (40, 100.0, False),  # the GPUs' own 5 GB/s links bound it: simulated as flows
+    ],
+)
+def test_drain_reservation_equals_drain_flows(tmp_path, gpu_gbps, write_gbyte, reserved):
+    """The step during a drain, with the drain as a bandwidth reservation, is the step with one
+    unbounded drain flow per GPU beside the training flows (max-min over both): same time to
+    1e-12 (only the order of the rounding differs). Where the drain saturates a link training
+    also crosses, the oracle simulates the flows themselves."""
+    from simulator.scenario import oracle as oracle_module
+
+    _graph_file(tmp_path, 4, gpu_gbps, 400, write_gbyte)
+    prep = prepare(_scenario(tmp_path, "reliability: {checkpoint_gbyte: 100}\n"))
+    oracle = SimulatedOracle(prep)
+    cluster = prep.cluster
+    drains = oracle_module._drain_paths(cluster, sorted(set(prep.program.rank_gpus)))
+    load = oracle_module._drain_load(cluster, cluster.links.capacity_bytes_per_s, drains)
+    assert (load is not None) == reserved
+    times = []
+    for as_flows in (False, True):
+        row = oracle._run_step(cluster, drain=True, drain_as_flows=as_flows).step_rows[0]
+        times.append(row.finished_at_s - row.started_at_s)
+    healthy = oracle.step_time_s(ClusterState(dp_replicas=1))
+    assert times[0] == pytest.approx(times[1], rel=1e-12, abs=0)
+    assert times[0] > healthy  # the drain takes bandwidth from the all-reduce

@@ -97,3 +97,54 @@ def test_for_each_task_hands_every_result_over_in_completion_order() -> None:
     assert got == {i: square_after(t) for i, t in enumerate(TASKS)}
     with pytest.raises(ValueError):
         for_each_task(fail_on_three, range(6), lambda i, r: None, "serial")
+
+
+_ORPHAN_SCRIPT = """
+import os, signal, sys, threading, time
+from pathlib import Path
+from simulator.study.executor import for_each_task
+
+folder = Path(sys.argv[1])
+
+def record_and_sleep(where):
+    (Path(where) / str(os.getpid())).touch()
+    time.sleep(60)
+
+def kill_parent_when_both_started():
+    while len(list(folder.iterdir())) < 2:
+        time.sleep(0.05)
+    os.kill(os.getpid(), signal.SIGKILL)
+
+threading.Thread(target=kill_parent_when_both_started, daemon=True).start()
+for_each_task(record_and_sleep, [str(folder)] * 2, lambda i, r: None, "pool", max_workers=2)
+"""
+
+
+def _alive(pid: int) -> bool:
+    """Whether the process runs (a zombie waiting to be reaped has exited)."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def test_pool_workers_exit_when_the_parent_is_killed(tmp_path) -> None:
+    """SIGKILL cannot be caught, so the parent cannot stop its workers: they notice it died
+    (within a second) and exit instead of waiting for tasks forever."""
+    import os
+    import subprocess
+    import sys
+    import time
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    res = subprocess.run([sys.executable, "-c", _ORPHAN_SCRIPT, str(tmp_path)], env=env, timeout=60)
+    assert res.returncode == -9
+    pids = [int(p.name) for p in tmp_path.iterdir()]
+    assert len(pids) == 2
+    deadline = time.monotonic() + 20
+    while any(_alive(p) for p in pids) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not any(_alive(p) for p in pids)
