@@ -43,7 +43,8 @@ SCALE_OUT_MEDIA = frozenset({"ib", "ethernet"})
 @functools.lru_cache(maxsize=1 << 18, typed=True)
 def natural_key(name: object) -> tuple:
     """Sort key that orders embedded numbers by value: n2 before n10 (memoised: the same
-    node names are sorted many times while a cluster is built)."""
+    node names are sorted many times while a cluster is built; node names are hashable, as
+    networkx requires, which the memo relies on)."""
     return tuple(int(p) if p.isdigit() else p for p in _DIGITS.split(str(name)))
 
 

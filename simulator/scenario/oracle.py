@@ -27,7 +27,10 @@ own cluster, workload and fabric:
   50 GB/s NICs). The first condition is checked: when the drain saturates a link outside
   the storage servers, or the step itself writes checkpoints, the drain runs as flows
   beside the training flows instead (exact, and slower: every training flow's start or
-  end then recomputes max-min over one drain flow per GPU).
+  end then recomputes max-min over one drain flow per GPU). The second condition is
+  assumed, not checked: many training flows on a NIC link the drain also crosses could
+  each get less than the drain's rate, and the reservation would then give the drain
+  more than its max-min share.
 * **checkpoint write / load**: flows from every GPU of the job to the storage nodes (round
   robin), each carrying its shard `size / GPUs`, on the fabric alone; the time is the last
   flow's end. Without storage nodes, `size / reliability.storage_gbyte_per_s`.

@@ -46,7 +46,9 @@ is priced as an add, and the embedding and output layers' accumulation is left o
 Accumulated in the wgrad GEMM's epilogue (Megatron's fusion) the fp32 read and write of
 the output is not priced: those GEMMs are compute-bound by the kernel model's roofline.
 ZeRO-2 with `zero2_reduce_per_micro_batch` adds a reduce-scatter of the layer's gradients
-(in their precision) after the layer's backward, every micro-batch (`_zero2_reduce`).
+(in their precision) after the layer's backward and its fp32 accumulation, every micro-batch
+(`_zero2_reduce`). Simplified: the accumulation is still priced on the whole layer, as if the
+fp32 gradient were formed whole and then reduce-scattered, not accumulated on the shard.
 """
 
 from __future__ import annotations
@@ -367,10 +369,11 @@ def _main_grad_accumulation(model: ModelSpec, layout: LayoutSpec, layer_index: i
 
 def _layer_pairs(model: ModelSpec, layout: LayoutSpec, layer_index: int, causal_skip: bool) -> list[_Pair]:
     c = _Ctx(model, layout, causal_skip)
-    # first in the list, so last in the (reversed) backward: after the layer's wgrads
-    pairs: list[_Pair] = _main_grad_accumulation(model, layout, layer_index)
+    # first in the list, so last in the (reversed) backward: the per-micro-batch
+    # reduce-scatter after the fp32 accumulation it reduces, both after the layer's wgrads
+    pairs: list[_Pair] = _zero2_reduce(model, layout, layer_index)
+    pairs += _main_grad_accumulation(model, layout, layer_index)
     pairs += _zero3_gather(model, layout, layer_index)
-    pairs += _zero2_reduce(model, layout, layer_index)
     pairs += _low_precision_casts(c, _layer_body(c, model, layer_index))
     return pairs
 

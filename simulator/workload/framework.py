@@ -196,3 +196,14 @@ class FrameworkSettings(Spec):
         if isinstance(d.get("zero_stage"), str) and d["zero_stage"].lower() == "fsdp":
             d["zero_stage"] = 3
         return d
+
+    @model_validator(mode="after")
+    def _per_micro_batch_reduction_overlaps(self) -> FrameworkSettings:
+        """Per-micro-batch reduce-scatters follow each layer's backward as it ends, so they
+        cannot also be held until the whole backward ends."""
+        if self.zero_stage == 2 and self.zero2_reduce_per_micro_batch and not self.overlap_grad_reduce:
+            raise ValueError(
+                "zero2_reduce_per_micro_batch reduce-scatters each layer as its backward ends; "
+                "it needs overlap_grad_reduce: true"
+            )
+        return self

@@ -173,5 +173,7 @@ def test_drain_reservation_equals_drain_flows(tmp_path, gpu_gbps, write_gbyte, r
         row = oracle._run_step(cluster, drain=True, drain_as_flows=as_flows).step_rows[0]
         times.append(row.finished_at_s - row.started_at_s)
     healthy = oracle.step_time_s(ClusterState(dp_replicas=1))
-    assert times[0] == pytest.approx(times[1], rel=1e-12, abs=0)
+    # reserved: the two paths agree to rounding; not reserved: the oracle fell back to the
+    # flows, so the two calls are the same simulation and agree exactly
+    assert times[0] == pytest.approx(times[1], rel=1e-12 if reserved else 0, abs=0)
     assert times[0] > healthy  # the drain takes bandwidth from the all-reduce

@@ -63,3 +63,43 @@ def test_the_updated_weights_are_still_gathered_whole() -> None:
     once, every = _program(False), _program(True)
     assert gathered(once) > 0
     assert gathered(every) == pytest.approx(gathered(once))
+
+
+def test_the_reduce_scatter_waits_for_the_fp32_accumulation_it_reduces() -> None:
+    """With fp32 main gradients accumulated by a separate kernel, each layer's
+    per-micro-batch reduce-scatter waits for a compute op that follows (in the rank's
+    compute-stream order, `workload/program.py`) the op holding that layer's accumulation."""
+    cluster, _ = _switch_program(False)
+    layout = LayoutSpec(
+        dp=2,
+        zero_stage=2,
+        global_batch_size=2 * MICRO_BATCHES,
+        zero2_reduce_per_micro_batch=True,
+        main_grads="fp32",
+        grad_accumulation_fusion=False,
+    )
+    program = build_program(TINY, layout, cluster.gpus, cluster.graph)
+    compute = [op for op in program.ops if 0 in op.ranks and op.kind == "compute"]
+    position = {op.id: i for i, op in enumerate(compute)}
+    per_layer = [op for op in _reductions(program) if "zero2_grad_rs" in op.id]
+    assert len(per_layer) == TINY.layers * MICRO_BATCHES
+    for op in per_layer:
+        prefix = op.id.split(".zero2_grad_rs")[0] + "."  # e.g. B0v0.L15.
+        acc = [
+            i
+            for i, c in enumerate(compute)
+            if c.id.startswith(prefix) and any(k.name == "main_grad_acc" for k in c.kernels)
+        ]
+        waits = [position[d] for d in op.deps if d in position]
+        assert len(acc) == 1 and waits and max(waits) >= acc[0], (op.id, acc, waits)
+
+
+def test_per_micro_batch_reduction_without_overlap_is_refused() -> None:
+    with pytest.raises(ValueError, match="needs overlap_grad_reduce: true"):
+        LayoutSpec(
+            dp=2,
+            zero_stage=2,
+            global_batch_size=8,
+            zero2_reduce_per_micro_batch=True,
+            overlap_grad_reduce=False,
+        )
