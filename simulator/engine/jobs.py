@@ -53,13 +53,20 @@ class JobFabric(Fabric):
         op_id: str = "",
         label: str = "",
         crossings: float | None = None,
+        key: int = -1,
     ) -> simpy.Event:
         """Start the flow on the shared fabric and book it to this job."""
-        done = self.shared.transfer(links, mult, size_bytes, op_id=op_id, label=label, crossings=crossings)
+        done = self.shared.transfer(
+            links, mult, size_bytes, op_id=op_id, label=label, crossings=crossings, key=key
+        )
         if len(links):
             self.job_link_bytes[links] += mult * float(size_bytes)
         done.callbacks.append(self._own)  # type: ignore[union-attr]
         return done
+
+    def class_key(self, links: np.ndarray, mult: np.ndarray) -> int:
+        """The shared fabric's class key (keys are the shared fabric's)."""
+        return self.shared.class_key(links, mult)
 
     def _own(self, event: simpy.Event) -> None:
         flow = event.value

@@ -8,11 +8,15 @@ are SI (seconds, bytes). `simulator.metrics.frames` turns the records into the r
 
 What is simplified: a compute op has no ready time of its own (it is ready when it
 starts); a collective's record on each member rank shares the collective's start and end.
+The records are kept as columns (`OpTable`), not as an object per row.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import NamedTuple
+
+import numpy as np
 
 
 class OpRecord(NamedTuple):
@@ -41,3 +45,59 @@ class StepRecord(NamedTuple):
     step: int
     started_at_s: float
     finished_at_s: float
+
+
+#: op records buffered as rows before they are turned into a chunk of columns
+_CHUNK_ROWS = 65_536
+_OP_TEXT = frozenset(("op_id", "kind", "tag", "stream", "collective", "algorithm", "protocol"))
+
+
+class OpTable:
+    """The op records of a run, kept as columns (a chunk of NumPy arrays per 65,536 rows).
+
+    Rows are appended as `OpRecord`s and iterate back as `OpRecord`s, in order; a long
+    run holds 8 bytes a value instead of a Python object per row. Each numeric column keeps
+    the type its values had, as a frame built from the rows would: int64 when every value
+    was a Python int, float64 when any was a float (the clock starts at the int 0).
+    """
+
+    def __init__(self, chunk_rows: int = _CHUNK_ROWS) -> None:
+        self._chunk_rows = chunk_rows
+        self._rows: list[OpRecord] = []
+        self._chunks: list[dict[str, np.ndarray]] = []
+        self._n_chunked = 0
+
+    def append(self, row: OpRecord) -> None:
+        """Add one record."""
+        self._rows.append(row)
+        if len(self._rows) >= self._chunk_rows:
+            self._flush()
+
+    def _flush(self) -> None:
+        if not self._rows:
+            return
+        cols = zip(*self._rows, strict=True)
+        self._chunks.append(
+            {
+                k: np.array(v, dtype=object if k in _OP_TEXT else None)
+                for k, v in zip(OpRecord._fields, cols, strict=True)
+            }
+        )
+        self._n_chunked += len(self._rows)
+        self._rows = []
+
+    def __len__(self) -> int:
+        return self._n_chunked + len(self._rows)
+
+    def columns(self) -> dict[str, np.ndarray]:
+        """Every column (named and ordered as `OpRecord`'s fields) over all rows, in order."""
+        self._flush()
+        if not self._chunks:
+            return {k: np.empty(0, dtype=object) for k in OpRecord._fields}
+        if len(self._chunks) > 1:
+            self._chunks = [{k: np.concatenate([c[k] for c in self._chunks]) for k in OpRecord._fields}]
+        return dict(self._chunks[0])
+
+    def __iter__(self) -> Iterator[OpRecord]:
+        cols = self.columns()
+        return (OpRecord(*row) for row in zip(*(cols[k].tolist() for k in OpRecord._fields), strict=True))

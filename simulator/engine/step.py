@@ -7,6 +7,11 @@ hooks, launch), then runs its algorithm's phases on the fabric (flow fidelity) o
 closed form (analytic fidelity: the same flows solved alone, no contention with other
 traffic). Steps run back to back; step k+1 starts when every rank has finished step k
 (the optimizer step is a barrier in synchronous training).
+
+A program whose every (rank, stream) holds one communication op without deps (concurrent
+collectives, as in collective benchmarks) starts each collective directly when its last
+member is counted, without a process per (rank, stream): the same records and flows, in
+the same order, for a fraction of the events.
 """
 
 from __future__ import annotations
@@ -21,7 +26,7 @@ import simpy
 
 from simulator.engine.context import SimContext, run_gc
 from simulator.engine.cost import ComputeCost
-from simulator.engine.records import OpRecord, StepRecord
+from simulator.engine.records import OpRecord, OpTable, StepRecord
 from simulator.errors import SimulationError
 from simulator.network.cluster import Cluster
 from simulator.network.collective import Plan, bus_factor, flow_usage, plan_collective
@@ -57,6 +62,7 @@ class PreparedPhase:
     flows: list[PhaseFlow]
     isolated_s: float  # duration of the flows alone on the fabric
     crossings: list[float] | None = None  # each flow's mult.sum(), filled when first run
+    keys: list[int] | None = None  # each flow's fabric class key, likewise
 
 
 @dataclass(slots=True)
@@ -84,7 +90,7 @@ class StepSimulator:
     """Runs a `StepProgram` on a `Cluster`.
 
     Records (turned into DataFrames by `simulator.metrics.frames`):
-        op_rows: one `OpRecord` per op instance on a simulated rank in a step.
+        op_rows: an `OpTable`: one `OpRecord` per op instance on a simulated rank in a step.
         step_rows: one `StepRecord` per step.
     """
 
@@ -120,7 +126,7 @@ class StepSimulator:
         self._prepared: dict[str, PreparedOp] = {}
         self._plans: dict[tuple, PreparedOp] = {}  # same collective on the same GPUs: plan once
         self._forwarded: dict[tuple[str, str], bool] = {}  # does a GPU pair's route pass a GPU
-        self.op_rows: list[OpRecord] = []
+        self.op_rows = OpTable()
         self.step_rows: list[StepRecord] = []
         self.tuned: dict[str, str] = {}
         self.forwarded_bytes = 0.0
@@ -132,6 +138,12 @@ class StepSimulator:
             if op.kind != "compute"
         }
         self._rank_deps = self._split_deps(program)
+        # every stream one communication op without deps (concurrent collectives): the
+        # collectives start directly, not through a process per (rank, stream); on a fabric
+        # of its own only, so that no other job's events interleave differently
+        self._direct = fabric is None and all(
+            len(ops) == 1 and ops[0].kind != "compute" and not ops[0].deps for ops in self._streams.values()
+        )
         used = sorted({program.rank_gpus[r] for op in program.ops for r in (*op.ranks, *op.group)})
         cluster.check_gpus_reachable(used)
 
@@ -294,14 +306,32 @@ class StepSimulator:
             start = self.env.now
             done = {op.id: self.env.event() for op in self.program.ops}
             arrivals: dict[str, dict[int, float]] = {}
-            procs = [
-                self.env.process(self._stream(k, rank, stream, ops, done, arrivals))
-                for (rank, stream), ops in self._streams.items()
-            ]
-            yield self.env.all_of(procs)
+            if self._direct:
+                yield self.env.all_of(self._start_direct(k, done, arrivals))
+            else:
+                procs = [
+                    self.env.process(self._stream(k, rank, stream, ops, done, arrivals))
+                    for (rank, stream), ops in self._streams.items()
+                ]
+                yield self.env.all_of(procs)
             self.step_rows.append(StepRecord(step=k, started_at_s=start, finished_at_s=self.env.now))
             if on_step is not None:
                 on_step(k)
+
+    def _start_direct(self, step: int, done: dict, arrivals: dict) -> list[simpy.Event]:
+        """Every member reaches its one op now: start each collective as its last member
+        arrives, in the order the stream processes would (their records and flows alike)."""
+        now = self.env.now
+        members = self._members
+        ends = []
+        for (rank, _stream), ops in self._streams.items():
+            op = ops[0]
+            arr = arrivals.setdefault(op.id, {})
+            arr[rank] = now
+            if len(arr) == members[op.id]:
+                self.env.process(self._communicate(step, op, done[op.id], arr))
+                ends.append(done[op.id])
+        return ends
 
     def _stream(self, step: int, rank: int, stream: str, ops: list[Op], done: dict, arrivals: dict):  # noqa: ANN202
         env = self.env
@@ -358,13 +388,15 @@ class StepSimulator:
             if not ph.flows:
                 continue
             if flow_fidelity:
-                crossings = ph.crossings
-                if crossings is None:
+                crossings, keys = ph.crossings, ph.keys
+                if crossings is None or keys is None:
                     crossings = ph.crossings = [float(f.mult.sum()) if len(f.mult) else 0.0 for f in ph.flows]
+                    # equal links and multiplicities, equal key: the fabric solves them as one class
+                    keys = ph.keys = [self.fabric.class_key(f.links, f.mult) for f in ph.flows]
                 transfer = self.fabric.transfer
                 events = [
-                    transfer(f.links, f.mult, f.size_bytes, op_id=op.id, label=f.label, crossings=c)
-                    for f, c in zip(ph.flows, crossings, strict=True)
+                    transfer(f.links, f.mult, f.size_bytes, op_id=op.id, label=f.label, crossings=c, key=key)
+                    for f, c, key in zip(ph.flows, crossings, keys, strict=True)
                 ]
                 yield env.all_of(events)
             else:

@@ -17,13 +17,13 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import NamedTuple, Protocol
 
 import numpy as np
 import pandas as pd
 
-from simulator.network.fabric import FlowRecord
+from simulator.network.flow_table import FlowRecord, FlowTable
 from simulator.workload.program import HOST_STREAM
 
 #: A set printed by Python: `frozenset({...})` (elements without braces: names, numbers, tuples).
@@ -42,6 +42,16 @@ def canonical_text(text: str) -> str:
     same state prints the same way in every process.
     """
     return _FROZENSET.sub(_sorted_frozenset, text) if "frozenset({" in text else text
+
+
+class RecordColumns(Protocol):
+    """Records kept as columns (the engine's `OpTable`): named arrays, in row order."""
+
+    def columns(self) -> dict[str, np.ndarray]: ...
+
+    def __len__(self) -> int: ...
+
+    def __iter__(self) -> Iterator[NamedTuple]: ...
 
 
 class StepSpan(Protocol):
@@ -67,7 +77,7 @@ def _records_frame(rows: Sequence[NamedTuple], columns: Sequence[str] | None) ->
 
 
 def ops_frame(
-    rows: Sequence[NamedTuple],
+    rows: Sequence[NamedTuple] | RecordColumns,
     rank_gpus: list[str],
     role: dict[int, str],
     columns: Sequence[str] | None = None,
@@ -76,12 +86,16 @@ def ops_frame(
 
     Args:
         rows: op records (named tuples with the fields step, op_id, rank, ready_at_s,
-            started_at_s, finished_at_s, ...); their field names become the columns.
+            started_at_s, finished_at_s, ...), or the same as columns; their field names
+            become the columns.
         rank_gpus: GPU of every rank.
         role: label of a rank, if any.
         columns: the records' field names; needed only when `rows` is empty.
     """
-    df = _records_frame(rows, columns)
+    if not isinstance(rows, Sequence) and len(rows):
+        df = pd.DataFrame(rows.columns())  # an engine `OpTable`: the columns a frame of its rows has
+    else:
+        df = _records_frame(list(rows), columns)
     df["duration_s"] = df["finished_at_s"] - df["started_at_s"]
     df["wait_s"] = df["started_at_s"] - df["ready_at_s"]
     df["gpu"] = [rank_gpus[r] for r in df["rank"]]
@@ -89,9 +103,12 @@ def ops_frame(
     return df.sort_values(["step", "rank", "started_at_s", "op_id"], kind="stable").reset_index(drop=True)
 
 
-def flows_frame(rows: Sequence[FlowRecord]) -> pd.DataFrame:
+def flows_frame(rows: Sequence[FlowRecord] | FlowTable) -> pd.DataFrame:
     """The `flows` frame: the fabric's flow records plus duration and rate."""
-    df = _records_frame(rows, FlowRecord._fields)
+    if isinstance(rows, FlowTable) and len(rows):
+        df = pd.DataFrame(rows.columns())  # the same columns and dtypes as from the rows
+    else:
+        df = _records_frame(list(rows), FlowRecord._fields)
     df["duration_s"] = df["finished_at_s"] - df["started_at_s"]
     with np.errstate(divide="ignore", invalid="ignore"):
         df["rate_bytes_per_s"] = np.where(df["duration_s"] > 0, df["size_bytes"] / df["duration_s"], np.nan)

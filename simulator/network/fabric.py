@@ -15,19 +15,26 @@ Links can be degraded: the caller gives each link a capacity factor when it buil
 fabric, and the factors hold for the whole run.
 The active flows are kept as arrays (bytes left, rate, and their link entries), so an
 update costs numpy work over the active entries and Python work only per flow started or
-finished.
-Records: one `FlowRecord` per flow and, per link, intervals of constant rate (kept as
-numpy chunks and turned into a DataFrame once).
+finished. Active flows with the same links and multiplicities (the same `class_key`: the
+same ring channel of concurrent collectives over one group, say) are one *class* with a
+member count, so the link entries and the max-min filling are per class; the rates are
+bit-identical to solving the flows one by one (`simulator.network.maxmin`).
+Records: one row per flow (a `FlowTable` of columns) and, per link, intervals of constant
+rate (kept as numpy chunks and turned into a DataFrame once).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import partial
-from typing import NamedTuple
 
 import numpy as np
 import simpy
+
+from simulator.network.flow_table import FlowRecord, FlowTable
+from simulator.network.maxmin import class_link_sums, max_min_class_rates, max_min_rates
+
+__all__ = ["Fabric", "Flow", "FlowRecord", "FlowTable", "max_min_rates", "usage"]
 
 # A flow is finished when the bytes it has left are below this share of its size, or when
 # the time they would take is below the clock's resolution at `now` (the next event could
@@ -53,19 +60,7 @@ class Flow:
     rate_bytes_per_s: float = 0.0
     finished_at_s: float = field(default=float("nan"))
     crossings: float | None = None  # mult.sum(), when the caller gave it
-
-
-class FlowRecord(NamedTuple):
-    """What the fabric records of one finished flow (a row of the run's `flows` frame)."""
-
-    flow_id: int
-    op_id: str
-    label: str
-    n_links: int  # distinct directed links the flow loads
-    link_crossings: float  # directed links it loads, with multiplicity
-    size_bytes: float  # bytes per edge of the flow
-    started_at_s: float
-    finished_at_s: float
+    key: int = -1  # flows with one key >= 0 have equal links and multiplicities
 
 
 def usage(paths: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
@@ -81,49 +76,6 @@ def usage(paths: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     return allp[first], counts.astype(float)
 
 
-def max_min_rates(
-    flow_of_entry: np.ndarray,
-    link_of_entry: np.ndarray,
-    mult_of_entry: np.ndarray,
-    capacity: np.ndarray,
-    n_flows: int,
-) -> np.ndarray:
-    """Max-min fair rates by progressive filling.
-
-    Args:
-        flow_of_entry, link_of_entry, mult_of_entry: one entry per (flow, link) pair;
-            link indices are compact (0..len(capacity)-1).
-        capacity: capacity of each compact link, bytes/s.
-        n_flows: number of flows.
-
-    Returns:
-        rate of each flow, bytes/s. A flow that crosses no link gets +inf.
-    """
-    rates = np.zeros(n_flows)
-    frozen = np.zeros(n_flows, dtype=bool)
-    has_links = np.bincount(flow_of_entry, minlength=n_flows) > 0
-    rates[~has_links] = np.inf
-    frozen[~has_links] = True
-    remaining = capacity.astype(float).copy()
-    n_links = len(capacity)
-    live = np.ones(len(flow_of_entry), dtype=bool)
-    for _ in range(n_flows + 1):
-        if frozen.all():
-            break
-        w = np.bincount(link_of_entry[live], weights=mult_of_entry[live], minlength=n_links)
-        loaded = w > 0
-        share = np.full(n_links, np.inf)
-        share[loaded] = remaining[loaded] / w[loaded]
-        delta = share.min()
-        rates[~frozen] += delta
-        remaining -= delta * w
-        saturated = loaded & (remaining <= 1e-9 * np.maximum(capacity, 1.0))
-        hit = live & saturated[link_of_entry]
-        frozen[flow_of_entry[hit]] = True
-        live &= ~frozen[flow_of_entry]
-    return rates
-
-
 class Fabric:
     """The set of active flows on a table of directed links.
 
@@ -137,7 +89,7 @@ class Fabric:
 
     Attributes:
         capacity_bytes_per_s: capacity of each directed link with its factor applied.
-        flow_records: one `FlowRecord` per finished flow, in finishing order.
+        flow_records: a `FlowTable`: one row per finished flow, in finishing order.
         link_bytes: bytes each directed link has carried so far.
         recomputations: how many times the rates were recomputed.
 
@@ -167,17 +119,26 @@ class Fabric:
         self.record_links = record_links
         self._active = np.empty(0, dtype=object)  # the active Flows, in starting order
         self._pending: list[Flow] = []
-        self._rem = np.empty(0)  # per active flow: bytes left, rate (bytes/s), size
+        self._rem = np.empty(0)  # per active flow: bytes left, rate (bytes/s), size, class
         self._rate = np.empty(0)
         self._size = np.empty(0)
-        self._e_links = np.empty(0, dtype=np.int64)  # per (active flow, link) entry
+        self._f_cls = np.empty(0, dtype=np.int64)
+        # classes of active flows with equal links and multiplicities, in the order of their
+        # first member: members, key, and their (class, link, multiplicity) entries
+        self._c_count = np.empty(0, dtype=np.int64)
+        self._c_key = np.empty(0, dtype=np.int64)  # -1: a class of one flow without key
+        self._slot_of_key = np.full(64, -1, dtype=np.int64)  # key -> class slot, -1 if none
+        self._key_ids: dict[tuple[bytes, bytes], int] = {}
+        self._reorder = False  # a class lost its first member: its place may have moved
+        self._keys_stale = False  # classes moved since the key index was written
+        self._e_links = np.empty(0, dtype=np.int64)
         self._e_mult = np.empty(0)
-        self._e_flow = np.empty(0, dtype=np.int64)
+        self._e_cls = np.empty(0, dtype=np.int64)
         self._updated_at = 0.0
         self._version = 0
         self._update_scheduled = False
         self._next_id = 0
-        self.flow_records: list[FlowRecord] = []
+        self.flow_records = FlowTable()
         self._link_rate = np.zeros(len(base_capacity))
         self._link_since = np.zeros(len(base_capacity))
         self._busy_links: np.ndarray = np.empty(0, dtype=np.int64)
@@ -198,11 +159,15 @@ class Fabric:
         op_id: str = "",
         label: str = "",
         crossings: float | None = None,
+        key: int = -1,
     ) -> simpy.Event:
         """Start a flow of `size_bytes` over `links` (with multiplicities `mult`).
 
         `crossings` is `mult.sum()` when the caller has it (it is recorded with the flow).
-        Returns an event that succeeds when the last byte arrives.
+        `key` (`class_key(links, mult)`, or -1) is equal for flows with equal `links` and
+        `mult`, and only for those: active flows with one key are solved as one class (the
+        same rates, bit for bit, as solving them one by one). Returns an event that succeeds
+        when the last byte arrives.
         """
         env = self.env
         done = simpy.Event(env)
@@ -210,9 +175,10 @@ class Fabric:
         self._next_id += 1
         flow.remaining_bytes = flow.size_bytes
         flow.crossings = crossings
+        flow.key = key
         if size_bytes <= 0 or len(links) == 0:
             flow.finished_at_s = env.now
-            self._record_flow(flow)
+            self.flow_records.add([flow])
             done.succeed(flow)
             return done
         self._pending.append(flow)
@@ -223,8 +189,10 @@ class Fabric:
 
     # -- internals -----------------------------------------------------------------
     # The active flows are kept as arrays (one slot per flow, in starting order): bytes left,
-    # rate and size, and their (flow, link, multiplicity) entries concatenated in the same
-    # order. Each update only filters out the finished flows' slots and appends the new ones.
+    # rate, size and class. Flows with equal links and multiplicities (equal keys) form one
+    # class; the classes' (class, link, multiplicity) entries are concatenated in the order of
+    # each class's first member. Each update only filters out what finished and appends
+    # what started.
     def _on_update(self, _event: simpy.Event) -> None:
         self._update_scheduled = False
         self._settle()
@@ -261,50 +229,178 @@ class Fabric:
             return
         active = self._active
         keep = ~done
-        entry_keep = keep[self._e_flow]
-        gone = ~entry_keep
-        # settle the rounding of rate x time (either sign) on the finished flows' links, flow
-        # after flow in starting order (np.add.at adds entry by entry, in order)
-        e_gone = self._e_flow[gone]
-        np.add.at(self.link_bytes, self._e_links[gone], rem[e_gone] * self._e_mult[gone])
         idx = np.flatnonzero(done)
-        for f, rate_i in zip(active[idx].tolist(), rate[idx].tolist(), strict=True):
+        self._settle_rounding(idx)
+        finished = active[idx].tolist()
+        for f, rate_i in zip(finished, rate[idx].tolist(), strict=True):
             f.rate_bytes_per_s = rate_i
             f.remaining_bytes = 0.0
             f.finished_at_s = now
-            self._record_flow(f)
             f.done.succeed(f)
+        self.flow_records.add(finished)
         self._active = active[keep]
         self._rem, self._rate, self._size = rem[keep], rate[keep], self._size[keep]
-        renumber = np.cumsum(keep) - 1
-        self._e_flow = renumber[self._e_flow[entry_keep]]
+        f_cls = self._f_cls
+        if len(f_cls) == len(self._c_count):  # classes of one flow, in flow order: drop alike
+            self._drop_classes(keep)
+            return
+        count = self._c_count - np.bincount(f_cls[idx], minlength=len(self._c_count))
+        self._f_cls = f_cls[keep]
+        self._c_count = count
+        if (count[f_cls[idx]] > 0).any():
+            self._reorder = True  # a class lost a member but not all
+        c_keep = count > 0
+        if not c_keep.all():
+            self._drop_classes(c_keep)
+
+    def _settle_rounding(self, idx: np.ndarray) -> None:
+        """Settle the rounding of rate x time (either sign) of the finished flows `idx` on
+        their links, flow after flow in starting order (np.add.at adds entry by entry)."""
+        e_cls = self._e_cls
+        if len(self._f_cls) == len(self._c_count):  # classes of one flow, in flow order
+            gone = np.zeros(len(self._c_count), dtype=bool)
+            gone[self._f_cls[idx]] = True
+            e_gone = gone[e_cls]
+            rem_c = np.zeros(len(self._c_count))
+            rem_c[self._f_cls[idx]] = self._rem[idx]
+            np.add.at(self.link_bytes, self._e_links[e_gone], rem_c[e_cls[e_gone]] * self._e_mult[e_gone])
+            return
+        lens = np.bincount(e_cls, minlength=len(self._c_count))
+        starts = np.cumsum(lens) - lens
+        fl = lens[self._f_cls[idx]]
+        offsets = np.cumsum(fl) - fl
+        entries = np.repeat(starts[self._f_cls[idx]] - offsets, fl) + np.arange(int(fl.sum()))
+        rem_e = np.repeat(self._rem[idx], fl)
+        np.add.at(self.link_bytes, self._e_links[entries], rem_e * self._e_mult[entries])
+
+    def _drop_classes(self, c_keep: np.ndarray) -> None:
+        """Drop the classes not in `c_keep` (and their flows, if any are left)."""
+        renumber = np.cumsum(c_keep) - 1
+        entry_keep = c_keep[self._e_cls]
+        self._e_cls = renumber[self._e_cls[entry_keep]]
         self._e_links = self._e_links[entry_keep]
         self._e_mult = self._e_mult[entry_keep]
+        self._f_cls = renumber[self._f_cls[c_keep[self._f_cls]]]
+        self._c_count = self._c_count[c_keep]
+        self._c_key = self._c_key[c_keep]
+        self._keys_stale = True
 
     def _admit(self, new: list[Flow]) -> None:
-        n0 = len(self._active)
         added = np.empty(len(new), dtype=object)
         added[:] = new
         self._active = np.concatenate((self._active, added))
         sizes = np.fromiter((f.size_bytes for f in new), dtype=float, count=len(new))
-        lens = np.fromiter((len(f.links) for f in new), dtype=np.int64, count=len(new))
         self._rem = np.concatenate((self._rem, sizes))
         self._rate = np.concatenate((self._rate, np.zeros(len(new))))
         self._size = np.concatenate((self._size, sizes))
+        nc = len(self._c_count)
+        key_list = [f.key for f in new]
+        top = max(key_list)
+        if top >= len(self._slot_of_key):
+            self._slot_of_key = np.full(2 * top + 1, -1, dtype=np.int64)
+            self._keys_stale = True
+        if self._keys_stale:
+            self._slot_of_key.fill(-1)
+            self._index_keys()
+            self._keys_stale = False
+        keys = np.array(key_list, dtype=np.int64)
+        found = np.where(keys >= 0, self._slot_of_key[np.maximum(keys, 0)], -1)
+        old = found >= 0
+        if not old.any():
+            keyed = [k for k in key_list if k >= 0]
+            if len(set(keyed)) == len(keyed):
+                self._admit_alone(new, keys)  # every flow a class of its own (the common case)
+                return
+        f_cls = found.copy()
+        joined = np.bincount(found[old], minlength=nc)
+        # flows of no active class: the first flow of each key (or a flow without key) starts
+        # a class, in the order of the flows; later flows with that key join it
+        miss = np.flatnonzero(~old)
+        mk = keys[miss]
+        first = np.arange(len(miss))
+        pos = np.flatnonzero(mk >= 0)
+        if len(pos):
+            order = pos[np.argsort(mk[pos], kind="stable")]
+            sk = mk[order]
+            starts = np.concatenate(([True], sk[1:] != sk[:-1]))
+            first[order] = order[starts][np.cumsum(starts) - 1]
+        born = np.flatnonzero(first == np.arange(len(miss)))
+        slot = np.full(len(miss), -1, dtype=np.int64)
+        slot[born] = nc + np.arange(len(born))
+        f_cls[miss] = slot[first]
+        born_keys = mk[born]
+        self._slot_of_key[born_keys[born_keys >= 0]] = slot[born][born_keys >= 0]
+        self._c_key = np.concatenate((self._c_key, born_keys))
+        self._f_cls = np.concatenate((self._f_cls, f_cls))
+        counts = np.bincount(f_cls[miss] - nc, minlength=len(born))
+        self._c_count = np.concatenate((self._c_count + joined, counts))
+        born_flows = [new[i] for i in miss[born].tolist()]
+        lens = np.fromiter((len(f.links) for f in born_flows), dtype=np.int64, count=len(born_flows))
+        self._e_links = np.concatenate((self._e_links, *[f.links for f in born_flows]))
+        self._e_mult = np.concatenate((self._e_mult, *[f.mult for f in born_flows]))
+        self._e_cls = np.concatenate((self._e_cls, np.repeat(np.arange(nc, nc + len(born)), lens)))
+
+    def _admit_alone(self, new: list[Flow], keys: np.ndarray) -> None:
+        """Admit flows of distinct keys, none in an active class: one new class each."""
+        nc = len(self._c_count)
+        slots = np.arange(nc, nc + len(new))
+        keyed = keys >= 0
+        self._slot_of_key[keys[keyed]] = slots[keyed]
+        self._c_key = np.concatenate((self._c_key, keys))
+        self._f_cls = np.concatenate((self._f_cls, slots))
+        self._c_count = np.concatenate((self._c_count, np.ones(len(new), dtype=np.int64)))
+        lens = np.fromiter((len(f.links) for f in new), dtype=np.int64, count=len(new))
         self._e_links = np.concatenate((self._e_links, *[f.links for f in new]))
         self._e_mult = np.concatenate((self._e_mult, *[f.mult for f in new]))
-        self._e_flow = np.concatenate((self._e_flow, np.repeat(np.arange(n0, n0 + len(new)), lens)))
+        self._e_cls = np.concatenate((self._e_cls, np.repeat(slots, lens)))
+
+    def _index_keys(self) -> None:
+        keyed = self._c_key >= 0
+        self._slot_of_key[self._c_key[keyed]] = np.flatnonzero(keyed)
+
+    def class_key(self, links: np.ndarray, mult: np.ndarray) -> int:
+        """The class key of a flow over `links` with `mult` (equal exactly when both are)."""
+        k = (links.astype(np.int64, copy=False).tobytes(), mult.astype(float, copy=False).tobytes())
+        return self._key_ids.setdefault(k, len(self._key_ids))
+
+    def _order_classes(self) -> None:
+        """Put the classes back in the order of their first member (after a class lost its
+        first member, its first member is a later flow)."""
+        self._reorder = False
+        nc = len(self._c_count)
+        first = np.full(nc, len(self._f_cls))
+        np.minimum.at(first, self._f_cls, np.arange(len(self._f_cls)))
+        if (first[1:] > first[:-1]).all():
+            return
+        perm = np.argsort(first, kind="stable")
+        rank = np.empty(nc, dtype=np.int64)
+        rank[perm] = np.arange(nc)
+        order = np.argsort(rank[self._e_cls], kind="stable")
+        self._e_cls = rank[self._e_cls][order]
+        self._e_links = self._e_links[order]
+        self._e_mult = self._e_mult[order]
+        self._f_cls = rank[self._f_cls]
+        self._c_count = self._c_count[perm]
+        self._c_key = self._c_key[perm]
+        self._keys_stale = True
 
     def _recompute(self) -> None:
         now = self.env.now
         self.recomputations += 1
         n = len(self._active)
         if n:
-            flow_of, all_mult = self._e_flow, self._e_mult
+            if self._reorder:
+                self._order_classes()
+            e_cls, all_mult, f_cls, count = self._e_cls, self._e_mult, self._f_cls, self._c_count
             used, compact = self._compact(self._e_links)
-            rates = max_min_rates(flow_of, compact, all_mult, self.capacity_bytes_per_s[used], n)
-            self._rate = rates
-            per_link = np.bincount(compact, weights=all_mult * rates[flow_of], minlength=len(used))
+            rates = max_min_class_rates(
+                e_cls, compact, all_mult, self.capacity_bytes_per_s[used], count, f_cls
+            )
+            self._rate = rates[f_cls]
+            if len(f_cls) > len(count):  # some class has several members
+                per_link = class_link_sums(compact, all_mult * rates[e_cls], e_cls, count, f_cls, len(used))
+            else:
+                per_link = np.bincount(compact, weights=all_mult * rates[e_cls], minlength=len(used))
         else:
             used = np.empty(0, dtype=np.int64)
             per_link = np.empty(0, dtype=float)
@@ -361,20 +457,6 @@ class Fabric:
             self._link_rate[idx] = new[changed]
             self._link_since[idx] = now
         self._busy_links = used
-
-    def _record_flow(self, f: Flow) -> None:
-        self.flow_records.append(
-            FlowRecord(
-                f.flow_id,
-                f.op_id,
-                f.label,
-                len(f.links),
-                f.crossings if f.crossings is not None else (float(f.mult.sum()) if len(f.mult) else 0.0),
-                f.size_bytes,
-                f.started_at_s,
-                f.finished_at_s,
-            )
-        )
 
     def link_intervals(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """(link, started_at_s, finished_at_s, rate_bytes_per_s) of every closed interval."""

@@ -87,7 +87,10 @@ def test_incremental_active_arrays_equal_a_fresh_concatenation(starts):
             lens = [len(f.links) for f in flows]
             assert fab._e_links.tolist() == np.concatenate([f.links for f in flows]).tolist()
             assert fab._e_mult.tolist() == np.concatenate([f.mult for f in flows]).tolist()
-            assert fab._e_flow.tolist() == np.repeat(np.arange(len(flows)), lens).tolist()
+            # flows without a key are classes of one, in starting order
+            assert fab._e_cls.tolist() == np.repeat(np.arange(len(flows)), lens).tolist()
+            assert fab._f_cls.tolist() == list(range(len(flows)))
+            assert fab._c_count.tolist() == [1] * len(flows)
             assert fab._size.tolist() == [f.size_bytes for f in flows]
         assert len(fab._rem) == len(fab._rate) == len(flows)
         checked.append(len(flows))

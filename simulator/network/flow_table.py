@@ -1,0 +1,111 @@
+"""The fabric's record of finished flows, kept as columns.
+
+What is modelled: one row per finished flow (a row of the run's `flows` frame): its id, op,
+label, links, size and when it started and ended. Rows are buffered 65,536 at a time and
+then stored as one chunk of NumPy arrays (8 bytes a value, strings shared with the flows),
+not as a Python object per row, so a run of millions of flows holds a few arrays.
+
+What is simplified: nothing is dropped. Each numeric column keeps the type the values had,
+as a frame built from the rows would: a column whose values were all Python ints is int64,
+one with any float is float64 (the clock starts at the int 0).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import NamedTuple, Protocol
+
+import numpy as np
+
+
+class FlowRecord(NamedTuple):
+    """What the fabric records of one finished flow (a row of the run's `flows` frame)."""
+
+    flow_id: int
+    op_id: str
+    label: str
+    n_links: int  # distinct directed links the flow loads
+    link_crossings: float  # directed links it loads, with multiplicity
+    size_bytes: float  # bytes per edge of the flow
+    started_at_s: float
+    finished_at_s: float
+
+
+class FinishedFlow(Protocol):
+    """What the table reads of a finished flow."""
+
+    flow_id: int
+    op_id: str
+    label: str
+    links: np.ndarray
+    mult: np.ndarray
+    size_bytes: float
+    started_at_s: float
+    finished_at_s: float
+    crossings: float | None
+
+
+_TEXT = ("op_id", "label")
+
+
+#: rows buffered before they are turned into a chunk of columns
+_CHUNK_ROWS = 65_536
+
+
+class FlowTable:
+    """Finished flows' records as columns, in finishing order (see the module docstring)."""
+
+    def __init__(self, chunk_rows: int = _CHUNK_ROWS) -> None:
+        self._chunk_rows = chunk_rows
+        self._rows: list[tuple] = []
+        self._chunks: list[dict[str, np.ndarray]] = []
+        self._n_chunked = 0
+
+    def add(self, flows: Sequence[FinishedFlow]) -> None:
+        """Record flows that just finished, in their finishing order."""
+        self._rows.extend(
+            (
+                f.flow_id,
+                f.op_id,
+                f.label,
+                len(f.links),
+                f.crossings if f.crossings is not None else (float(f.mult.sum()) if len(f.mult) else 0.0),
+                f.size_bytes,
+                f.started_at_s,
+                f.finished_at_s,
+            )
+            for f in flows
+        )
+        if len(self._rows) >= self._chunk_rows:
+            self._flush()
+
+    def _flush(self) -> None:
+        if not self._rows:
+            return
+        cols = zip(*self._rows, strict=True)
+        # numpy infers int64 for all-int lists and float64 otherwise, as a frame would
+        self._chunks.append(
+            {
+                k: np.array(v, dtype=object if k in _TEXT else None)
+                for k, v in zip(FlowRecord._fields, cols, strict=True)
+            }
+        )
+        self._n_chunked += len(self._rows)
+        self._rows = []
+
+    def __len__(self) -> int:
+        return self._n_chunked + len(self._rows)
+
+    def columns(self) -> dict[str, np.ndarray]:
+        """Every column (named and ordered as `FlowRecord`'s fields) over all rows, in order."""
+        self._flush()
+        if not self._chunks:
+            return {k: np.empty(0, dtype=object) for k in FlowRecord._fields}
+        if len(self._chunks) > 1:
+            merged = {k: np.concatenate([c[k] for c in self._chunks]) for k in FlowRecord._fields}
+            self._chunks = [merged]
+        return dict(self._chunks[0])
+
+    def __iter__(self) -> Iterator[FlowRecord]:
+        cols = self.columns()
+        return (FlowRecord(*row) for row in zip(*(cols[k].tolist() for k in FlowRecord._fields), strict=True))

@@ -1,0 +1,45 @@
+"""The op records kept as columns give the very `ops` frame the records as rows gave."""
+
+from __future__ import annotations
+
+import pandas as pd
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from simulator.engine.records import OpRecord, OpTable
+from simulator.metrics.frames import ops_frame
+
+number = st.one_of(st.just(0), st.integers(0, 5), st.floats(0.0, 1e3))
+row_strategy = st.builds(
+    OpRecord,
+    step=st.integers(0, 2),
+    op_id=st.sampled_from(["fwd-0", "ar", "p2p-1"]),
+    kind=st.sampled_from(["compute", "collective"]),
+    tag=st.sampled_from(["fwd", "dp", ""]),
+    rank=st.integers(0, 3),
+    stream=st.sampled_from(["compute", "comm"]),
+    ready_at_s=number,
+    started_at_s=number,
+    finished_at_s=number,
+    size_bytes=number,
+    flops=number,
+    collective=st.sampled_from(["", "all_reduce"]),
+    algorithm=st.sampled_from(["", "ring"]),
+    protocol=st.sampled_from(["", "simple"]),
+    n_ranks=st.integers(1, 8),
+)
+
+
+@settings(max_examples=30, deadline=None)
+@given(rows=st.lists(row_strategy, min_size=1, max_size=12))
+def test_columns_give_the_frame_of_the_rows(rows):
+    """Same values, dtypes (int64 where every value was an int) and order as the rows."""
+    table = OpTable(chunk_rows=3)  # several chunks even for a few rows
+    for r in rows:
+        table.append(r)
+    assert len(table) == len(rows)
+    gpus = ["g0", "g1", "g2", "g3"]
+    pd.testing.assert_frame_equal(
+        ops_frame(table, gpus, {1: "pp1"}), ops_frame(rows, gpus, {1: "pp1"}), check_exact=True
+    )
+    assert [tuple(r) for r in table] == [tuple(r) for r in rows]
