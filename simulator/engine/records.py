@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import NamedTuple
 
-import numpy as np
+from simulator.network.flow_table import ColumnChunks
 
 
 class OpRecord(NamedTuple):
@@ -52,7 +52,7 @@ _CHUNK_ROWS = 65_536
 _OP_TEXT = frozenset(("op_id", "kind", "tag", "stream", "collective", "algorithm", "protocol"))
 
 
-class OpTable:
+class OpTable(ColumnChunks):
     """The op records of a run, kept as columns (a chunk of NumPy arrays per 65,536 rows).
 
     Rows are appended as `OpRecord`s and iterate back as `OpRecord`s, in order; a long
@@ -62,41 +62,12 @@ class OpTable:
     """
 
     def __init__(self, chunk_rows: int = _CHUNK_ROWS) -> None:
-        self._chunk_rows = chunk_rows
-        self._rows: list[OpRecord] = []
-        self._chunks: list[dict[str, np.ndarray]] = []
-        self._n_chunked = 0
+        super().__init__(OpRecord._fields, _OP_TEXT, chunk_rows)
 
     def append(self, row: OpRecord) -> None:
         """Add one record."""
         self._rows.append(row)
-        if len(self._rows) >= self._chunk_rows:
-            self._flush()
-
-    def _flush(self) -> None:
-        if not self._rows:
-            return
-        cols = zip(*self._rows, strict=True)
-        self._chunks.append(
-            {
-                k: np.array(v, dtype=object if k in _OP_TEXT else None)
-                for k, v in zip(OpRecord._fields, cols, strict=True)
-            }
-        )
-        self._n_chunked += len(self._rows)
-        self._rows = []
-
-    def __len__(self) -> int:
-        return self._n_chunked + len(self._rows)
-
-    def columns(self) -> dict[str, np.ndarray]:
-        """Every column (named and ordered as `OpRecord`'s fields) over all rows, in order."""
-        self._flush()
-        if not self._chunks:
-            return {k: np.empty(0, dtype=object) for k in OpRecord._fields}
-        if len(self._chunks) > 1:
-            self._chunks = [{k: np.concatenate([c[k] for c in self._chunks]) for k in OpRecord._fields}]
-        return dict(self._chunks[0])
+        self._added()
 
     def __iter__(self) -> Iterator[OpRecord]:
         cols = self.columns()

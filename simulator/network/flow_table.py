@@ -45,21 +45,64 @@ class FinishedFlow(Protocol):
     crossings: float | None
 
 
-_TEXT = ("op_id", "label")
+_TEXT = frozenset(("op_id", "label"))
 
 
 #: rows buffered before they are turned into a chunk of columns
 _CHUNK_ROWS = 65_536
 
 
-class FlowTable:
-    """Finished flows' records as columns, in finishing order (see the module docstring)."""
+class ColumnChunks:
+    """Rows of named fields buffered as tuples, then stored as chunks of NumPy columns.
 
-    def __init__(self, chunk_rows: int = _CHUNK_ROWS) -> None:
+    Each numeric column keeps the type its values had, as a frame built from the rows
+    would: NumPy infers int64 for an all-int list and float64 otherwise. `text` columns
+    are object arrays (the strings are shared, not copied).
+    """
+
+    def __init__(self, fields: tuple[str, ...], text: frozenset[str], chunk_rows: int = _CHUNK_ROWS) -> None:
+        self._fields = fields
+        self._text = text
         self._chunk_rows = chunk_rows
         self._rows: list[tuple] = []
         self._chunks: list[dict[str, np.ndarray]] = []
         self._n_chunked = 0
+
+    def _added(self) -> None:
+        if len(self._rows) >= self._chunk_rows:
+            self._flush()
+
+    def _flush(self) -> None:
+        if not self._rows:
+            return
+        cols = zip(*self._rows, strict=True)
+        self._chunks.append(
+            {
+                k: np.array(v, dtype=object if k in self._text else None)
+                for k, v in zip(self._fields, cols, strict=True)
+            }
+        )
+        self._n_chunked += len(self._rows)
+        self._rows = []
+
+    def __len__(self) -> int:
+        return self._n_chunked + len(self._rows)
+
+    def columns(self) -> dict[str, np.ndarray]:
+        """Every column (named and ordered as the fields) over all rows, in order."""
+        self._flush()
+        if not self._chunks:
+            return {k: np.empty(0, dtype=object) for k in self._fields}
+        if len(self._chunks) > 1:
+            self._chunks = [{k: np.concatenate([c[k] for c in self._chunks]) for k in self._fields}]
+        return dict(self._chunks[0])
+
+
+class FlowTable(ColumnChunks):
+    """Finished flows' records as columns, in finishing order (see the module docstring)."""
+
+    def __init__(self, chunk_rows: int = _CHUNK_ROWS) -> None:
+        super().__init__(FlowRecord._fields, _TEXT, chunk_rows)
 
     def add(self, flows: Sequence[FinishedFlow]) -> None:
         """Record flows that just finished, in their finishing order."""
@@ -76,35 +119,7 @@ class FlowTable:
             )
             for f in flows
         )
-        if len(self._rows) >= self._chunk_rows:
-            self._flush()
-
-    def _flush(self) -> None:
-        if not self._rows:
-            return
-        cols = zip(*self._rows, strict=True)
-        # numpy infers int64 for all-int lists and float64 otherwise, as a frame would
-        self._chunks.append(
-            {
-                k: np.array(v, dtype=object if k in _TEXT else None)
-                for k, v in zip(FlowRecord._fields, cols, strict=True)
-            }
-        )
-        self._n_chunked += len(self._rows)
-        self._rows = []
-
-    def __len__(self) -> int:
-        return self._n_chunked + len(self._rows)
-
-    def columns(self) -> dict[str, np.ndarray]:
-        """Every column (named and ordered as `FlowRecord`'s fields) over all rows, in order."""
-        self._flush()
-        if not self._chunks:
-            return {k: np.empty(0, dtype=object) for k in FlowRecord._fields}
-        if len(self._chunks) > 1:
-            merged = {k: np.concatenate([c[k] for c in self._chunks]) for k in FlowRecord._fields}
-            self._chunks = [merged]
-        return dict(self._chunks[0])
+        self._added()
 
     def __iter__(self) -> Iterator[FlowRecord]:
         cols = self.columns()

@@ -8,17 +8,8 @@ from simulator.engine.cost import ComputeCost
 from simulator.engine.step import StepSettings, StepSimulator
 from simulator.network.cluster import Cluster
 from simulator.network.design.clos import SwitchSpec, build_switch
-from simulator.network.hardware import GPUSpec
 from simulator.workload.program import Op, StepProgram
-
-GPU = GPUSpec(
-    name="t",
-    peak_flops_per_s={"bf16": 1e15},
-    hbm_bandwidth_bytes_per_s=1e12,
-    hbm_capacity_bytes=8e10,
-    compute_efficiency=1.0,
-    memory_efficiency=1.0,
-)
+from tests.engine.test_step import GPU
 
 
 def _run(direct: bool):  # noqa: ANN202

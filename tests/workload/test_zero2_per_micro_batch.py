@@ -21,7 +21,7 @@ from tests.workload.test_schedule import TINY
 MICRO_BATCHES = 4
 
 
-def _program(per_micro_batch: bool, main_grads: str = "model") -> StepProgram:
+def _program(per_micro_batch: bool, main_grads: str = "model", fused: bool = True) -> StepProgram:
     cluster, _ = _switch_program(False)
     layout = LayoutSpec(
         dp=2,
@@ -29,6 +29,7 @@ def _program(per_micro_batch: bool, main_grads: str = "model") -> StepProgram:
         global_batch_size=2 * MICRO_BATCHES,
         zero2_reduce_per_micro_batch=per_micro_batch,
         main_grads=main_grads,
+        grad_accumulation_fusion=fused,
     )
     return build_program(TINY, layout, cluster.gpus, cluster.graph)
 
@@ -69,16 +70,7 @@ def test_the_reduce_scatter_waits_for_the_fp32_accumulation_it_reduces() -> None
     """With fp32 main gradients accumulated by a separate kernel, each layer's
     per-micro-batch reduce-scatter waits for a compute op that follows (in the rank's
     compute-stream order, `workload/program.py`) the op holding that layer's accumulation."""
-    cluster, _ = _switch_program(False)
-    layout = LayoutSpec(
-        dp=2,
-        zero_stage=2,
-        global_batch_size=2 * MICRO_BATCHES,
-        zero2_reduce_per_micro_batch=True,
-        main_grads="fp32",
-        grad_accumulation_fusion=False,
-    )
-    program = build_program(TINY, layout, cluster.gpus, cluster.graph)
+    program = _program(True, "fp32", fused=False)
     compute = [op for op in program.ops if 0 in op.ranks and op.kind == "compute"]
     position = {op.id: i for i, op in enumerate(compute)}
     per_layer = [op for op in _reductions(program) if "zero2_grad_rs" in op.id]
