@@ -37,16 +37,17 @@ from typing import Any
 
 import simpy
 
-from simulator.faults.checkpointing import CheckpointPhases
+from simulator.engine.context import run_gc
 from simulator.faults.degradation import DegradationChange
 from simulator.faults.failure import FailureEvent
 from simulator.faults.records import RunLevelResult, incident_frame, segment_frame, summarize
 from simulator.faults.recovery import FailureRecovery
 from simulator.faults.run_core import HostsRepaired
 from simulator.faults.state import JobShape, StepOracle
+from simulator.faults.steady import SteadyCycles
 
 
-class RunLevelEngine(FailureRecovery, CheckpointPhases):
+class RunLevelEngine(FailureRecovery, SteadyCycles):
     """One run of one job under one policy (build, `start()`, then `env.run`).
 
     Takes the arguments of `RunCore`; `result()` gives the run's frames and figures.
@@ -100,10 +101,13 @@ class RunLevelEngine(FailureRecovery, CheckpointPhases):
         process (and before the run's end) without a SimPy event each: the clock moves to the
         time `_run`'s timeout would fire at (`now + max(0, end - now)`, the same arithmetic),
         then the boundary is handled exactly as `_run` handles it. Nothing else can happen in
-        between, so the run is the one the event loop gives, bit for bit."""
+        between, so the run is the one the event loop gives, bit for bit. Steady snapshot
+        cycles go through `_cross_steady`, the same steps in a tighter loop."""
         env, duration_s = self.env, self.duration_s
         boundary, close, on_boundary = self._boundary, self._close, self._on_boundary
         while True:
+            if self._steady_applies() and self._cross_steady():
+                return
             now = env.now
             end = min(boundary(), duration_s)
             time_s = now + max(0.0, end - now)
@@ -232,9 +236,12 @@ def simulate_run(
         The run's incidents, segments and headline figures.
     """
     engine = RunLevelEngine(job, oracle, failures, policy, duration_s, seed, degradations, mtbf_scale)
-    proc = engine.start()
-    engine.env.run(until=proc)
-    return engine.result()
+    # a run keeps hundreds of thousands of segment and incident records alive: the cyclic
+    # collector's passes over them cost as much as the boundaries themselves
+    with run_gc():
+        proc = engine.start()
+        engine.env.run(until=proc)
+        return engine.result()
 
 
 __all__ = ["RunLevelEngine", "simulate_run"]
