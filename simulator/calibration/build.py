@@ -28,14 +28,12 @@ from pathlib import Path
 
 from simulator.calibration.fit import fit_table
 from simulator.calibration.joint import fit_joint, make_sample, resized_cluster
-from simulator.calibration.parser import read_benchmarks
+from simulator.calibration.parser import DEFAULT_OUT, DEFAULT_SAMPLES, read_benchmarks
 from simulator.calibration.profile import CalibrationProfile, CollectiveParamsFit, build_profile
 from simulator.calibration.table import BenchmarkTable
 from simulator.io import write_atomic
 
 REPO = Path(__file__).resolve().parents[2]
-DEFAULT_OUT = REPO / "topologies" / "calibration"
-DEFAULT_SAMPLES = DEFAULT_OUT / "samples"
 
 #: the comment lines written above every generated profile
 PROFILE_HEADER = (

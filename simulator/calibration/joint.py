@@ -21,17 +21,25 @@ file to the table's node count); its `GroupFacts` and the library defaults for i
 NIC preset (`default_params`) are read from there.
 
 Residuals are weighted so that each table's sizes below 1 MiB and from 1 MiB weigh the
-same in total. Simplified: point-to-point tables (all-to-all, send/recv) are left out: the library's
-tuning model does not price them and the engine moves them at the fabric's own rate. Sizes
-are weighted equally; times are out-of-place (`BenchmarkTable.sizes("out_of_place")`).
+same in total. Point-to-point tables (all-to-all, send/recv) are left out of that fit: the
+library's tuning model does not price them and the engine moves them at the fabric's own
+rate. Their one field, the latency of a point-to-point call (`p2p_latency_us`, in place of
+the fabric's path latency), is fitted apart on their sizes below 1 MiB against the
+engine's own fabric time of each size (`fit_p2p_latency`); simplified: their bandwidth is
+not fitted (no field stands for it). Times are out-of-place
+(`BenchmarkTable.sizes("out_of_place")`).
 A field that ends at one of its bounds is reported in `JointFit.at_bounds`.
 
 Variants of the objective (`FitOptions`, `benchmarks/collective_validation.py --robust
---table-weight`): a soft-L1 loss at the measured run-to-run spread (`RUN_SPREAD_LOG`), and
-each table or each file weighing the same. None is the default: left out in turn, the
-shipped samples are not predicted better with them (docs/collective-validation.md, known
-limits). Simplified: one run that alone informs a field (a system's only multi-node run
-decides its network fields) moves it whatever the loss or weights; only the prior opposes it.
+--table-weight --shrink`): a soft-L1 loss at the measured run-to-run spread
+(`RUN_SPREAD_LOG`), each table or each file weighing the same, and shrinkage by evidence
+(each file one run of that spread, the prior at full weight: `run_factors`). None is the
+default: left out in turn, the shipped samples are not predicted better with them
+(docs/collective-validation.md, known limits). Simplified: one run that alone informs a
+field (a system's only multi-node run decides its network fields) moves it whatever the
+loss or weights; only the prior opposes it, and with the measured run-to-run spread as the
+runs' spread the prior loses to a run 20-40 % off the model (a run that far off is 2-4
+spreads out, so the fit takes it as the system's rather than the run's own).
 
 Simplified: a table measured by one thread driving several GPUs (`nGpus 8`) is fitted
 without the floor its harness puts on back-to-back calls (`CollectiveParams.launch_floor_s`,
@@ -44,12 +52,14 @@ from 1 MiB) instead of 4-6 %.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
 from scipy.optimize import least_squares
 
+from simulator.calibration.profile import CalibrationProfile, CollectiveParamsFit
+from simulator.calibration.replay import replay
 from simulator.calibration.table import BenchmarkTable
 from simulator.config.loader import read_document
 from simulator.network.cluster import Cluster
@@ -63,7 +73,9 @@ from simulator.network.collective_params import (
 from simulator.network.selection import P2P_KINDS, GroupFacts, choose
 from simulator.network.topology import load_topology
 
-NAMES = tuple(FITTED_FIELDS)
+#: fitted apart, on the point-to-point tables alone (`fit_p2p_latency`)
+P2P_FIELD = "p2p_latency_us"
+NAMES = tuple(k for k in FITTED_FIELDS if k != P2P_FIELD)
 MIB = 2**20
 _LOW = np.array([FITTED_FIELDS[k][0] for k in NAMES])
 _HIGH = np.array([FITTED_FIELDS[k][1] for k in NAMES])
@@ -74,7 +86,7 @@ _HIGH = np.array([FITTED_FIELDS[k][1] for k in NAMES])
 # overhead a software unknown (loose: 200 us), other latencies 20 us, factors 0.5
 PRIOR_WEIGHT = 0.1
 PRIOR_SCALE = {"net_latency_us": 10.0, "simple_net_overhead_us": 200.0, "step_latency_us": 20.0,
-               "launch_latency_us": 20.0}  # fmt: skip
+               "launch_latency_us": 20.0, P2P_FIELD: 20.0}  # fmt: skip
 _PRIOR_SCALE = np.array([PRIOR_SCALE.get(k, 0.5) for k in NAMES])
 #: run-to-run spread of repeated runs of one system, log units: 1.4826 x the median absolute
 #: deviation of log(time of one run / time of another) over every size two sample files of
@@ -82,6 +94,12 @@ _PRIOR_SCALE = np.array([PRIOR_SCALE.get(k, 0.5) for k in NAMES])
 #: `topologies/calibration/samples/`; `benchmarks/collective_validation.py` prints it). The
 #: in-place and out-of-place halves of one run spread 7x less (0.013).
 RUN_SPREAD_LOG = 0.09
+#: spread of sizes within one run, log units: 1.4826 x the median absolute deviation of
+#: log(in-place / out-of-place time) over every size of every sample table that printed both
+#: halves (0.0132 over 665 sizes; `benchmarks/collective_validation.py --spread` prints it)
+IN_RUN_SPREAD_LOG = 0.013
+#: the latency a point-to-point table is replayed with to find its fabric time, us
+_PROBE_US = 1000.0
 #: how `FitOptions.table_weight` may share the total weight between tables
 TABLE_WEIGHTS = ("sizes", "table", "file")
 
@@ -96,10 +114,16 @@ class FitOptions:
         table_weight: how tables share the total weight: `sizes` (each size the same, each
             table's sizes below and from 1 MiB weighing the same), `table` (each table the
             same whatever its number of sizes), `file` (each sample file the same).
+        run_spread_log: None for the weak prior (`PRIOR_WEIGHT`); else shrinkage by
+            evidence (`run_factors`): each sample file counts as one run whose deviation
+            from the model has this spread (log units), and the prior toward the library's
+            constants is held at its full weight, so a field few runs inform stays near
+            its default and one many runs inform follows them.
     """
 
     robust_scale_log: float | None = None
     table_weight: str = "sizes"
+    run_spread_log: float | None = None
 
 
 # starting latencies of the solver's runs (the best end wins), us
@@ -118,6 +142,8 @@ class Sample:
         base: the library defaults for the system's GPU and NIC preset.
         sizes_bytes: measured sizes (> 0), bytes.
         measured_s: out-of-place time per size, s.
+        fabric_s: point-to-point tables only: the engine's time per size without the
+            call's latency (its flows on the fabric, one GPU per thread), s; else None.
     """
 
     table: BenchmarkTable
@@ -125,6 +151,7 @@ class Sample:
     base: CollectiveParams
     sizes_bytes: np.ndarray
     measured_s: np.ndarray
+    fabric_s: np.ndarray | None = None
 
 
 @dataclass
@@ -135,7 +162,8 @@ class JointFit:
         values: fitted field -> value (names of `FITTED_FIELDS`).
         at_bounds: fields that ended on a physical bound (a clamp), with the bound.
         table_errors: table label -> median |predicted / measured - 1| over its sizes.
-        skipped: labels of tables left out (point-to-point kinds).
+        skipped: labels of tables left out of the joint fit (point-to-point kinds, whose
+            latency `fit_p2p_latency` fits apart).
     """
 
     values: dict[str, float]
@@ -162,7 +190,48 @@ def make_sample(table: BenchmarkTable, cluster: Cluster) -> Sample:
     sizes = sizes[sizes["size_bytes"] > 0]
     facts = cluster.topo.facts(list(cluster.gpus[: table.n_gpus]))
     base = default_params(cluster.gpu.name, cluster.topo.nic)
-    return Sample(table, facts, base, sizes["size_bytes"].to_numpy(float), sizes["time_s"].to_numpy(float))
+    fabric = _fabric_s(table, cluster) if table.collective in P2P_KINDS and len(sizes) else None
+    return Sample(
+        table, facts, base, sizes["size_bytes"].to_numpy(float), sizes["time_s"].to_numpy(float), fabric
+    )
+
+
+def _fabric_s(table: BenchmarkTable, cluster: Cluster) -> np.ndarray:
+    """A point-to-point table's engine time per size less the call's latency: the table
+    replayed (one GPU per thread, no harness floor) with a known latency `_PROBE_US`."""
+    block = CollectiveParamsFit(topology="(probe)", values={P2P_FIELD: _PROBE_US})
+    profile = CalibrationProfile(name="probe", collective_params=block)
+    res = replay(replace(table, gpus_per_thread=1), profile, cluster=cluster, half="out_of_place")
+    return res["simulated_s"].to_numpy(float) - _PROBE_US * 1e-6
+
+
+def fit_p2p_latency(samples: list[Sample], x0_us: float) -> float | None:
+    """The point-to-point call's latency (`CollectiveParams.p2p_latency_us`), us, fitted on
+    the point-to-point tables' sizes below 1 MiB, where a call's time is mostly latency
+    (larger sizes say how fast the fabric moves them, for which no fitted field of a
+    point-to-point call stands: a latency fitted there would absorb a bandwidth miss).
+    None: no such size.
+
+    Least squares on log(predicted / measured), predicted = latency + fabric time, each
+    table's sizes weighted as the joint fit weighs them, with the prior toward `x0_us`.
+    """
+    parts = []
+    for s in samples:
+        if s.fabric_s is None:
+            continue
+        keep = s.sizes_bytes < MIB
+        if keep.any():
+            parts.append((s.fabric_s[keep], s.measured_s[keep], _weights(s.sizes_bytes)[keep]))
+    if not parts:
+        return None
+    lo, hi = FITTED_FIELDS[P2P_FIELD]
+
+    def residuals(x: np.ndarray) -> np.ndarray:
+        prior = PRIOR_WEIGHT * (x - x0_us) / PRIOR_SCALE[P2P_FIELD]
+        return np.concatenate([prior, *(np.log((x[0] * 1e-6 + f) / m) * w for f, m, w in parts)])
+
+    fit = least_squares(residuals, [min(max(x0_us, 10.0), hi)], bounds=([lo], [hi]), x_scale=[10.0])
+    return float(f"{float(fit.x[0]):.6g}")
 
 
 def predict_s(sample: Sample, params: CollectiveParams) -> np.ndarray:
@@ -179,7 +248,8 @@ def _residuals(
     x: np.ndarray, samples: list[Sample], x0: np.ndarray, shares: list[float], opts: FitOptions
 ) -> np.ndarray:
     values = _values(x)
-    out = [PRIOR_WEIGHT * (x - x0) / _PRIOR_SCALE]
+    prior_weight = PRIOR_WEIGHT if opts.run_spread_log is None else 1.0
+    out = [prior_weight * (x - x0) / _PRIOR_SCALE]
     for s, share in zip(samples, shares, strict=True):
         pred = predict_s(s, with_fitted(s.base, values))
         r = _robust(np.log(np.maximum(pred, 1e-12) / s.measured_s), opts.robust_scale_log)
@@ -217,6 +287,30 @@ def table_shares(samples: list[Sample], table_weight: str) -> list[float]:
     return [float(v) for v in np.sqrt(target / n)]
 
 
+def run_factors(samples: list[Sample], run_spread_log: float | None) -> list[float]:
+    """Per-table factor of shrinkage by evidence (`FitOptions.run_spread_log`; 1 when None).
+
+    Each sample file is one run: its sizes share the run's own deviation (spread
+    `run_spread_log`) on top of a size-to-size spread (`IN_RUN_SPREAD_LOG`). The mean of a
+    run's `n` residuals then has the variance `IN_RUN_SPREAD_LOG^2 / n + run_spread_log^2`,
+    so the run's residuals are scaled to carry that much evidence in total: the factor is
+    `1 / sqrt(IN_RUN_SPREAD_LOG^2 + n run_spread_log^2)`, `n` the sizes of every table of
+    the file fitted. Against the prior (each field's `PRIOR_SCALE` its standard deviation),
+    a field `k` runs inform moves from its default by `k t^2 / (k t^2 + run_spread_log^2)`
+    of what those runs alone would set, `t` the prior scale in the runs' log units.
+    Simplified: every deviation of a run from the model counts as the run's own, the shape
+    across sizes too (as the second AWS p5 run's 2x from 64 MiB is); the files are taken
+    as independent runs.
+    """
+    if run_spread_log is None:
+        return [1.0] * len(samples)
+    sizes: dict[str, int] = {}
+    for s in samples:
+        sizes[s.table.source] = sizes.get(s.table.source, 0) + len(s.sizes_bytes)
+    var = {f: IN_RUN_SPREAD_LOG**2 + n * run_spread_log**2 for f, n in sizes.items()}
+    return [float(1.0 / np.sqrt(var[s.table.source])) for s in samples]
+
+
 def _weights(sizes_bytes: np.ndarray) -> np.ndarray:
     """Per-size residual weights: each table's sizes below and from 1 MiB weigh the same in
     total (a table of 20 small sizes and 8 large ones does not fit mostly the latency)."""
@@ -243,7 +337,8 @@ def fit_joint(samples: list[Sample], opts: FitOptions | None = None) -> JointFit
         raise ValueError("no collective table the model prices (all-to-all and send/recv are not fitted)")
     start = fitted_values(used[0].base)
     x0 = np.clip([start[k] for k in NAMES], _LOW + 1e-9, _HIGH - 1e-9)
-    shares = table_shares(used, opts.table_weight)
+    runs_of = run_factors(used, opts.run_spread_log)
+    shares = [a * b for a, b in zip(table_shares(used, opts.table_weight), runs_of, strict=True)]
     is_latency = np.array([k.endswith("_us") for k in NAMES])
     starts = [np.where(is_latency, np.maximum(x0, lat), x0) for lat in _START_LATENCIES_US]
     # the Simple protocol's network overhead decides where the choice leaves Simple (NVLSTree,
@@ -264,15 +359,28 @@ def fit_joint(samples: list[Sample], opts: FitOptions | None = None) -> JointFit
                 x[i] = b  # snap: the solver stops within its tolerance of an active bound
                 on_bound[k] = float(b)
     values = {k: float(f"{v:.6g}") for k, v in _values(x).items()}
-    return JointFit(values, on_bound, prediction_errors(used, values), skipped)
+    p2p = fit_p2p_latency(samples, start[P2P_FIELD])
+    if p2p is not None:
+        values[P2P_FIELD] = p2p
+        if p2p in FITTED_FIELDS[P2P_FIELD]:
+            on_bound[P2P_FIELD] = p2p
+    return JointFit(values, on_bound, prediction_errors(samples, values), skipped)
 
 
 def prediction_errors(samples: list[Sample], values: dict[str, float]) -> dict[str, float]:
-    """Median |predicted / measured - 1| per table under fitted `values` (e.g. held-out tables)."""
+    """Median |predicted / measured - 1| per table under fitted `values` (e.g. held-out tables);
+    a point-to-point table only where `values` holds its latency (fitted below 1 MiB, scored
+    on every size)."""
     out = {}
     for s in samples:
-        if s.table.collective in P2P_KINDS or not len(s.sizes_bytes):
+        if not len(s.sizes_bytes):
             continue
-        err = np.median(np.abs(predict_s(s, with_fitted(s.base, values)) / s.measured_s - 1))
+        if s.table.collective in P2P_KINDS:
+            if s.fabric_s is None or P2P_FIELD not in values:
+                continue  # the engine's own path latency: not a fitted prediction
+            pred = values[P2P_FIELD] * 1e-6 + s.fabric_s
+        else:
+            pred = predict_s(s, with_fitted(s.base, values))
+        err = np.median(np.abs(pred / s.measured_s - 1))
         out[s.table.label] = float(f"{err:.4g}")
     return out

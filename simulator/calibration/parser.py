@@ -36,6 +36,10 @@ from simulator.calibration.table import BenchmarkTable
 from simulator.calibration.truncation import cut_warnings
 from simulator.errors import InputError
 
+#: where the shipped profiles and their sample logs live (`simulator.calibration.build`)
+DEFAULT_OUT = Path(__file__).resolve().parents[2] / "topologies" / "calibration"
+DEFAULT_SAMPLES = DEFAULT_OUT / "samples"
+
 log = logging.getLogger(__name__)
 
 

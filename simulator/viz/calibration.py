@@ -34,9 +34,8 @@ import plotly.graph_objects as go
 from plotly.colors import qualitative
 from plotly.subplots import make_subplots
 
-from simulator.calibration.build import DEFAULT_SAMPLES
 from simulator.calibration.fit import TableFit
-from simulator.calibration.parser import read_benchmark
+from simulator.calibration.parser import DEFAULT_SAMPLES, read_benchmark
 from simulator.calibration.profile import (
     CalibrationProfile,
     CollectiveEntry,

@@ -10,7 +10,7 @@ from types import ModuleType
 
 import pytest
 
-from simulator.calibration.joint import RUN_SPREAD_LOG
+from simulator.calibration.joint import IN_RUN_SPREAD_LOG, RUN_SPREAD_LOG
 from simulator.calibration.table import BenchmarkTable
 from tests.calibration.logs import SAMPLES, sample_files
 from tests.conftest import ROOT
@@ -57,3 +57,10 @@ def test_the_robust_loss_scale_is_the_measured_run_to_run_spread() -> None:
     spread, n_sizes, n_pairs = _script().run_spread(SAMPLES)
     # the constant is this measurement rounded to two decimals (0.0901 over 234 sizes)
     assert abs(spread - RUN_SPREAD_LOG) < 0.005 and n_sizes > 200 and n_pairs > 10
+
+
+def test_the_within_run_spread_is_the_measured_one() -> None:
+    # in-place against out-of-place time of one run: 0.0132 over 665 sizes, the constant
+    # rounded to 3 decimals
+    within, n_within = _script().in_run_spread(SAMPLES)
+    assert abs(within - IN_RUN_SPREAD_LOG) < 0.0005 and n_within > 600

@@ -9,13 +9,16 @@ import pytest
 
 from simulator.calibration.apply import ProfileTuning, fitted_collective_params
 from simulator.calibration.joint import (
+    IN_RUN_SPREAD_LOG,
     RUN_SPREAD_LOG,
     FitOptions,
     Sample,
     fit_joint,
+    fit_p2p_latency,
     make_sample,
     predict_s,
     resized_cluster,
+    run_factors,
     table_shares,
 )
 from simulator.calibration.parser import read_benchmark
@@ -177,3 +180,42 @@ def test_table_weights_share_the_same_total() -> None:
     assert np.isclose(total[0], sizes.sum() / 2) and np.isclose(total[1] + total[2], sizes.sum() / 2)
     with pytest.raises(ValueError, match="unknown table weight"):
         table_shares(samples, "loudest")
+
+
+def test_shrinkage_counts_each_file_as_one_run() -> None:
+    one, two = _sample(ONE_NODE), _sample(TWO_NODES)
+    short = replace(two, sizes_bytes=two.sizes_bytes[:6], measured_s=two.measured_s[:6])
+    assert run_factors([one, two, short], None) == [1.0, 1.0, 1.0]
+    factors = run_factors([one, two, short], RUN_SPREAD_LOG)
+
+    # the mean of a run's n log residuals: variance IN_RUN^2 / n + RUN^2, so the run's
+    # residuals (n of them) are scaled by 1 / sqrt(IN_RUN^2 + n RUN^2); one file, one factor
+    def factor(n: int) -> float:
+        return float(1 / np.sqrt(IN_RUN_SPREAD_LOG**2 + n * RUN_SPREAD_LOG**2))
+
+    assert factors[1] == factors[2] == pytest.approx(factor(len(two.sizes_bytes) + 6), rel=1e-12)
+    assert factors[0] == pytest.approx(factor(len(one.sizes_bytes)), rel=1e-12)
+
+
+MI355X = ROOT / "topologies" / "mi355x-pollara-2n.yaml"
+ALL_TO_ALL = "mi355x-16gpu-2node-alltoall-rccl-pollara400-vultr.txt"
+
+
+def test_a_point_to_point_latency_is_fitted_on_the_sizes_below_one_mib() -> None:
+    table = read_benchmark(SAMPLES / ALL_TO_ALL)[0]
+    cluster = resized_cluster(MI355X, 2)
+    s = make_sample(table, cluster)
+    assert s.fabric_s is not None and (s.fabric_s > 0).all()
+    # runs 40 us slower than the fabric below 1 MiB and 2x slower from 1 MiB (a bandwidth
+    # miss, which a latency must not absorb)
+    big = s.sizes_bytes >= 2**20
+    synthetic = replace(s, measured_s=np.where(big, 2 * s.fabric_s, s.fabric_s + 40e-6))
+    # 40 us less the prior's pull toward 0 (PRIOR_WEIGHT 0.1 at 20 us: a few tenths of a us)
+    assert fit_p2p_latency([synthetic], 0.0) == pytest.approx(40.0, abs=0.5)
+    assert fit_p2p_latency([replace(synthetic, fabric_s=None)], 0.0) is None  # not point-to-point
+    # the engine runs the fitted latency in place of the path latency: replayed, the table's
+    # small sizes take latency + fabric time
+    block = CollectiveParamsFit(topology=MI355X.name, values={"p2p_latency_us": 40.0})
+    profile = CalibrationProfile(name="p", collective_params=block)
+    res = replay(table, profile, cluster=cluster, half="out_of_place", tuning=ProfileTuning([("p", profile)]))
+    assert np.allclose(res["simulated_s"].to_numpy(), s.fabric_s + 40e-6, rtol=1e-9, atol=1e-12)

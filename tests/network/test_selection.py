@@ -244,3 +244,14 @@ def test_fitted_fields_apply_to_latency_and_protocol_bandwidth():
     assert p.base_us("ring", "ll") == pytest.approx(6.6 * 2 + 3.0)
     with pytest.raises(ValueError, match="unknown collective parameter"):
         with_fitted(base, {"magic": 1.0})
+
+
+def test_point_to_point_latency_is_the_path_latency_unless_fitted():
+    f = _facts(16, 2)
+    for kind in ("all_to_all", "send_recv"):
+        assert choose(kind, f, MI300X, 4096.0).latency_s is None  # the fabric's path latency
+        fitted = with_fitted(MI300X, {"p2p_latency_us": 32.5})
+        assert choose(kind, f, fitted, 4096.0).latency_s == pytest.approx(32.5e-6, rel=1e-12)
+    # a group of one rank moves nothing: no latency either way
+    one = dataclasses.replace(f, n_ranks=1, n_nodes=1, ppn=1)
+    assert choose("all_to_all", one, with_fitted(MI300X, {"p2p_latency_us": 32.5}), 4096.0).latency_s is None
