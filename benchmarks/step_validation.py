@@ -44,10 +44,11 @@ equal Megatron's 72·B·s·l·h²·(1 + s/6h + V/12lh) for GPT shapes.
 `gemm_peak_fraction_by_dtype` entry), one per family (GPU and compute dtype), by a bounded
 scalar search of the median |log error|, then runs every row with the fitted values. `m` is
 bounded by 1 because the GPU file's fraction is already the measured best a large GEMM
-reaches (nothing can run faster than that); below 1 it stands for what the kernel model
-misses in a real run (clocks throttled under power, kernels contending, a library picking
-worse tiles). A family with one fit row is identified by that row alone: the fit reproduces
-it and checks nothing, and the script says so.
+reaches (sustained at the power limit where that was measured: the GH100 and B200 files);
+below 1 it stands for what the kernel model misses in a real run (clocks throttled under
+power beyond the file's figure, kernels contending, a library picking worse tiles). A
+family with one fit row is identified by that row alone: the fit reproduces it and checks
+nothing, and the script says so.
 Nothing is written to the GPU files: the fitted values are printed for whoever keeps them.
 
 Rows marked `heavy` (today: DeepSeek-V3, whose 64 expert-parallel positions are all

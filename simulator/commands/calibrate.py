@@ -166,7 +166,7 @@ def _print_fits(
                 markup=False,
             )
         for dtype, sf in compute.shape.items():
-            given = sf.gpu.gemm_peak_fraction
+            given = sf.gpu.gemm_fraction(dtype)
             console.print(
                 f"GEMM {dtype} shape model on {sf.gpu.name}: {100 * sf.peak_fraction:.1f}% of peak "
                 f"achievable (GPU file: {'-' if given is None else f'{100 * given:.1f}%'}), "

@@ -13,8 +13,9 @@ Models, per kernel of one rank (every formula in seconds, SI units):
       t_memory   = p·batch·(m·k + k·n + m·n) / (hbm_bw · memory_efficiency)
       t          = max(t_compute, t_memory) + overhead
 
-  `f` is the GPU family's achievable fraction of peak (`gemm_peak_fraction`: maximum
-  achievable matmul FLOP/s over peak, measured; see `topologies/gpus/sources.md`), the
+  `f` is the GPU family's achievable fraction of peak (`gemm_peak_fraction`: measured
+  matmul FLOP/s over peak, sustained at the power limit where that was measured, else the
+  short-burst maximum; see `topologies/gpus/sources.md`), the
   roofline's memory side reads A and B and writes C once (L2 reuse is what the tile does).
   The efficiency `flops / (t · peak)` rises with size and saturates at `f`.
 * **Fused attention** (FlashAttention-2/3 style: the s×s scores stay on chip):

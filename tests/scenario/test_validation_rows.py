@@ -171,10 +171,55 @@ def test_grad_reduce_after_backward_only_for_deepspeeds_pipeline_engine(tmp_path
 
 
 def test_fit_scales_only_the_compute_dtypes_gemm_fraction() -> None:
-    """`--fit`'s constant: f' = m·f for the family's dtype (H100 fp8: 0.709·m), others kept."""
+    """`--fit`'s constant: f' = m·f for the family's dtype (H100 fp8: 0.654·m), others kept."""
     gpu = load_gpu(FileRef(file="topologies/gpus/h100-sxm.yaml"), ROOT / "x.yaml")
     scaled = SV.scaled_gpu(gpu, "fp8", 0.8)
-    assert scaled.gemm_fraction("fp8") == pytest.approx(0.709 * 0.8)
-    assert scaled.gemm_fraction("bf16") == gpu.gemm_fraction("bf16") == 0.803
-    assert SV.scaled_gpu(gpu, "bf16", 0.5).gemm_fraction("bf16") == pytest.approx(0.803 * 0.5)
+    assert scaled.gemm_fraction("fp8") == pytest.approx(0.654 * 0.8)
+    assert scaled.gemm_fraction("bf16") == gpu.gemm_fraction("bf16") == 0.718
+    assert SV.scaled_gpu(gpu, "bf16", 0.5).gemm_fraction("bf16") == pytest.approx(0.718 * 0.5)
     assert SV.FIT_BOUNDS[1] == 1.0  # never above the measured large-GEMM fraction
+
+
+@pytest.mark.parametrize(
+    ("gpu_file", "table", "bf16_tflops", "bf16_k"),
+    [
+        ("h100-sxm.yaml", "gh100_sustained_gemm.csv", 708.5, 20480),
+        ("h800.yaml", "gh100_sustained_gemm.csv", 708.5, 20480),
+        ("b200.yaml", "b200_sustained_gemm.csv", 1456.3, 20480),
+    ],
+)
+def test_gpu_gemm_fractions_are_the_calibrators_fit_of_the_published_table(
+    gpu_file: str, table: str, bf16_tflops: float, bf16_k: int
+) -> None:
+    """The GH100 and B200 files' GEMM fractions come from published sustained GEMM rates at
+    the power limit (`benchmarks/data/*_sustained_gemm.csv`, `benchmarks/data/sources.md`)
+    through `clustersim calibrate`'s shape fit, not from any training row: refitting the
+    shipped table must give the shipped values (rounded to 3 places in the files)."""
+    from simulator.calibration.compute import ComputeCalibration
+
+    gpu = load_gpu(FileRef(file=f"topologies/gpus/{gpu_file}"), ROOT / "x.yaml")
+    cal = ComputeCalibration.from_csv([ROOT / "benchmarks/data" / table], gpu=gpu)
+    assert set(cal.shape) == {"bf16", "fp8"}
+    for dtype, fit in cal.shape.items():
+        assert fit.n_points == 1 and fit.overhead_s == 0.0  # one row: f = ideal time / measured
+        assert gpu.gemm_fraction(dtype) == pytest.approx(fit.peak_fraction, abs=5e-4)
+    # BF16: the measured TFLOP/s over the dense peak, divided by the K ramp K/(K+64) only:
+    # both shapes are whole numbers of waves of 128x256 tiles (16 waves of 132 or 148 SMs)
+    want = bf16_tflops * 1e12 / gpu.peak("bf16") / (bf16_k / (bf16_k + 64))
+    assert cal.shape["bf16"].peak_fraction == pytest.approx(want, rel=1e-5)
+
+
+def test_calibrate_cli_on_the_published_gemm_table_names_each_dtypes_file_value(tmp_path: Path) -> None:
+    """`clustersim calibrate` on the shipped table prints each dtype's fit beside the GPU
+    file's own fraction for that dtype (fp8's entry, not the bf16 default)."""
+    from typer.testing import CliRunner
+
+    from simulator.commands.app import app
+
+    table = ROOT / "benchmarks/data/gh100_sustained_gemm.csv"
+    gpu = ROOT / "topologies/gpus/h100-sxm.yaml"
+    r = CliRunner().invoke(app, ["calibrate", str(table), "--gpu", str(gpu), "-o", str(tmp_path / "p.yaml")])
+    assert r.exit_code == 0, r.output
+    out = " ".join(r.output.split())
+    assert "GEMM bf16 shape model on H100 SXM5 80GB: 71.8% of peak achievable (GPU file: 71.8%)" in out
+    assert "GEMM fp8 shape model on H100 SXM5 80GB: 65.4% of peak achievable (GPU file: 65.4%)" in out

@@ -188,8 +188,9 @@ def test_fused_attention_golden() -> None:
 
 
 def test_fp8_gemms_saturate_at_their_own_measured_fraction() -> None:
-    # H100 file: bf16 0.803 (MAMF 794.5/989), fp8 0.709 (MAMF 1402.6/1978.9), sources.md
+    # H100 file: the GH100 die's sustained rates at 700 W (sources.md): bf16 0.718
+    # (708.5 of 989.4 TFLOP/s), fp8 0.654 (1288.7 of 1978.9), each over its shape's K ramp
     big = (32768, 32768, 32768)
-    assert gemm_efficiency(H100, big, "fp8") == pytest.approx(0.709, rel=0.01)
-    assert gemm_efficiency(H100, big, "bf16") == pytest.approx(0.803, rel=0.01)
-    assert gemm_efficiency(H100, big, "fp8") <= 0.709 < gemm_efficiency(H100, big, "bf16")
+    assert gemm_efficiency(H100, big, "fp8") == pytest.approx(0.654, rel=0.01)
+    assert gemm_efficiency(H100, big, "bf16") == pytest.approx(0.718, rel=0.01)
+    assert gemm_efficiency(H100, big, "fp8") <= 0.654 < gemm_efficiency(H100, big, "bf16")
