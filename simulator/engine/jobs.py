@@ -22,7 +22,7 @@ import simpy
 
 from simulator.engine.context import run_gc
 from simulator.engine.step import StepSimulator
-from simulator.network.fabric import Fabric, Flow
+from simulator.network.fabric import Fabric, Flow, FlowBatch
 
 
 class JobFabric(Fabric):
@@ -63,6 +63,17 @@ class JobFabric(Fabric):
             self.job_link_bytes[links] += mult * float(size_bytes)
         done.callbacks.append(self._own)  # type: ignore[union-attr]
         return done
+
+    def transfer_batch(self, batch: FlowBatch, op_id: str = "") -> tuple[simpy.Event, int]:
+        """Start the batch on the shared fabric and book its flows to this job."""
+        done, first = self.shared.transfer_batch(batch, op_id)
+        for i, (links, mult, size) in enumerate(
+            zip(batch.links, batch.mult, batch.sizes.tolist(), strict=True)
+        ):
+            if len(links):
+                self.job_link_bytes[links] += mult * size
+            self.flow_job[first + i] = self.job
+        return done, first
 
     def class_key(self, links: np.ndarray, mult: np.ndarray) -> int:
         """The shared fabric's class key (keys are the shared fabric's)."""

@@ -31,7 +31,7 @@ from simulator.errors import SimulationError
 from simulator.network.cluster import Cluster
 from simulator.network.collective import Plan, bus_factor, flow_usage, plan_collective
 from simulator.network.collective_params import CollectiveParams, default_params
-from simulator.network.fabric import Fabric, max_min_rates
+from simulator.network.fabric import Fabric, FlowBatch, max_min_rates
 from simulator.workload.program import Op, StepProgram, stream_ops
 
 log = logging.getLogger(__name__)
@@ -61,8 +61,7 @@ class PreparedPhase:
     latency_s: float
     flows: list[PhaseFlow]
     isolated_s: float  # duration of the flows alone on the fabric
-    crossings: list[float] | None = None  # each flow's mult.sum(), filled when first run
-    keys: list[int] | None = None  # each flow's fabric class key, likewise
+    batch: FlowBatch | None = None  # the flows as the fabric starts them, made when first run
 
 
 @dataclass(slots=True)
@@ -125,6 +124,7 @@ class StepSimulator:
         self._streams = stream_ops(program)
         self._prepared: dict[str, PreparedOp] = {}
         self._plans: dict[tuple, PreparedOp] = {}  # same collective on the same GPUs: plan once
+        self._plans_by_ranks: dict[tuple, PreparedOp] = {}  # the same, keyed by the op's ranks
         self._forwarded: dict[tuple[str, str], bool] = {}  # does a GPU pair's route pass a GPU
         self.op_rows = OpTable()
         self.step_rows: list[StepRecord] = []
@@ -138,6 +138,8 @@ class StepSimulator:
             if op.kind != "compute"
         }
         self._rank_deps = self._split_deps(program)
+        needed = {d for op in program.ops for d in op.deps}
+        self._signalled = [op.id for op in program.ops if op.kind != "compute" or op.id in needed]
         # every stream one communication op without deps (concurrent collectives): the
         # collectives start directly, not through a process per (rank, stream); on a fabric
         # of its own only, so that no other job's events interleave differently
@@ -184,10 +186,15 @@ class StepSimulator:
         else:
             kind = op.collective or "send_recv"
             algo = op.algorithm or self.settings.algorithms.get(kind)
-            instances = self._instances(op)
-            key = (kind, algo, tuple(map(tuple, instances)), op.size_bytes)
-            cached = self._plans.get(key)
+            # the same ranks are the same GPUs: look the plan up by ranks before mapping them
+            rank_key = (kind, algo, op.group, op.mirrors, op.size_bytes)
+            cached = self._plans_by_ranks.get(rank_key)
+            if cached is None:
+                instances = self._instances(op)
+                key = (kind, algo, tuple(map(tuple, instances)), op.size_bytes)
+                cached = self._plans.get(key)
             if cached is not None:
+                self._plans_by_ranks[rank_key] = cached
                 self._prepared[op.id] = cached
                 return cached
             plan = plan_collective(
@@ -200,6 +207,7 @@ class StepSimulator:
             if self.tuning is not None and plan.n_ranks > 1:
                 self._tune(op, p)
             self._plans[key] = p
+            self._plans_by_ranks[rank_key] = p
         self._prepared[op.id] = p
         return p
 
@@ -255,6 +263,19 @@ class StepSimulator:
         rates = max_min_rates(flow_of, compact, np.concatenate([f.mult for f in flows]), cap, len(flows))
         return max((f.size_bytes / r if r > 0 else 0.0) for f, r in zip(flows, rates, strict=False))
 
+    def _batch(self, flows: list[PhaseFlow]) -> FlowBatch:
+        """A phase's flows as the fabric starts them; equal links and multiplicities, equal
+        class key (the fabric solves them as one class)."""
+        fab = self.fabric
+        return fab.flow_batch(
+            [f.links for f in flows],
+            [f.mult for f in flows],
+            [f.size_bytes for f in flows],
+            [f.label for f in flows],
+            [float(f.mult.sum()) if len(f.mult) else 0.0 for f in flows],
+            [fab.class_key(f.links, f.mult) for f in flows],
+        )
+
     def _tune(self, op: Op, p: PreparedOp) -> None:
         plan = p.plan
         if plan is None:
@@ -304,7 +325,8 @@ class StepSimulator:
             yield self.env.timeout(delay_s)
         for k in range(steps):
             start = self.env.now
-            done = {op.id: self.env.event() for op in self.program.ops}
+            # an event per op something waits for (a compute op no op depends on signals nothing)
+            done = {i: self.env.event() for i in self._signalled}
             arrivals: dict[str, dict[int, float]] = {}
             if self._direct:
                 yield self.env.all_of(self._start_direct(k, done, arrivals))
@@ -337,6 +359,7 @@ class StepSimulator:
         env = self.env
         gpu = self.program.rank_gpus[rank]
         rank_deps = self._rank_deps
+        append = self.op_rows.append
         for op in ops:
             deps = rank_deps.get((op.id, rank), op.deps) if len(op.ranks) > 1 else op.deps
             if deps:
@@ -346,26 +369,13 @@ class StepSimulator:
             if op.kind == "compute":
                 start = env.now
                 yield env.timeout(self.cost.compute_s(op, gpu))
-                self.op_rows.append(
-                    OpRecord(
-                        step=step,
-                        op_id=op.id,
-                        kind=op.kind,
-                        tag=op.tag,
-                        rank=rank,
-                        stream=stream,
-                        ready_at_s=start,
-                        started_at_s=start,
-                        finished_at_s=env.now,
-                        size_bytes=0.0,
-                        flops=op.flops,
-                        collective="",
-                        algorithm="",
-                        protocol="",
-                        n_ranks=1,
-                    )
-                )
-                done[op.id].succeed()
+                # OpRecord(step, op_id, kind, tag, rank, stream, ready_at_s, started_at_s,
+                # finished_at_s, size_bytes, flops, collective, algorithm, protocol, n_ranks)
+                append(OpRecord(step, op.id, op.kind, op.tag, rank, stream, start, start, env.now,
+                                0.0, op.flops, "", "", "", 1))  # fmt: skip
+                signal = done.get(op.id)
+                if signal is not None:
+                    signal.succeed()
             else:
                 arr = arrivals.setdefault(op.id, {})
                 arr[rank] = env.now
@@ -388,17 +398,9 @@ class StepSimulator:
             if not ph.flows:
                 continue
             if flow_fidelity:
-                crossings, keys = ph.crossings, ph.keys
-                if crossings is None or keys is None:
-                    crossings = ph.crossings = [float(f.mult.sum()) if len(f.mult) else 0.0 for f in ph.flows]
-                    # equal links and multiplicities, equal key: the fabric solves them as one class
-                    keys = ph.keys = [self.fabric.class_key(f.links, f.mult) for f in ph.flows]
-                transfer = self.fabric.transfer
-                events = [
-                    transfer(f.links, f.mult, f.size_bytes, op_id=op.id, label=f.label, crossings=c, key=key)
-                    for f, c, key in zip(ph.flows, crossings, keys, strict=True)
-                ]
-                yield env.all_of(events)
+                if ph.batch is None:
+                    ph.batch = self._batch(ph.flows)
+                yield self.fabric.transfer_batch(ph.batch, op.id)[0]
             else:
                 yield env.timeout(ph.isolated_s)
         self.forwarded_bytes += prepared.forwarded_bytes

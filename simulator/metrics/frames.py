@@ -93,26 +93,55 @@ def ops_frame(
         columns: the records' field names; needed only when `rows` is empty.
     """
     if not isinstance(rows, Sequence) and len(rows):
-        df = pd.DataFrame(rows.columns())  # an engine `OpTable`: the columns a frame of its rows has
+        # an engine `OpTable`: the columns a frame of its rows has, sorted before the frame is built
+        cols = rows.columns()
+        order = _ops_order(cols["step"], cols["rank"], cols["started_at_s"], cols["op_id"])
+        df = pd.DataFrame({k: v[order] for k, v in cols.items()})
     else:
         df = _records_frame(list(rows), columns)
+        df = df.sort_values(["step", "rank", "started_at_s", "op_id"], kind="stable").reset_index(drop=True)
     df["duration_s"] = df["finished_at_s"] - df["started_at_s"]
     df["wait_s"] = df["started_at_s"] - df["ready_at_s"]
     df["gpu"] = [rank_gpus[r] for r in df["rank"]]
     df["role"] = [role.get(r, "") for r in df["rank"]]
-    return df.sort_values(["step", "rank", "started_at_s", "op_id"], kind="stable").reset_index(drop=True)
+    return df
+
+
+def _ops_order(step: np.ndarray, rank: np.ndarray, started: np.ndarray, op_id: np.ndarray) -> np.ndarray:
+    """The rows' order of a stable sort by (step, rank, started_at_s, op_id), as pandas's.
+
+    Op ids are compared (as strings) only among rows equal in the first three keys: they
+    are ranked by `np.unique` there and rank 0 elsewhere, and one stable `np.lexsort` does
+    the rest (rows equal in all four keys keep their order).
+    """
+    order = np.lexsort((started, rank, step))
+    s, r, t = step[order], rank[order], started[order]
+    tie = (s[1:] == s[:-1]) & (r[1:] == r[:-1]) & (t[1:] == t[:-1])
+    if not tie.any():
+        return order
+    tied = np.zeros(len(order), dtype=bool)
+    tied[1:] |= tie
+    tied[:-1] |= tie
+    code = np.zeros(len(order), dtype=np.int64)
+    rows = order[tied]
+    code[rows] = np.unique(op_id[rows], return_inverse=True)[1]
+    return np.lexsort((code, started, rank, step))
 
 
 def flows_frame(rows: Sequence[FlowRecord] | FlowTable) -> pd.DataFrame:
     """The `flows` frame: the fabric's flow records plus duration and rate."""
     if isinstance(rows, FlowTable) and len(rows):
-        df = pd.DataFrame(rows.columns())  # the same columns and dtypes as from the rows
+        # the same columns and dtypes as from the rows, put in flow id order before the frame
+        # is built (ids are unique: any sort gives the order `sort_values("flow_id")` gives)
+        cols = rows.columns()
+        order = np.argsort(cols["flow_id"], kind="stable")
+        df = pd.DataFrame({k: v[order] for k, v in cols.items()})
     else:
-        df = _records_frame(list(rows), FlowRecord._fields)
+        df = _records_frame(list(rows), FlowRecord._fields).sort_values("flow_id").reset_index(drop=True)
     df["duration_s"] = df["finished_at_s"] - df["started_at_s"]
     with np.errstate(divide="ignore", invalid="ignore"):
         df["rate_bytes_per_s"] = np.where(df["duration_s"] > 0, df["size_bytes"] / df["duration_s"], np.nan)
-    return df.sort_values("flow_id").reset_index(drop=True)
+    return df
 
 
 def links_frame(intervals: tuple[np.ndarray, ...], links) -> pd.DataFrame:  # noqa: ANN001

@@ -19,6 +19,11 @@ finished. Active flows with the same links and multiplicities (the same `class_k
 same ring channel of concurrent collectives over one group, say) are one *class* with a
 member count, so the link entries and the max-min filling are per class; the rates are
 bit-identical to solving the flows one by one (`simulator.network.maxmin`).
+Flows started together (the flows of one phase of a collective and its mirrors) may be
+started as one `FlowBatch` (`Fabric.transfer_batch`): one event for the batch instead of one
+per flow, and no Python object per flow. The batch's event is processed exactly where a
+SimPy `AllOf` over per-flow events would have been, so the order of every other event, and
+every result, is that of starting the flows one by one.
 Records: one row per flow (a `FlowTable` of columns) and, per link, intervals of constant
 rate (kept as numpy chunks and turned into a DataFrame once).
 """
@@ -31,10 +36,11 @@ from functools import partial
 import numpy as np
 import simpy
 
-from simulator.network.flow_table import FlowRecord, FlowTable
+from simulator.network.flow_batch import FlowBatch, flow_batch, usage
+from simulator.network.flow_table import FlowRecord, FlowTable, flow_columns
 from simulator.network.maxmin import class_link_sums, max_min_class_rates, max_min_rates
 
-__all__ = ["Fabric", "Flow", "FlowRecord", "FlowTable", "max_min_rates", "usage"]
+__all__ = ["Fabric", "Flow", "FlowBatch", "FlowRecord", "FlowTable", "max_min_rates", "usage"]
 
 # A flow is finished when the bytes it has left are below this share of its size, or when
 # the time they would take is below the clock's resolution at `now` (the next event could
@@ -63,17 +69,15 @@ class Flow:
     key: int = -1  # flows with one key >= 0 have equal links and multiplicities
 
 
-def usage(paths: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-    """Merge several paths into (distinct links, multiplicity)."""
-    if not paths:
-        return np.empty(0, dtype=np.int64), np.empty(0)
-    allp = np.sort(np.concatenate(paths) if len(paths) > 1 else paths[0])
-    if len(allp) == 0:
-        return allp.astype(np.int64), np.empty(0)
-    # np.unique(allp, return_counts=True) by a sort (numpy's hash-based unique is slower here)
-    first = np.flatnonzero(np.concatenate(([True], allp[1:] != allp[:-1])))
-    counts = np.diff(np.append(first, len(allp)))
-    return allp[first], counts.astype(float)
+@dataclass(slots=True, eq=False)
+class _Group:
+    """The flows of one `transfer` or `transfer_batch` call while some are unfinished."""
+
+    done: simpy.Event  # succeeded when the last flow finishes
+    left: int  # flows not finished yet
+    started_at_s: float
+    op_id: str
+    flow: Flow | None = None  # the flow of a single `transfer` (the value of `done`)
 
 
 class Fabric:
@@ -117,12 +121,20 @@ class Fabric:
             raise ValueError("a link factor must be positive; mark a link down in the router instead")
         self.capacity_bytes_per_s = base_capacity * factors
         self.record_links = record_links
-        self._active = np.empty(0, dtype=object)  # the active Flows, in starting order
-        self._pending: list[Flow] = []
-        self._rem = np.empty(0)  # per active flow: bytes left, rate (bytes/s), size, class
+        # the active flows, in starting order: bytes left, rate (bytes/s), size, class, id,
+        # group (the call that started it), label, distinct links, crossings
+        self._pending: list[tuple[FlowBatch, int, int]] = []  # (batch, first flow id, group)
+        self._groups: dict[int, _Group] = {}
+        self._next_group = 0
+        self._rem = np.empty(0)
         self._rate = np.empty(0)
         self._size = np.empty(0)
         self._f_cls = np.empty(0, dtype=np.int64)
+        self._f_id = np.empty(0, dtype=np.int64)
+        self._f_grp = np.empty(0, dtype=np.int64)
+        self._f_label = np.empty(0, dtype=object)
+        self._f_nlinks = np.empty(0, dtype=np.int64)
+        self._f_cross = np.empty(0)
         # classes of active flows with equal links and multiplicities, in the order of their
         # first member: members, key, and their (class, link, multiplicity) entries
         self._c_count = np.empty(0, dtype=np.int64)
@@ -166,33 +178,81 @@ class Fabric:
         `crossings` is `mult.sum()` when the caller has it (it is recorded with the flow).
         `key` (`class_key(links, mult)`, or -1) is equal for flows with equal `links` and
         `mult`, and only for those: active flows with one key are solved as one class (the
-        same rates, bit for bit, as solving them one by one). Returns an event that succeeds
-        when the last byte arrives.
+        same rates, bit for bit, as solving them one by one). Returns an event that succeeds,
+        with the `Flow` as its value, when the last byte arrives.
         """
         env = self.env
         done = simpy.Event(env)
         flow = Flow(self._next_id, links, mult, float(size_bytes), op_id, label, env.now, done)
-        self._next_id += 1
         flow.remaining_bytes = flow.size_bytes
         flow.crossings = crossings
         flow.key = key
-        if size_bytes <= 0 or len(links) == 0:
-            flow.finished_at_s = env.now
-            self.flow_records.add([flow])
-            done.succeed(flow)
-            return done
-        self._pending.append(flow)
-        if not self._update_scheduled:
-            self._update_scheduled = True
-            env.timeout(0).callbacks.append(self._on_update)
+        batch = self.flow_batch([links], [mult], [size_bytes], [label], [crossings], [key])
+        self._start(batch, op_id, done, flow)
         return done
+
+    def flow_batch(
+        self,
+        links: list[np.ndarray],
+        mult: list[np.ndarray],
+        sizes: list[float],
+        labels: list[str],
+        crossings: list[float | None] | None = None,
+        keys: list[int] | None = None,
+    ) -> FlowBatch:
+        """Describe flows to start together (`flow_batch` of `simulator.network.flow_batch`)."""
+        return flow_batch(links, mult, sizes, labels, crossings, keys)
+
+    def transfer_batch(self, batch: FlowBatch, op_id: str = "") -> tuple[simpy.Event, int]:
+        """Start the flows of `batch` (flow ids in its order) for op `op_id`.
+
+        Returns the event and the first flow id. The event succeeds one step after the last
+        flow finishes, where an `AllOf` over one event per flow (each succeeding as its flow
+        finishes) would: every other event keeps its order.
+        """
+        env = self.env
+        inner, after = simpy.Event(env), simpy.Event(env)
+        if not len(batch.sizes):  # an AllOf over no event succeeds when it is made
+            return after.succeed(), self._next_id
+        inner.callbacks.append(partial(_succeed, after))
+        first = self._start(batch, op_id, inner, None)
+        return after, first
 
     # -- internals -----------------------------------------------------------------
     # The active flows are kept as arrays (one slot per flow, in starting order): bytes left,
-    # rate, size and class. Flows with equal links and multiplicities (equal keys) form one
-    # class; the classes' (class, link, multiplicity) entries are concatenated in the order of
-    # each class's first member. Each update only filters out what finished and appends
-    # what started.
+    # rate, size, class, and what their records need. Flows with equal links and
+    # multiplicities (equal keys) form one class; the classes' (class, link, multiplicity)
+    # entries are concatenated in the order of each class's first member. Each update only
+    # filters out what finished and appends what started.
+    def _start(self, batch: FlowBatch, op_id: str, done: simpy.Event, flow: Flow | None) -> int:
+        """Start a batch's flows: record those that finish at once, queue the others."""
+        env = self.env
+        n = len(batch.sizes)
+        first = self._next_id
+        self._next_id += n
+        n_live = len(batch.live)
+        if n_live < n:  # flows without bytes or links finish when they start
+            dead = np.ones(n, dtype=bool)
+            dead[batch.live] = False
+            idx = np.flatnonzero(dead)
+            self.flow_records.add_columns(
+                flow_columns(first + idx, op_id, batch.labels[idx], batch.n_links[idx], batch.crossings[idx],
+                         batch.sizes[idx], env.now, env.now)
+            )  # fmt: skip
+        if n_live == 0:
+            if flow is not None:
+                flow.finished_at_s = env.now
+            done.succeed(flow)
+            return first
+        group = self._next_group
+        self._next_group += 1
+        self._groups[group] = _Group(done, n_live, env.now, op_id, flow)
+        self._pending.append((batch, first, group))
+        if not self._update_scheduled:
+            self._update_scheduled = True
+            env.timeout(0).callbacks.append(self._on_update)
+        return first
+
     def _on_update(self, _event: simpy.Event) -> None:
         self._update_scheduled = False
         self._settle()
@@ -214,12 +274,12 @@ class Fabric:
     def _advance(self) -> None:
         now = self.env.now
         dt = now - self._updated_at
-        if dt > 0 and len(self._active):
+        if dt > 0 and len(self._rem):
             self._rem -= self._rate * dt
         self._updated_at = now
 
     def _finish_done(self) -> None:
-        if not len(self._active):
+        if not len(self._rem):
             return
         now = self.env.now
         clock_resolution_s = _CLOCK_ULPS * float(np.spacing(now))
@@ -227,19 +287,13 @@ class Fabric:
         done = (rem <= _REL_EPS * self._size) | ((rate > 0) & (rem <= rate * clock_resolution_s))
         if not done.any():
             return
-        active = self._active
         keep = ~done
         idx = np.flatnonzero(done)
         self._settle_rounding(idx)
-        finished = active[idx].tolist()
-        for f, rate_i in zip(finished, rate[idx].tolist(), strict=True):
-            f.rate_bytes_per_s = rate_i
-            f.remaining_bytes = 0.0
-            f.finished_at_s = now
-            f.done.succeed(f)
-        self.flow_records.add(finished)
-        self._active = active[keep]
+        self._finished(idx, now)
         self._rem, self._rate, self._size = rem[keep], rate[keep], self._size[keep]
+        self._f_id, self._f_grp, self._f_label = self._f_id[keep], self._f_grp[keep], self._f_label[keep]
+        self._f_nlinks, self._f_cross = self._f_nlinks[keep], self._f_cross[keep]
         f_cls = self._f_cls
         if len(f_cls) == len(self._c_count):  # classes of one flow, in flow order: drop alike
             self._drop_classes(keep)
@@ -252,6 +306,39 @@ class Fabric:
         c_keep = count > 0
         if not c_keep.all():
             self._drop_classes(c_keep)
+
+    def _finished(self, idx: np.ndarray, now: float) -> None:
+        """Record the finished flows `idx` (in starting order) and succeed the events of the
+        calls whose last flow they are, in the order of those last flows."""
+        grp = self._f_grp[idx]  # non-decreasing: groups are numbered in starting order
+        if grp[0] == grp[-1]:
+            bounds = [0, len(grp)]
+        else:
+            bounds = [0, *(np.flatnonzero(grp[1:] != grp[:-1]) + 1).tolist(), len(grp)]
+        groups = self._groups
+        completed, ops, starts = [], [], []
+        for lo, hi, g in zip(bounds[:-1], bounds[1:], grp[np.array(bounds[:-1])].tolist(), strict=True):
+            group = groups[g]
+            ops.append(group.op_id)
+            starts.append(group.started_at_s)
+            group.left -= hi - lo
+            if group.left == 0:
+                del groups[g]
+                completed.append((hi - 1, group))
+        counts = np.diff(bounds)
+        started = np.repeat(np.array(starts), counts)
+        op_col = np.repeat(np.array(ops, dtype=object), counts)
+        self.flow_records.add_columns(
+            flow_columns(self._f_id[idx], op_col, self._f_label[idx], self._f_nlinks[idx], self._f_cross[idx],
+                     self._size[idx], started, now)
+        )  # fmt: skip
+        for pos, group in completed:
+            flow = group.flow
+            if flow is not None:
+                flow.rate_bytes_per_s = float(self._rate[idx[pos]])
+                flow.remaining_bytes = 0.0
+                flow.finished_at_s = now
+            group.done.succeed(flow)
 
     def _settle_rounding(self, idx: np.ndarray) -> None:
         """Settle the rounding of rate x time (either sign) of the finished flows `idx` on
@@ -285,17 +372,42 @@ class Fabric:
         self._c_key = self._c_key[c_keep]
         self._keys_stale = True
 
-    def _admit(self, new: list[Flow]) -> None:
-        added = np.empty(len(new), dtype=object)
-        added[:] = new
-        self._active = np.concatenate((self._active, added))
-        sizes = np.fromiter((f.size_bytes for f in new), dtype=float, count=len(new))
+    def _admit(self, pending: list[tuple[FlowBatch, int, int]]) -> None:
+        """Append the pending batches' live flows (in order) to the active flows and classes."""
+        parts = []
+        for batch, first, group in pending:
+            live = batch.live
+            cols = (batch.sizes, batch.keys, batch.labels, batch.n_links, batch.crossings)
+            if len(live) == len(batch.sizes):
+                ids = np.arange(first, first + len(live))
+            else:
+                cols, ids = tuple(c[live] for c in cols), first + live
+            parts.append((*cols, ids, group, batch.e_links, batch.e_mult))
+        if len(parts) == 1:
+            sizes, keys, labels, lens, cross, ids, group, e_links, e_mult = parts[0]
+            grp = np.full(len(sizes), group, dtype=np.int64)
+        else:
+            sizes, keys, labels, lens, cross, ids = (np.concatenate([p[i] for p in parts]) for i in range(6))
+            grp = np.repeat(np.array([p[6] for p in parts], dtype=np.int64), [len(p[0]) for p in parts])
+            e_links = np.concatenate([p[7] for p in parts])
+            e_mult = np.concatenate([p[8] for p in parts])
         self._rem = np.concatenate((self._rem, sizes))
-        self._rate = np.concatenate((self._rate, np.zeros(len(new))))
+        self._rate = np.concatenate((self._rate, np.zeros(len(sizes))))
         self._size = np.concatenate((self._size, sizes))
+        self._f_id = np.concatenate((self._f_id, ids))
+        self._f_grp = np.concatenate((self._f_grp, grp))
+        self._f_label = np.concatenate((self._f_label, labels))
+        self._f_nlinks = np.concatenate((self._f_nlinks, lens))
+        self._f_cross = np.concatenate((self._f_cross, cross))
+        self._admit_classes(keys, lens, e_links, e_mult)
+
+    def _admit_classes(
+        self, keys: np.ndarray, lens: np.ndarray, e_links: np.ndarray, e_mult: np.ndarray
+    ) -> None:
+        """Put new flows (with `keys`, and entries `e_links`/`e_mult` of `lens` per flow) in
+        classes: an active class of their key, else a new class."""
         nc = len(self._c_count)
-        key_list = [f.key for f in new]
-        top = max(key_list)
+        top = int(keys.max())
         if top >= len(self._slot_of_key):
             self._slot_of_key = np.full(2 * top + 1, -1, dtype=np.int64)
             self._keys_stale = True
@@ -303,13 +415,12 @@ class Fabric:
             self._slot_of_key.fill(-1)
             self._index_keys()
             self._keys_stale = False
-        keys = np.array(key_list, dtype=np.int64)
         found = np.where(keys >= 0, self._slot_of_key[np.maximum(keys, 0)], -1)
         old = found >= 0
         if not old.any():
-            keyed = [k for k in key_list if k >= 0]
-            if len(set(keyed)) == len(keyed):
-                self._admit_alone(new, keys)  # every flow a class of its own (the common case)
+            keyed = keys[keys >= 0]
+            if len(keyed) < 2 or len(np.unique(keyed)) == len(keyed):
+                self._admit_alone(keys, lens, e_links, e_mult)  # each flow a class of its own
                 return
         f_cls = found.copy()
         joined = np.bincount(found[old], minlength=nc)
@@ -334,24 +445,29 @@ class Fabric:
         self._f_cls = np.concatenate((self._f_cls, f_cls))
         counts = np.bincount(f_cls[miss] - nc, minlength=len(born))
         self._c_count = np.concatenate((self._c_count + joined, counts))
-        born_flows = [new[i] for i in miss[born].tolist()]
-        lens = np.fromiter((len(f.links) for f in born_flows), dtype=np.int64, count=len(born_flows))
-        self._e_links = np.concatenate((self._e_links, *[f.links for f in born_flows]))
-        self._e_mult = np.concatenate((self._e_mult, *[f.mult for f in born_flows]))
-        self._e_cls = np.concatenate((self._e_cls, np.repeat(np.arange(nc, nc + len(born)), lens)))
+        flows = miss[born]  # the new flows that start a class: their entries, in order
+        b_lens = lens[flows]
+        offsets = np.cumsum(lens) - lens
+        entries = np.repeat(offsets[flows] - (np.cumsum(b_lens) - b_lens), b_lens) + np.arange(
+            int(b_lens.sum())
+        )
+        self._e_links = np.concatenate((self._e_links, e_links[entries]))
+        self._e_mult = np.concatenate((self._e_mult, e_mult[entries]))
+        self._e_cls = np.concatenate((self._e_cls, np.repeat(np.arange(nc, nc + len(born)), b_lens)))
 
-    def _admit_alone(self, new: list[Flow], keys: np.ndarray) -> None:
+    def _admit_alone(
+        self, keys: np.ndarray, lens: np.ndarray, e_links: np.ndarray, e_mult: np.ndarray
+    ) -> None:
         """Admit flows of distinct keys, none in an active class: one new class each."""
         nc = len(self._c_count)
-        slots = np.arange(nc, nc + len(new))
+        slots = np.arange(nc, nc + len(keys))
         keyed = keys >= 0
         self._slot_of_key[keys[keyed]] = slots[keyed]
         self._c_key = np.concatenate((self._c_key, keys))
         self._f_cls = np.concatenate((self._f_cls, slots))
-        self._c_count = np.concatenate((self._c_count, np.ones(len(new), dtype=np.int64)))
-        lens = np.fromiter((len(f.links) for f in new), dtype=np.int64, count=len(new))
-        self._e_links = np.concatenate((self._e_links, *[f.links for f in new]))
-        self._e_mult = np.concatenate((self._e_mult, *[f.mult for f in new]))
+        self._c_count = np.concatenate((self._c_count, np.ones(len(keys), dtype=np.int64)))
+        self._e_links = np.concatenate((self._e_links, e_links))
+        self._e_mult = np.concatenate((self._e_mult, e_mult))
         self._e_cls = np.concatenate((self._e_cls, np.repeat(slots, lens)))
 
     def _index_keys(self) -> None:
@@ -387,7 +503,7 @@ class Fabric:
     def _recompute(self) -> None:
         now = self.env.now
         self.recomputations += 1
-        n = len(self._active)
+        n = len(self._rem)
         if n:
             if self._reorder:
                 self._order_classes()
@@ -413,50 +529,54 @@ class Fabric:
 
     def _compact(self, links: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(sorted distinct links, index of each entry in them): `np.unique(links,
-        return_inverse=True)` by a mark on the link table, without sorting the entries."""
-        mark = self._mark
-        mark[links] = True
-        used = np.flatnonzero(mark)
-        mark[used] = False
+        return_inverse=True)` by a sort of the entries and a slot table over the links
+        (nothing here scans the whole link table)."""
+        s = np.sort(links)
+        first = np.empty(len(s), dtype=bool)
+        first[:1] = True
+        np.not_equal(s[1:], s[:-1], out=first[1:])
+        used = s[first]
         slot = self._slot
         slot[used] = np.arange(len(used))
         return used, slot[links]
 
     def _update_link_rates(self, used: np.ndarray, per_link: np.ndarray, now: float) -> None:
-        mark = self._mark
-        mark[self._busy_links] = True
-        mark[used] = True
-        touched = np.flatnonzero(mark)  # np.union1d(busy, used), sorted
-        mark[touched] = False
+        """Close the rate interval of every link whose rate changes (links of `used`, and
+        links busy before that no flow uses now), in link order."""
+        busy = self._busy_links
+        touched, new = used, per_link
+        gone = busy
+        if len(busy) and len(used):
+            mark = self._mark
+            mark[used] = True
+            gone = busy[~mark[busy]]  # sorted, as busy is
+            mark[used] = False
+        if len(gone):
+            touched = np.concatenate((used, gone))
+            new = np.concatenate((per_link, np.zeros(len(gone))))
+        self._busy_links = used
         if len(touched) == 0:
             return
-        new = np.zeros(len(touched))
-        if len(used):
-            slot = self._slot
-            slot[touched] = np.arange(len(touched))
-            new[slot[used]] = per_link  # (touched is sorted: the same as searchsorted)
         old = self._link_rate[touched]
         # ~np.isclose(old, new, rtol=1e-12, atol=0) for finite rates, without its overhead
         changed = ~(np.abs(old - new) <= 1e-12 * np.abs(new))
-        if changed.any():
-            idx = touched[changed]
-            since = self._link_since[idx]
-            old_c = old[changed]
-            closing = old_c > 0
-            if closing.any():
-                self.link_bytes[idx[closing]] += old_c[closing] * (now - since[closing])
-                if self.record_links:
-                    self._chunks.append(
-                        (
-                            idx[closing].copy(),
-                            since[closing].copy(),
-                            np.full(int(closing.sum()), now),
-                            old_c[closing].copy(),
-                        )
-                    )
-            self._link_rate[idx] = new[changed]
-            self._link_since[idx] = now
-        self._busy_links = used
+        if not changed.any():
+            return
+        idx = touched[changed]
+        old_c, new_c = old[changed], new[changed]
+        if len(gone) and len(used):  # two sorted runs: put them in link order (np.union1d's)
+            order = np.argsort(idx, kind="stable")
+            idx, old_c, new_c = idx[order], old_c[order], new_c[order]
+        since = self._link_since[idx]
+        closing = old_c > 0
+        if closing.any():
+            self.link_bytes[idx[closing]] += old_c[closing] * (now - since[closing])
+            if self.record_links:
+                self._chunks.append(
+                    (idx[closing], since[closing], np.full(int(closing.sum()), now), old_c[closing])
+                )
+        self._link_rate[idx] = new_c
+        self._link_since[idx] = now
 
     def link_intervals(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """(link, started_at_s, finished_at_s, rate_bytes_per_s) of every closed interval."""
@@ -464,3 +584,7 @@ class Fabric:
             e = np.empty(0)
             return np.empty(0, dtype=np.int64), e, e, e
         return tuple(np.concatenate(c) for c in zip(*self._chunks, strict=False))  # type: ignore[return-value]
+
+
+def _succeed(event: simpy.Event, _cause: simpy.Event) -> None:
+    event.succeed()

@@ -65,14 +65,38 @@ class ColumnChunks:
         self._text = text
         self._chunk_rows = chunk_rows
         self._rows: list[tuple] = []
+        self._pieces: list[dict[str, np.ndarray]] = []  # columns added as columns, not chunked yet
+        self._piece_rows = 0
         self._chunks: list[dict[str, np.ndarray]] = []
         self._n_chunked = 0
 
     def _added(self) -> None:
+        if self._pieces:
+            self._merge_pieces()  # rows come after the pieces: keep the order
         if len(self._rows) >= self._chunk_rows:
             self._flush()
 
+    def add_columns(self, columns: dict[str, np.ndarray]) -> None:
+        """Append rows given as columns (every field, of equal lengths; a numeric column is
+        int64 only if every value was an int, as a column made from the rows would be)."""
+        self._flush()
+        self._pieces.append(columns)
+        self._piece_rows += len(columns[self._fields[0]])
+        if self._piece_rows >= self._chunk_rows:
+            self._merge_pieces()
+
+    def _merge_pieces(self) -> None:
+        pieces = self._pieces
+        if len(pieces) == 1:
+            self._chunks.append(pieces[0])
+        else:
+            self._chunks.append({k: np.concatenate([p[k] for p in pieces]) for k in self._fields})
+        self._n_chunked += self._piece_rows
+        self._pieces, self._piece_rows = [], 0
+
     def _flush(self) -> None:
+        if self._pieces:
+            self._merge_pieces()
         if not self._rows:
             return
         cols = zip(*self._rows, strict=True)
@@ -86,7 +110,7 @@ class ColumnChunks:
         self._rows = []
 
     def __len__(self) -> int:
-        return self._n_chunked + len(self._rows)
+        return self._n_chunked + self._piece_rows + len(self._rows)
 
     def columns(self) -> dict[str, np.ndarray]:
         """Every column (named and ordered as the fields) over all rows, in order."""
@@ -124,3 +148,27 @@ class FlowTable(ColumnChunks):
     def __iter__(self) -> Iterator[FlowRecord]:
         cols = self.columns()
         return (FlowRecord(*row) for row in zip(*(cols[k].tolist() for k in FlowRecord._fields), strict=True))
+
+
+def flow_columns(
+    ids: np.ndarray,
+    op_id: str | np.ndarray,
+    labels: np.ndarray,
+    n_links: np.ndarray,
+    crossings: np.ndarray,
+    sizes: np.ndarray,
+    started_at_s: float | np.ndarray,
+    finished_at_s: float,
+) -> dict[str, np.ndarray]:
+    """Flow records as columns (a clock value that is a Python int stays an int column)."""
+    n = len(ids)
+    return {
+        "flow_id": ids,
+        "op_id": np.full(n, op_id, dtype=object) if isinstance(op_id, str) else op_id,
+        "label": labels,
+        "n_links": n_links,
+        "link_crossings": crossings,
+        "size_bytes": sizes,
+        "started_at_s": started_at_s if isinstance(started_at_s, np.ndarray) else np.full(n, started_at_s),
+        "finished_at_s": np.full(n, finished_at_s),
+    }

@@ -131,34 +131,33 @@ def max_min_class_rates(
     rates = np.zeros(n_classes)
     frozen = np.zeros(n_classes, dtype=bool)
     has_links = np.bincount(cls_of_entry, minlength=n_classes) > 0
-    rates[~has_links] = np.inf
-    frozen[~has_links] = True
-    remaining = capacity.astype(float).copy()
+    if not has_links.all():
+        rates[~has_links] = np.inf
+        frozen[~has_links] = True
+    remaining = capacity.astype(float)  # a copy
     n_links = len(capacity)
-    live = np.ones(len(cls_of_entry), dtype=bool)
+    live = None  # every entry live (until a class freezes)
     floor = _SATURATED_SHARE * np.maximum(capacity, 1.0)
     merged = len(flow_cls) > n_classes  # some class has several members
+    link, mult, cls = link_of_entry, mult_of_entry, cls_of_entry
     for _ in range(len(flow_cls) + 1):
         if frozen.all():
             break
-        if live.all():
-            link, mult, cls = link_of_entry, mult_of_entry, cls_of_entry
-        else:
-            link, mult, cls = link_of_entry[live], mult_of_entry[live], cls_of_entry[live]
         if merged:
             w = class_link_sums(link, mult, cls, class_count, flow_cls, n_links)
         else:
             w = np.bincount(link, weights=mult, minlength=n_links)
         loaded = w > 0
-        share = np.full(n_links, np.inf)
-        share[loaded] = remaining[loaded] / w[loaded]
+        # remaining / w on loaded links, +inf elsewhere (the same quotients)
+        share = np.divide(remaining, w, out=np.full(n_links, np.inf), where=loaded)
         delta = share.min()
         rates[~frozen] += delta
         remaining -= delta * w
         saturated = loaded & (remaining <= floor)
-        hit = live & saturated[link_of_entry]
+        hit = saturated[link_of_entry] if live is None else live & saturated[link_of_entry]
         frozen[cls_of_entry[hit]] = True
-        live &= ~frozen[cls_of_entry]
+        live = ~frozen[cls_of_entry]
+        link, mult, cls = link_of_entry[live], mult_of_entry[live], cls_of_entry[live]
     return rates
 
 

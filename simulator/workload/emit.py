@@ -116,6 +116,10 @@ class OpEmitter:
         causal_skip: attention kernels skip the masked half of causal attention.
     """
 
+    #: segment (ids of its items) -> (its items, kept alive so the ids stay theirs; its fused
+    #: ops); made on first use
+    _fused: dict[tuple[int, ...], tuple[tuple[OpCost, ...], list]] | None = None
+
     def __init__(
         self, model: ModelSpec, layout: LayoutSpec, ranks: SimulatedRanks, causal_skip: bool
     ) -> None:
@@ -140,6 +144,38 @@ class OpEmitter:
     ) -> tuple[str, str] | None:
         """Fuse `items` into at most three compute ops on `rank`; return the first and the
         last op id (None when nothing is left to compute)."""
+        # items are the emitter's cached items, so a segment recurs as the same objects: its
+        # fusion (and each fused op's kernel tuple, shared) is computed once per segment
+        if self._fused is None:
+            self._fused = {}
+        key = tuple(map(id, items))
+        hit = self._fused.get(key)
+        if hit is None:
+            hit = self._fused[key] = (tuple(items), self._fuse(items))
+        first = last = None
+        for cls, dtype, flops, bytes_accessed, kernels in hit[1]:
+            oid = self.op_id(f"{base}.{cls}@{rank}")
+            self.ops.append(
+                Op(
+                    oid,
+                    "compute",
+                    (rank,),
+                    COMPUTE_STREAM,
+                    deps,
+                    tag,
+                    flops=flops,
+                    bytes_accessed=bytes_accessed,
+                    dtype=dtype,
+                    kernels=kernels,
+                )
+            )
+            deps = ()
+            first, last = first or oid, oid
+        return None if first is None or last is None else (first, last)
+
+    def _fuse(self, items: list[OpCost]) -> list[tuple[str, str, float, float, tuple[OpCost, ...]]]:
+        """The fused ops of a segment: (class, dtype, flops, bytes, kernels) of each class
+        with any work, in order of first appearance."""
         classes: dict[tuple[str, str], list[float]] = {}
         kernels: dict[tuple[str, str], list[OpCost]] = {}
         for it in items:
@@ -153,28 +189,11 @@ class OpEmitter:
             acc[0] += it.flops
             acc[1] += it.bytes
             kernels.setdefault(key, []).append(it)
-        first = last = None
-        for (cls, dtype), (flops, bytes_accessed) in classes.items():
-            if flops <= 0 and bytes_accessed <= 0:
-                continue
-            oid = self.op_id(f"{base}.{cls}@{rank}")
-            self.ops.append(
-                Op(
-                    oid,
-                    "compute",
-                    (rank,),
-                    COMPUTE_STREAM,
-                    deps,
-                    tag,
-                    flops=flops,
-                    bytes_accessed=bytes_accessed,
-                    dtype=dtype,
-                    kernels=tuple(kernels[(cls, dtype)]),
-                )
-            )
-            deps = ()
-            first, last = first or oid, oid
-        return None if first is None or last is None else (first, last)
+        return [
+            (cls, dtype, flops, bytes_accessed, tuple(kernels[(cls, dtype)]))
+            for (cls, dtype), (flops, bytes_accessed) in classes.items()
+            if flops > 0 or bytes_accessed > 0
+        ]
 
     def collective(
         self,

@@ -24,6 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import networkx as nx
+import numpy as np
 
 OP_KINDS = ("compute", "collective", "p2p", "checkpoint")
 COMPUTE_STREAM = "compute"
@@ -92,21 +93,27 @@ class StepProgram:
     def validate(self) -> None:
         """Check ids unique, deps known, ranks in range, no cycle. Raises ValueError."""
         n = len(self.rank_gpus)
-        ids: dict[str, Op] = {}
-        for op in self.ops:
-            if op.id in ids:
+        index: dict[str, int] = {}
+        for i, op in enumerate(self.ops):
+            if op.id in index:
                 raise ValueError(f"op id {op.id!r} is used twice")
             if op.kind not in OP_KINDS:
                 raise ValueError(f"op {op.id!r} has kind {op.kind!r}; expected one of {list(OP_KINDS)}")
-            for r in (*op.ranks, *op.group, *(x for m in op.mirrors for x in m)):
-                if not 0 <= r < n:
-                    raise ValueError(f"op {op.id!r} names rank {r}, but ranks are 0..{n - 1}")
-            ids[op.id] = op
-        for op in self.ops:
+            if not _ranks_in_range(op, n):
+                for r in (*op.ranks, *op.group, *(x for m in op.mirrors for x in m)):
+                    if not 0 <= r < n:
+                        raise ValueError(f"op {op.id!r} names rank {r}, but ranks are 0..{n - 1}")
+            index[op.id] = i
+        forward = False  # some op depends on an op after it in program order
+        for i, op in enumerate(self.ops):
             for d in op.deps:
-                if d not in ids:
+                j = index.get(d)
+                if j is None:
                     raise ValueError(f"op {op.id!r} depends on unknown op {d!r}")
-        if self._acyclic():
+                forward = forward or j >= i
+        # every dep earlier in program order (and a stream's order is program order): the
+        # program order is a topological order, so there is no cycle
+        if not forward or self._acyclic():
             return
         order = self.dependency_graph()
         if not nx.is_directed_acyclic_graph(order):
@@ -116,32 +123,36 @@ class StepProgram:
             )
 
     def _acyclic(self) -> bool:
-        """Whether `dependency_graph()` has no cycle (Kahn's algorithm on op indices; a
-        cheaper check than building the networkx graph, which is built only to name a cycle)."""
+        """Whether `dependency_graph()` has no cycle: no op depends on itself and every
+        strongly connected component is one op (scipy's, on op indices; cheaper than
+        building the networkx graph, which is built only to name a cycle)."""
+        # imported here, not with the module: a small run never needs it, and scipy's import
+        # would add to the command line's start-up
+        from scipy.sparse import csr_array
+        from scipy.sparse.csgraph import connected_components
+
         index = {op.id: i for i, op in enumerate(self.ops)}
-        succ: list[list[int]] = [[] for _ in self.ops]
-        indeg = [0] * len(self.ops)
+        src: list[int] = []
+        dst: list[int] = []
         last: dict[tuple[int, str], int] = {}
         for i, op in enumerate(self.ops):
-            preds = {index[d] for d in op.deps}
+            for d in op.deps:
+                src.append(index[d])
+                dst.append(i)
+            stream = op.stream
             for r in op.ranks:
-                prev = last.get((r, op.stream))
+                prev = last.get((r, stream))
                 if prev is not None and prev != i:
-                    preds.add(prev)
-                last[(r, op.stream)] = i
-            for p in preds:
-                succ[p].append(i)
-            indeg[i] = len(preds)
-        ready = [i for i, d in enumerate(indeg) if d == 0]
-        seen = 0
-        while ready:
-            i = ready.pop()
-            seen += 1
-            for j in succ[i]:
-                indeg[j] -= 1
-                if indeg[j] == 0:
-                    ready.append(j)
-        return seen == len(self.ops)
+                    src.append(prev)
+                    dst.append(i)
+                last[(r, stream)] = i
+        s, t = np.array(src, dtype=np.int64), np.array(dst, dtype=np.int64)
+        if (s == t).any():
+            return False
+        n = len(self.ops)
+        graph = csr_array((np.ones(len(s), dtype=bool), (s, t)), shape=(n, n))  # duplicates: still True
+        n_components, _ = connected_components(graph, directed=True, connection="strong")
+        return int(n_components) == n
 
     def dependency_graph(self) -> nx.DiGraph:
         """Explicit deps plus the implicit order of ops on each (rank, stream)."""
@@ -156,6 +167,22 @@ class StepProgram:
                     dg.add_edge(prev, op.id)
                 last[(r, op.stream)] = op.id
         return dg
+
+
+def _ranks_in_range(op: Op, n: int) -> bool:
+    """Whether every rank `op` names (its ranks, group and mirrors) is in 0..n-1 (min and
+    max per tuple, not a Python loop per rank: mirrors can name thousands)."""
+    for seq in (op.ranks, op.group):
+        if seq and (min(seq) < 0 or max(seq) >= n):
+            return False
+    mirrors = op.mirrors
+    if not mirrors:
+        return True
+    if not all(mirrors):  # an empty mirror names no rank
+        mirrors = tuple(m for m in mirrors if m)
+        if not mirrors:
+            return True
+    return min(map(min, mirrors)) >= 0 and max(map(max, mirrors)) < n
 
 
 def stream_ops(program: StepProgram) -> dict[tuple[int, str], list[Op]]:

@@ -80,18 +80,19 @@ def test_incremental_active_arrays_equal_a_fresh_concatenation(starts):
     fab = Fabric(env, np.linspace(1.0, 4.0, N_LINKS))
     checked = []
     recompute = fab._recompute
+    started = []  # (links, mult, size) of every flow, by flow id (ids count the transfers)
 
     def checked_recompute():
-        flows = list(fab._active)
+        flows = [started[i] for i in fab._f_id.tolist()]
         if flows:
-            lens = [len(f.links) for f in flows]
-            assert fab._e_links.tolist() == np.concatenate([f.links for f in flows]).tolist()
-            assert fab._e_mult.tolist() == np.concatenate([f.mult for f in flows]).tolist()
+            lens = [len(links) for links, _, _ in flows]
+            assert fab._e_links.tolist() == np.concatenate([links for links, _, _ in flows]).tolist()
+            assert fab._e_mult.tolist() == np.concatenate([mult for _, mult, _ in flows]).tolist()
             # flows without a key are classes of one, in starting order
             assert fab._e_cls.tolist() == np.repeat(np.arange(len(flows)), lens).tolist()
             assert fab._f_cls.tolist() == list(range(len(flows)))
             assert fab._c_count.tolist() == [1] * len(flows)
-            assert fab._size.tolist() == [f.size_bytes for f in flows]
+            assert fab._size.tolist() == [size for _, _, size in flows]
         assert len(fab._rem) == len(fab._rate) == len(flows)
         checked.append(len(flows))
         recompute()
@@ -100,7 +101,9 @@ def test_incremental_active_arrays_equal_a_fresh_concatenation(starts):
 
     def start(at, links, size):
         yield env.timeout(at)
-        yield fab.transfer(np.array(sorted(links)), np.ones(len(links)), size)
+        path, mult = np.array(sorted(links)), np.ones(len(links))
+        started.append((path, mult, size))
+        yield fab.transfer(path, mult, size)
 
     for at, links, size in starts:
         env.process(start(at, links, size))
@@ -121,3 +124,56 @@ def test_rate_change_test_is_numpys_isclose(pairs, nudge):
     new = np.array([b if b else a * (1 + nudge) for a, b in pairs])
     by_hand = ~(np.abs(old - new) <= 1e-12 * np.abs(new))
     assert by_hand.tolist() == (~np.isclose(old, new, rtol=1e-12, atol=0.0)).tolist()
+
+
+class _UnionLinkRates:
+    """`_update_link_rates` as it was: the union of busy and used links by `np.union1d`."""
+
+    def __init__(self, n: int) -> None:
+        self.rate, self.since, self.bytes = np.zeros(n), np.zeros(n), np.zeros(n)
+        self.busy = np.empty(0, dtype=np.int64)
+        self.chunks: list[tuple] = []
+
+    def update(self, used, per_link, now):  # noqa: ANN001, ANN201
+        touched = np.union1d(self.busy, used)
+        new = np.zeros(len(touched))
+        new[np.searchsorted(touched, used)] = per_link
+        old = self.rate[touched]
+        changed = ~np.isclose(old, new, rtol=1e-12, atol=0.0)
+        idx = touched[changed]
+        closing = old[changed] > 0
+        self.bytes[idx[closing]] += old[changed][closing] * (now - self.since[idx[closing]])
+        if closing.any():
+            self.chunks.append((idx[closing], self.since[idx[closing]], now, old[changed][closing]))
+        self.rate[idx] = new[changed]
+        self.since[idx] = now
+        self.busy = used
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    updates=st.lists(
+        st.dictionaries(st.integers(0, N_LINKS - 1), st.sampled_from([1.0, 2.5, 4.0]), max_size=8),
+        min_size=1,
+        max_size=8,
+    )
+)
+def test_link_rate_intervals_equal_those_of_the_union(updates):
+    """Closing intervals from the used links and the busy links gone idle, in link order,
+    gives the intervals, bytes and rates of the union of both (what the fabric once did)."""
+    fab = Fabric(simpy.Environment(), np.ones(N_LINKS))
+    ref = _UnionLinkRates(N_LINKS)
+    for t, rates in enumerate(updates):
+        used = np.array(sorted(rates), dtype=np.int64)
+        per_link = np.array([rates[i] for i in used.tolist()])
+        fab._update_link_rates(used, per_link, float(t + 1))
+        ref.update(used, per_link, float(t + 1))
+    idx, start, end, rate = fab.link_intervals()
+    want = []
+    for links, since, end_s, rates in ref.chunks:
+        want += [
+            (i, s, end_s, r) for i, s, r in zip(links.tolist(), since.tolist(), rates.tolist(), strict=True)
+        ]
+    assert list(zip(idx.tolist(), start.tolist(), end.tolist(), rate.tolist(), strict=True)) == want
+    assert fab.link_bytes.tolist() == ref.bytes.tolist() and not fab._mark.any()
+    assert fab._link_rate.tolist() == ref.rate.tolist() and fab._link_since.tolist() == ref.since.tolist()
