@@ -8,6 +8,7 @@ fast.
 
 from __future__ import annotations
 
+import gc
 import logging
 import os
 
@@ -71,9 +72,26 @@ def _root(
     )
 
 
+#: Allocations between two collections of the youngest generation while the command runs
+#: (CPython's default is 700). Start-up builds ~1 M long-lived objects (modules, schemas),
+#: and at the default every import of a library triggers passes over them.
+CLI_GC_THRESHOLD = 100_000
+
+
 def main() -> None:
-    """Entry point of the `clustersim` script."""
-    app()
+    """Entry point of the `clustersim` script.
+
+    Cyclic garbage is collected less often (`CLI_GC_THRESHOLD`; reference counting still
+    frees everything else at once), and the objects alive when the command ends are frozen
+    so that the interpreter's collections at exit do not walk them one last time only for
+    the process to end (0.15-0.2 CPU s of a small run). No result depends on either.
+    """
+    old = gc.get_threshold()
+    gc.set_threshold(max(CLI_GC_THRESHOLD, old[0]), old[1], old[2])
+    try:
+        app()
+    finally:
+        gc.freeze()
 
 
 if __name__ == "__main__":

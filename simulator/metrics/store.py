@@ -11,8 +11,10 @@ and empty text is "" (as Parquet keeps it), the rest as pandas infers.
 
 from __future__ import annotations
 
+import functools
 import io
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -131,7 +133,84 @@ def write_frame(folder: Path, name: str, df: pd.DataFrame) -> Path:
 
 def write_json(path: Path, data: Any) -> None:
     """Write indented JSON (numpy numbers as plain numbers, anything else unknown as text)."""
-    write_atomic(path, json.dumps(data, indent=2, sort_keys=False, default=_json_default) + "\n")
+    write_atomic(path, dumps_indented(data) + "\n")
+
+
+#: JSON values the encoder writes as one token (numpy floats are floats and write alike)
+_SCALAR_TYPES = (str, int, float, bool, type(None))
+
+
+def dumps_indented(data: Any) -> str:
+    """`json.dumps(data, indent=2, default=...)`, character for character, faster.
+
+    With an indent the standard library encodes in Python, one generator step per value
+    (0.4 s for the topology of 16,384 GPUs). Here every mapping or list whose values are
+    all scalars (the nodes and links of a topology) is encoded by the C encoder, whose
+    item separator is set to the line break and indentation the indented form puts between
+    items; anything else (keys that are not text, values of other types) is encoded by
+    `json.dumps` itself, indented to its depth.
+    """
+    parts: list[str] = []
+    _encode(data, 0, parts)
+    return "".join(parts)
+
+
+def _is_flat_dict(o: Any) -> bool:
+    """A mapping, not empty, of text keys to scalars."""
+    return (
+        isinstance(o, dict)
+        and bool(o)
+        and all(type(k) is str for k in o)
+        and all(isinstance(v, _SCALAR_TYPES) for v in o.values())
+    )
+
+
+@functools.cache
+def _flat_encoder(level: int) -> Callable[[Any], str]:
+    """Compact JSON of a mapping or list of scalars at `level`, items joined by "," and the
+    line break and indentation of the level below (the C encoder where there is one)."""
+    item_separator = ",\n" + "  " * (level + 1)
+    make = getattr(json.encoder, "c_make_encoder", None)
+    if make is None:
+        return json.JSONEncoder(separators=(item_separator, ": ")).encode
+    encode = make(
+        None, None, json.encoder.encode_basestring_ascii, None, ": ", item_separator, False, False, True
+    )
+    return lambda o: "".join(encode(o, 0))
+
+
+def _encode(o: Any, level: int, parts: list[str]) -> None:
+    inner = "\n" + "  " * (level + 1)
+    if isinstance(o, dict) and o and all(type(k) is str for k in o):
+        if _is_flat_dict(o):
+            parts += ("{", inner, _flat_encoder(level)(o)[1:-1], inner[:-2], "}")
+            return
+        parts.append("{")
+        for i, (k, v) in enumerate(o.items()):
+            parts += (inner if i == 0 else "," + inner, json.dumps(k), ": ")
+            _encode(v, level + 1, parts)
+        parts += (inner[:-2], "}")
+        return
+    if isinstance(o, list) and o:
+        if all(_is_flat_dict(v) for v in o):
+            # one call for the whole list: the items' separator is that of their keys, and
+            # "}" + separator + "{" occurs only between two items (a key starts with '"')
+            pad0, pad1, pad2 = ("\n" + "  " * (level + i) for i in range(3))
+            text = _flat_encoder(level + 1)(o)[2:-2]
+            text = text.replace("}," + pad2 + "{", pad1 + "}," + pad1 + "{" + pad2)
+            parts += ("[", pad1, "{", pad2, text, pad1, "}", pad0, "]")
+            return
+        if all(isinstance(v, _SCALAR_TYPES) for v in o):
+            parts += ("[", inner, _flat_encoder(level)(o)[1:-1], inner[:-2], "]")
+            return
+        parts.append("[")
+        for i, v in enumerate(o):
+            parts.append(inner if i == 0 else "," + inner)
+            _encode(v, level + 1, parts)
+        parts += (inner[:-2], "]")
+        return
+    text = json.dumps(o, indent=2, sort_keys=False, default=_json_default)
+    parts.append(text.replace("\n", "\n" + "  " * level) if level else text)
 
 
 def _json_default(o: Any) -> Any:

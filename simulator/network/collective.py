@@ -247,6 +247,6 @@ def flow_usage(
 
     With `with_latency` False the latency is not looked up and is returned as 0.
     """
-    links, counts = usage([router.path(a, b) for a, b in edges])
-    lat = max(router.latency_s(a, b) for a, b in edges) if with_latency else 0.0
+    links, counts = usage(router.paths(edges))
+    lat = router.max_latency_s(edges) if with_latency else 0.0
     return links, counts, lat

@@ -203,12 +203,13 @@ def estimate_cost(
     # a cable's item depends only on these attributes of its ends and edge: price each
     # distinct combination once (tens of thousands of cables, a handful of kinds)
     priced: dict[tuple[Any, ...], _Item | None] = {}
+    ends = {n: tuple(d.get(k) for k in _CABLE_END_KEYS) for n, d in g.nodes(data=True)}
     for u, v, e in g.edges(data=True):
         du, dv = nodes[u], nodes[v]
         key = (
             _same_server(du, dv),
-            *(du.get(k) for k in _CABLE_END_KEYS),
-            *(dv.get(k) for k in _CABLE_END_KEYS),
+            *ends[u],
+            *ends[v],
             *(e.get(k) for k in _CABLE_EDGE_KEYS),
         )
         if key in priced:

@@ -21,15 +21,20 @@ Routes avoid links marked down; a node that can no longer be reached is a
 How it is computed (the routes are those of the definitions above): switch distances by a
 breadth-first search over index arrays of the switch graph, one per destination switch;
 the first two NIC criteria once per (source server, destination switch, rail) class, the
-distance inside the server per source GPU; every route, domain path and next-hop list
-cached.
+distance inside the server per source GPU; the entry NIC of a destination by a search
+that stops at the first level holding a NIC; paths inside a server by networkx's
+bidirectional search written over plain adjacency lists (same path, ties included). A
+route is joined, as link indices, from a piece per destination (entry switch to the
+GPU), a piece per (source GPU, entry switch, entry rail) (the GPU to its first switch)
+and the switch path, the only part hashed per GPU pair; its latency is summed once, as
+numpy sums it. Every route, piece and next-hop list is cached.
 """
 
 from __future__ import annotations
 
 import zlib
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 import networkx as nx
 import numpy as np
@@ -91,6 +96,58 @@ def _crc(*parts: object) -> int:
     return zlib.crc32("|".join(map(str, parts)).encode())
 
 
+def _bidirectional_path(adj: dict[str, list[str]], a: str, b: str) -> list[str]:
+    """The shortest path from `a` to `b` that `networkx.bidirectional_shortest_path` returns
+    on the graph whose adjacency (in its order) is `adj`: the same search, written over
+    plain lists (a != b).
+
+    Raises:
+        SimulationError: no path.
+    """
+    pred: dict[str, str | None] = {a: None}
+    succ: dict[str, str | None] = {b: None}
+    forward, reverse = [a], [b]
+    meet: str | None = None
+    while forward and reverse and meet is None:
+        if len(forward) <= len(reverse):
+            level, forward = forward, []
+            for v in level:
+                for w in adj[v]:
+                    if w not in pred:
+                        forward.append(w)
+                        pred[w] = v
+                    if w in succ:
+                        meet = w
+                        break
+                if meet is not None:
+                    break
+        else:
+            level, reverse = reverse, []
+            for v in level:
+                for w in adj[v]:
+                    if w not in succ:
+                        succ[w] = v
+                        reverse.append(w)
+                    if w in pred:
+                        meet = w
+                        break
+                if meet is not None:
+                    break
+    if meet is None:
+        raise SimulationError(f"no path from {a} to {b} inside their server")
+    path: list[str] = []
+    node: str | None = meet
+    while node is not None:
+        path.append(node)
+        node = pred[node]
+    path.reverse()
+    node = succ[path[-1]]
+    while node is not None:
+        path.append(node)
+        node = succ[node]
+    return path
+
+
 class Router:
     """Computes and caches routes (as arrays of directed link indices)."""
 
@@ -110,6 +167,9 @@ class Router:
         g = self.g
         kind = {n: d.get("kind") for n, d in g.nodes(data=True)}
         self._kind = kind
+        # node attributes the route choices read, as plain dicts
+        self._rail: dict[str, object] = {n: d.get("rail") for n, d in g.nodes(data=True)}
+        self._local_rank: dict[str, object] = {n: d.get("local_rank") for n, d in g.nodes(data=True)}
         is_net_switch = {n for n, k in kind.items() if k == "switch" and int(g.nodes[n].get("tier", 1)) >= 1}
         self._net_switches = is_net_switch
         # scale-up domains: non-network-switch nodes joined by scale-up media
@@ -166,6 +226,12 @@ class Router:
         self._ingress_cache: dict[str, str] = {}
         self._entry_switch: dict[str, str] = {}
         self._domain_paths: dict[tuple[str, str], list[str]] = {}
+        self._domain_link_paths: dict[tuple[str, str], list[int]] = {}
+        # per destination: (entry endpoint, its switch and rail, links from that switch to
+        # it); per (source, entry switch, entry rail): (first switch, links to it)
+        self._into: dict[str, tuple[str, str, object, list[int]]] = {}
+        self._out_of: dict[tuple[str, str, object], tuple[str, list[int]]] = {}
+        self._link_latency_s: list[float] = self.links.latency_s.tolist()
 
     # -- helpers -------------------------------------------------------------------
     def domain_of(self, n: str) -> int:
@@ -191,8 +257,11 @@ class Router:
                     break
                 offsets = np.repeat(starts - (np.cumsum(counts) - counts), counts)
                 nb = indices[offsets + np.arange(total)]
-                frontier = np.unique(nb[dist[nb] < 0])
-                dist[frontier] = level
+                new = nb[dist[nb] < 0]
+                if not new.size:
+                    break
+                dist[new] = level
+                frontier = np.flatnonzero(dist == level)  # the new level, each switch once
             names = self._sw_names
             d = {names[i]: int(dist[i]) for i in np.flatnonzero(dist >= 0).tolist()}
             self._dist_cache[target] = d
@@ -226,12 +295,23 @@ class Router:
                 cands = self._endpoints_of.get(self._domain[b], [])
                 if not cands:
                     return None
-                hops = self._domain_hops(b)
-                lr = self.g.nodes[b].get("local_rank")
-                e = min(
-                    cands,
-                    key=lambda n: (hops.get(n, 1 << 30), self.g.nodes[n].get("local_rank") != lr, str(n)),
-                )
+                # the candidates fewest hops from b (a breadth-first search that stops at
+                # the first level holding one), then the same local rank, then the name
+                adj, seen, level = self._dom_adj, {b}, [b]
+                while True:
+                    found = set(level).intersection(cands)
+                    if found or not level:
+                        break
+                    nxt = []
+                    for u in level:
+                        for v in adj[u]:
+                            if v not in seen:
+                                seen.add(v)
+                                nxt.append(v)
+                    level = nxt
+                local_rank = self._local_rank
+                lr = local_rank[b]
+                e = min((n for n in cands if n in found), key=lambda n: (local_rank[n] != lr, str(n)))
             self._ingress_cache[b] = e
         return e
 
@@ -251,12 +331,12 @@ class Router:
         key = (a, eb)
         if key in self._egress_cache:
             return self._egress_cache[key]
-        if a in self._attach and self._domain_graph.degree(a) == 0:
+        if a in self._attach and not self._dom_adj[a]:
             e: str | None = a
         else:
             # the choice depends on eb only through its switch and its rail: one per class
             sb = self._switch_of(eb)
-            rail_b = self.g.nodes[eb].get("rail")
+            rail_b = self._rail[eb]
             cls = (a, sb, rail_b)
             if cls in self._egress_class:
                 e = self._egress_class[cls]
@@ -278,9 +358,13 @@ class Router:
         if best is None:
             cands = self._endpoints_of.get(dom, [])
             dist = self._switch_dist(sb)
-            nodes = self.g.nodes
+            rail = self._rail
+            attach, far = self._attach, 1 << 30
             keys = [
-                (self._best_switch(n, dist)[0], rail_b is None or nodes[n].get("rail") != rail_b)
+                (
+                    dist.get(attach[n][0], far) if len(attach[n]) == 1 else self._best_switch(n, dist)[0],
+                    rail_b is None or rail[n] != rail_b,
+                )
                 for n in cands
             ]
             top = min(keys, default=None)
@@ -297,11 +381,7 @@ class Router:
             return [a]
         p = self._domain_paths.get((a, b))
         if p is None:
-            try:
-                p = nx.bidirectional_shortest_path(self._domain_graph, a, b)
-            except nx.NetworkXNoPath:
-                raise SimulationError(f"no path from {a} to {b} inside their server") from None
-            self._domain_paths[(a, b)] = p
+            p = self._domain_paths[(a, b)] = _bidirectional_path(self._dom_adj, a, b)
         return p
 
     def _switch_path(self, s: str, t: str, a: str, b: str) -> list[str]:
@@ -357,19 +437,88 @@ class Router:
         return self._domain_path(a, ea) + self._switch_path(sa, sb, a, b) + self._domain_path(eb, b)
 
     def path(self, a: str, b: str) -> np.ndarray:
-        """Directed link indices from `a` to `b` (cached)."""
+        """Directed link indices from `a` to `b` (cached, with the path's latency)."""
         key = (a, b)
         p = self._paths.get(key)
         if p is None:
-            nodes = self.node_path(a, b)
-            idx = self.links.index
-            p = np.fromiter(
-                (idx[(u, v)] for u, v in zip(nodes, nodes[1:], strict=False)),
-                dtype=np.int64,
-                count=len(nodes) - 1,
-            )
-            self._paths[key] = p
+            hops = self._link_path(a, b)
+            p = self._paths[key] = np.array(hops, dtype=np.int64)
+            if len(hops) < 8:
+                # numpy sums fewer than 8 float64 one by one from 0.0, in order: same bits
+                lat, per_link = 0.0, self._link_latency_s
+                for i in hops:
+                    lat += per_link[i]
+                self._latency[key] = lat
+            else:
+                self._latency[key] = float(self.links.latency_s[p].sum())
         return p
+
+    def _link_path(self, a: str, b: str) -> list[int]:
+        """Link indices of `node_path(a, b)`, joined from cached pieces (a new list)."""
+        if a == b:
+            return []
+        if self._domain[a] == self._domain[b]:
+            return list(self._domain_links(a, b))
+        into = self._into.get(b)
+        if into is None:
+            eb = self._ingress(b)
+            if eb is None:
+                return self._fallback_links(a, b)
+            sb = self._switch_of(eb)
+            tail = [self.links.index[(sb, eb)], *self._domain_links(eb, b)]
+            into = self._into[b] = (eb, sb, self._rail[eb], tail)
+        eb, sb, rail_b, tail = into
+        key = (a, sb, rail_b)  # the egress NIC depends on eb only through these (`_egress`)
+        out = self._out_of.get(key)
+        if out is None:
+            ea = self._egress(a, eb)
+            if ea is None:
+                return self._fallback_links(a, b)
+            da_hops, sa = self._best_switch(ea, self._switch_dist(sb))
+            if da_hops >= 1 << 30:
+                raise SimulationError(f"{a} cannot reach {b}: no network path between their NICs")
+            out = self._out_of[key] = (sa, [*self._domain_links(a, ea), self.links.index[(ea, sa)]])
+        sa, head = out
+        if sa == sb:
+            return head + tail
+        return head + self._switch_links(sa, sb, a, b) + tail
+
+    def _switch_links(self, s: str, t: str, a: str, b: str) -> list[int]:
+        """Link indices of `_switch_path(s, t, a, b)`."""
+        mid = self._switch_path(s, t, a, b)
+        idx = self.links.index
+        return [idx[(u, v)] for u, v in zip(mid, mid[1:], strict=False)]
+
+    def _fallback_links(self, a: str, b: str) -> list[int]:
+        nodes = self._fallback(a, b)
+        idx = self.links.index
+        return [idx[(u, v)] for u, v in zip(nodes, nodes[1:], strict=False)]
+
+    def _domain_links(self, a: str, b: str) -> list[int]:
+        """Link indices of `_domain_path(a, b)` (cached; callers must not modify it)."""
+        key = (a, b)
+        li = self._domain_link_paths.get(key)
+        if li is None:
+            nodes = self._domain_path(a, b)
+            idx = self.links.index
+            li = self._domain_link_paths[key] = [idx[(u, v)] for u, v in zip(nodes, nodes[1:], strict=False)]
+        return li
+
+    def paths(self, edges: Sequence[tuple[str, str]]) -> list[np.ndarray]:
+        """`path(a, b)` of every (a, b) of `edges`, in order."""
+        get = self._paths.get
+        out = [get((a, b)) for a, b in edges]
+        if any(p is None for p in out):
+            out = [self.path(a, b) if p is None else p for p, (a, b) in zip(out, edges, strict=True)]
+        return out  # type: ignore[return-value]
+
+    def max_latency_s(self, edges: Sequence[tuple[str, str]]) -> float:
+        """The largest `latency_s(a, b)` over the (a, b) of `edges` (not empty)."""
+        get = self._latency.get
+        lat = [get((a, b)) for a, b in edges]
+        if any(x is None for x in lat):
+            lat = [self.latency_s(a, b) if x is None else x for x, (a, b) in zip(lat, edges, strict=True)]
+        return max(lat)  # type: ignore[type-var,return-value]
 
     def forwarded_via_gpu(self, a: str, b: str) -> bool:
         """Does the route from `a` to `b` pass through another GPU (scale-up forwarding)?"""

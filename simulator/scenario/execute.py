@@ -22,7 +22,6 @@ import pandas as pd
 import yaml
 
 import simulator
-from simulator.calibration.apply import ProfileTuning
 from simulator.io import write_atomic
 from simulator.metrics import frames as fr
 from simulator.metrics.run_cost import cost_columns, run_power_frames
@@ -146,9 +145,12 @@ def execute(
         meta["peak_flops_per_s"] = prep.topology.gpu.peak(str(program.meta.get("dtype", "bf16")))
     if sim.tuned:
         meta["calibration_applied"] = dict(sim.tuned)
-    if isinstance(prep.tuning, ProfileTuning) and prep.tuning.warnings:
-        # clamps applied and collectives no profile speaks for (simulator.calibration.apply)
-        meta["calibration_warnings"] = prep.tuning.warnings
+    if prep.tuning is not None:  # a calibration profile was given
+        from simulator.calibration.apply import ProfileTuning
+
+        if isinstance(prep.tuning, ProfileTuning) and prep.tuning.warnings:
+            # clamps applied and collectives no profile speaks for (simulator.calibration.apply)
+            meta["calibration_warnings"] = prep.tuning.warnings
     summary = summarize(frames, meta)
     cap = sc.compute.power_cap_fraction
     summary.update(

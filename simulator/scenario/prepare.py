@@ -12,29 +12,27 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import simulator
-from simulator.calibration.apply import fitted_collective_params, tuning_from_profiles
 from simulator.config.loader import Document, read_document
 from simulator.engine.context import SimContext
 from simulator.engine.cost import ComputeCost
 from simulator.engine.step import CollectiveTuning, StepSettings, StepSimulator
 from simulator.errors import InputError
-from simulator.jobs.trace import read_job_trace
 from simulator.network.cluster import Cluster
 from simulator.network.collective import check_algorithm
 from simulator.network.fabric import Fabric
 from simulator.network.prices import power_capped_gpu
 from simulator.network.topology import Topology, load_topology
 from simulator.scenario.job import check_run_level
-from simulator.scenario.job_place import PreparedJob, prepare_jobs
 from simulator.scenario.spec import Scenario, load_scenario
 from simulator.units import factor
-from simulator.workload.generate import program_from_workload
-from simulator.workload.interchange.load import load_imported
 from simulator.workload.program import StepProgram
 from simulator.workload.trace import load_trace
+
+if TYPE_CHECKING:
+    from simulator.scenario.job_place import PreparedJob
 
 
 @dataclass
@@ -72,6 +70,8 @@ def load_workload(scenario: Scenario, topology: Topology, cluster: Cluster) -> S
     if wl is None:
         raise scenario.error("required field is missing (or give `jobs` or `cluster`)", ("workload",))
     if wl.format is not None:
+        from simulator.workload.interchange.load import load_imported
+
         program = load_imported(
             wl.format,
             scenario.workload_path,
@@ -101,6 +101,8 @@ def _load_workload_file(scenario: Scenario, topology: Topology, cluster: Cluster
     if "format" in doc.data:
         return load_trace(scenario.workload_path, cluster.gpus)
     if "model" in doc.data:
+        from simulator.workload.generate import program_from_workload
+
         return program_from_workload(doc, topology, cluster)
     raise doc.error("a workload needs 'format: clustersim-step/1' (a trace) or 'model:' (a model and layout)")
 
@@ -108,6 +110,8 @@ def _load_workload_file(scenario: Scenario, topology: Topology, cluster: Cluster
 def load_calibration(paths: list[Path]) -> tuple[CollectiveTuning | None, Any, list[str]]:
     if not paths:
         return None, None, []
+    from simulator.calibration.apply import tuning_from_profiles
+
     return tuning_from_profiles(paths)
 
 
@@ -146,12 +150,18 @@ def prepare_scenario(scenario: Scenario, topology_doc: Document | None = None) -
     and check that the run can start (`preflight`)."""
     topology = load_topology(scenario.topology_path, doc=topology_doc)
     cluster = build_cluster(scenario, topology)
-    jobs = prepare_jobs(scenario, topology, cluster) if scenario.spec.jobs else []
+    jobs: list[PreparedJob] = []
+    if scenario.spec.jobs:
+        from simulator.scenario.job_place import prepare_jobs
+
+        jobs = prepare_jobs(scenario, topology, cluster)
     if scenario.spec.cluster is not None:
         # the run level's view of the whole cluster: every GPU, one replica per server
         servers = {str(cluster.graph.nodes[x].get("node", x)) for x in cluster.gpus}
         program = StepProgram("cluster", list(cluster.gpus), [], meta={"dp": float(len(servers))})
         if scenario.spec.cluster.trace is not None:  # read now, so `validate` rejects a bad row
+            from simulator.jobs.trace import read_job_trace
+
             for row in read_job_trace(scenario.workload_path):
                 if row.gpus > len(cluster.gpus):
                     raise InputError(
@@ -241,6 +251,11 @@ def step_simulator(
     ctx = ctx or SimContext(seed)
     program = program or prep.program
     gpu = power_capped_gpu(prep.topology.gpu, sc.compute.power_cap_fraction)
+    params = None
+    if prep.tuning is not None:  # a calibration profile was given
+        from simulator.calibration.apply import fitted_collective_params
+
+        params = fitted_collective_params(prep.tuning, cluster or prep.cluster)
     cost = ComputeCost(gpu, prep.compute_calibration, sc.compute.jitter_cv, ctx.rng(compute_stream))
     settings = StepSettings(
         fidelity=sc.network.fidelity,
@@ -248,7 +263,7 @@ def step_simulator(
         alpha_s=sc.network.alpha_us * factor("_us"),
         intra_node=sc.network.intra_node or str(program.meta.get("intra_node_fidelity", "flow")),
         record_links=sc.network.record_links if record_links is None else record_links,
-        collective_params=fitted_collective_params(prep.tuning, cluster or prep.cluster),
+        collective_params=params,
     )
     return StepSimulator(ctx, cluster or prep.cluster, program, cost, settings, prep.tuning, fabric)
 

@@ -3,11 +3,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from pydantic import Field
 
+from simulator.config import loader
 from simulator.config.base import Spec
 from simulator.config.loader import load, parse_text, read_document, validate
 from simulator.errors import InputError, InputErrors
@@ -96,3 +99,40 @@ def test_missing_empty_and_folder_files(tmp_path: Path) -> None:
     assert str(info.value) == f"{tmp_path / 'empty.yaml'}:1: file is empty"
     with pytest.raises(InputError, match="expected a file, found a folder"):
         load(DemoSpec, tmp_path)
+
+
+def _read(parse: Callable[[str], Any], text: str) -> Any:
+    try:
+        doc = parse(text)
+    except InputError as exc:
+        return str(exc)
+    return doc.data, doc.lines
+
+
+def test_libyaml_parser_reads_what_the_python_parser_reads() -> None:
+    """`parse_text` scans and parses with libyaml when it can; data, the line of every key
+    and every error message are those of the pure-Python loader (catalog files, and one
+    file of each name of the input corpus: malformed, binary, deep, aliased, ...)."""
+    if loader._CParser is None:
+        pytest.skip("PyYAML without libyaml")
+    root = Path(__file__).resolve().parents[2]
+    files = [root / "topologies" / "prices.yaml", *sorted((root / "scenarios").glob("*.yaml"))[::3]]
+    seen: set[str] = set()
+    for p in sorted((root / "tests" / "inputs" / "corpus").rglob("*.yaml")):
+        if p.name not in seen:
+            files.append(p)
+            seen.add(p.name)
+    texts = [(p.read_text(errors="replace"), p) for p in files]
+    extra = [
+        "a: &x [1, *x]\n",
+        "- " * 80 + "1\n",
+        "k: 1\nk: 2\n",
+        "\ufeffa: 1\n",
+        "a: 1e9\nb: .5\n",
+        "a: 'x\n",
+    ]
+    texts += [(t, Path("x.yaml")) for t in extra]
+    for text, name in texts:
+        python = _read(lambda t, name=name: loader._parse(loader._LineLoader, t, name), text)
+        assert _read(lambda t, name=name: parse_text(t, name), text) == python, name
+    assert len(texts) > 100

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
+import networkx as nx
+import numpy as np
 import pandas as pd
 import pytest
 
 from simulator.errors import InputError
-from simulator.metrics.store import read_frames, read_table, write_frame
+from simulator.metrics.store import _json_default, dumps_indented, read_frames, read_table, write_frame
 from simulator.metrics.summary import busiest_links, step_summary
 
 # two simulated ranks over two steps; rank 1 stands for three ranks (weight 3)
@@ -78,3 +81,27 @@ def test_an_empty_or_corrupt_folder_is_an_input_error(tmp_path: Path) -> None:
     (tmp_path / "ops.parquet").write_bytes(b"not parquet")
     with pytest.raises(InputError, match="cannot read saved frame"):
         read_table(tmp_path, "ops")
+
+
+def test_indented_json_is_that_of_the_standard_library() -> None:
+    """`dumps_indented` writes what `json.dumps(indent=2, default=...)` writes, character for
+    character: flat mappings and lists (the nodes and links of a topology), nesting, empty
+    containers, numpy numbers, non-text keys, text that looks like the joints it splices."""
+    g = nx.path_graph(5)
+    nx.set_node_attributes(g, {0: "gpu", 1: "nic"}, "kind")
+    nx.set_edge_attributes(g, 1.5e11, "bandwidth_bytes_per_s")
+    cases = [
+        nx.node_link_data(g, edges="links"),
+        {"a": [1, 2.5, float("nan"), {"b": np.float64(0.1), "c": np.int64(3), 2: "x"}], "e": [], "f": {}},
+        {"g": (1, [2]), "h": np.arange(3), "s": 'é\n"', "t": None, "u": True},
+        [{"a": 1}, {"b": "},\n    {"}, {"c": 2, "d": [1]}],
+        [{"a": "}, {"}, {"b": -0.0}],
+        [{"a": {}}],
+        [{"a": 1}, {}],
+        {"l": [{"a": 1, "b": "x"}, {"a": 2}], "m": [{"z": None}], "n": [[1], [[]], {"x": {"y": [None]}}]},
+        [],
+        {},
+        3,
+    ]
+    for data in cases:
+        assert dumps_indented(data) == json.dumps(data, indent=2, default=_json_default)

@@ -7,14 +7,17 @@ prices cables per distinct kind; each is checked here against the direct definit
 
 from __future__ import annotations
 
+import random
 from collections import Counter
 from pathlib import Path
 
 import networkx as nx
 import pytest
 
+from simulator.errors import SimulationError
 from simulator.network import cost
 from simulator.network.cluster import Cluster
+from simulator.network.routing import _bidirectional_path
 from simulator.network.topology import load_topology
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -74,3 +77,39 @@ def test_cables_priced_by_kind_are_priced_one_by_one() -> None:
     assert one_by_one and {(r.item, r.unit_usd, r.quantity) for r in cables.itertuples()} == {
         (i, usd, q) for (_, i, usd, _), q in one_by_one.items()
     }
+
+
+def test_in_server_search_is_networkx_bidirectional_search() -> None:
+    """`_bidirectional_path` returns the path networkx's bidirectional search returns,
+    ties included, on random graphs with many shortest paths (and refuses a missing one)."""
+    rng = random.Random(5)
+    for trial in range(30):
+        g = nx.gnm_random_graph(14, rng.randint(10, 40), seed=trial)
+        adj = {n: list(g.adj[n]) for n in g}
+        for a in g:
+            for b in g:
+                if a == b:
+                    continue
+                try:
+                    want = nx.bidirectional_shortest_path(g, a, b)
+                except nx.NetworkXNoPath:
+                    with pytest.raises(SimulationError):
+                        _bidirectional_path(adj, a, b)
+                    continue
+                assert _bidirectional_path(adj, a, b) == want
+
+
+@pytest.mark.parametrize("name", ["h100-rail-clos-16n-4to1.yaml", "fat-tree-k8.yaml"])
+def test_link_paths_and_latencies_are_those_of_node_paths(name: str) -> None:
+    """A route joined from cached pieces (entry, exit, switch path) is the node path's links,
+    and its latency the numpy sum over them, bit for bit."""
+    topo = load_topology(ROOT / "topologies" / name)
+    c = Cluster(topo.graph, topo.gpu)
+    r, idx = c.router, c.links.index
+    pairs = [(a, b) for a in c.gpus[::5] for b in c.gpus[::3]]
+    for a, b in pairs:
+        nodes = r.node_path(a, b)
+        assert r.path(a, b).tolist() == [idx[(u, v)] for u, v in zip(nodes, nodes[1:], strict=False)]
+        assert r.latency_s(a, b) == float(c.links.latency_s[r.path(a, b)].sum())
+    assert [p.tolist() for p in r.paths(pairs[:50])] == [r.path(a, b).tolist() for a, b in pairs[:50]]
+    assert r.max_latency_s(pairs[:50]) == max(r.latency_s(a, b) for a, b in pairs[:50])
