@@ -296,18 +296,21 @@ LIMITS = [
     "## Known limits",
     "",
     "- All-to-all and send/recv are point-to-point: the library's tuning model does not price "
-    "them, so the joint fit leaves them out. Their one fitted field is the latency of a "
-    "point-to-point call (`p2p_latency_us`, in place of the fabric's path latency of 2-3 us), "
-    "fitted on their sizes below 1 MiB: 32 us from the MI355X one-node all-to-all predicts "
-    "the two-node one (measured 35-45 us there) at 14 % below 1 MiB, 92 % uncalibrated. "
-    "That one-node run was driven by one thread for 8 GPUs (`nGpus 8`), so its 30-37 us "
-    "hold the harness's floor of 24 us as well (fitted as latency, as the joint fit does "
-    "with every such table); the two-node run, one process per GPU, has no such floor, so "
-    "how much of the 32 us is the call's own latency is not known. "
-    "Their bandwidth is not fitted: from 1 MiB they run at the fabric's rate, calibrated or "
-    "not (the one-node all-to-all runs: 16 % median error on MI355X, 44 % on A100). A "
-    "system with no other point-to-point table below 1 MiB (the A100 all-to-all left out) "
-    "keeps the path latency.",
+    "them, so the joint fit leaves them out. The all-to-all's one fitted field is the latency "
+    "of an all-to-all call (`all_to_all_latency_us`, in place of the fabric's path latency of "
+    "2-3 us), fitted on its tables' sizes below 1 MiB: 32 us from the MI355X one-node "
+    "all-to-all predicts the two-node one (measured 35-45 us there) at 14 % below 1 MiB, 92 % "
+    "uncalibrated. That one-node run was driven by one thread for 8 GPUs (`nGpus 8`), so its "
+    "30-37 us hold the harness's floor of 24 us as well (fitted as latency, as the joint fit "
+    "does with every such table); the two-node run, one process per GPU, has no such floor, "
+    "so how much of the 32 us is the call's own latency is not known. The fitted value is "
+    "applied to every all-to-all of the calibrated system, whatever its rank count, and to no "
+    "send/recv: the shipped send/recv table starts at 128 MiB, and an all-to-all's latency "
+    "(every rank's calls to every other) says nothing of one pipeline send. "
+    "Point-to-point bandwidth is not fitted: from 1 MiB they run at the fabric's rate, "
+    "calibrated or not (the one-node all-to-all runs: 16 % median error on MI355X, 44 % on "
+    "A100). A system with no other all-to-all table below 1 MiB (the A100 all-to-all left "
+    "out) keeps the path latency.",
     "- A file whose system has no other sample (the MI325X four-scale excerpt is the only MI325X "
     "file) has nothing to be fitted on when it is left out: calibrated = uncalibrated.",
     "- Runs of the same system that disagree with each other (the two AWS p5 EFA all-reduce "
@@ -368,6 +371,9 @@ LIMITS = [
     "alone sets the network fields (the Simple protocol's network overhead 586 us and LL128 "
     "efficiency 0.43, against 0 us and 1 by default) whatever the loss or the weights, and "
     "only the weak prior toward the library's constants opposes it.",
+    "- Both spreads are measured over every sample, the file a fold leaves out included, so "
+    "the `--robust` and `--shrink` figures of these bullets are not strictly held out (the "
+    "default fit uses neither spread).",
     "- Shrinkage by evidence (`--shrink`: each sample file one run whose deviation from the "
     "model has the measured run-to-run spread, 0.09 in log, over a spread of 0.013 between "
     "the sizes of one run, both printed by `--spread`; the prior toward the library's "

@@ -23,9 +23,12 @@ NIC preset (`default_params`) are read from there.
 Residuals are weighted so that each table's sizes below 1 MiB and from 1 MiB weigh the
 same in total. Point-to-point tables (all-to-all, send/recv) are left out of that fit: the
 library's tuning model does not price them and the engine moves them at the fabric's own
-rate. Their one field, the latency of a point-to-point call (`p2p_latency_us`, in place of
-the fabric's path latency), is fitted apart on their sizes below 1 MiB against the
-engine's own fabric time of each size (`fit_p2p_latency`); simplified: their bandwidth is
+rate. The all-to-all tables' one field, the latency of an all-to-all call
+(`all_to_all_latency_us`, in place of the fabric's path latency), is fitted apart on their
+sizes below 1 MiB against the engine's own fabric time of each size
+(`fit_all_to_all_latency`). Send/recv keeps the path latency: no shipped send/recv table
+has a size below 1 MiB, and an all-to-all's latency (every rank's calls to every other)
+says nothing of one pipeline send. Simplified: point-to-point bandwidth is
 not fitted (no field stands for it). Times are out-of-place
 (`BenchmarkTable.sizes("out_of_place")`).
 A field that ends at one of its bounds is reported in `JointFit.at_bounds`.
@@ -73,9 +76,9 @@ from simulator.network.collective_params import (
 from simulator.network.selection import P2P_KINDS, GroupFacts, choose
 from simulator.network.topology import load_topology
 
-#: fitted apart, on the point-to-point tables alone (`fit_p2p_latency`)
-P2P_FIELD = "p2p_latency_us"
-NAMES = tuple(k for k in FITTED_FIELDS if k != P2P_FIELD)
+#: fitted apart, on the all-to-all tables alone (`fit_all_to_all_latency`)
+A2A_FIELD = "all_to_all_latency_us"
+NAMES = tuple(k for k in FITTED_FIELDS if k != A2A_FIELD)
 MIB = 2**20
 _LOW = np.array([FITTED_FIELDS[k][0] for k in NAMES])
 _HIGH = np.array([FITTED_FIELDS[k][1] for k in NAMES])
@@ -86,7 +89,7 @@ _HIGH = np.array([FITTED_FIELDS[k][1] for k in NAMES])
 # overhead a software unknown (loose: 200 us), other latencies 20 us, factors 0.5
 PRIOR_WEIGHT = 0.1
 PRIOR_SCALE = {"net_latency_us": 10.0, "simple_net_overhead_us": 200.0, "step_latency_us": 20.0,
-               "launch_latency_us": 20.0, P2P_FIELD: 20.0}  # fmt: skip
+               "launch_latency_us": 20.0, A2A_FIELD: 20.0}  # fmt: skip
 _PRIOR_SCALE = np.array([PRIOR_SCALE.get(k, 0.5) for k in NAMES])
 #: run-to-run spread of repeated runs of one system, log units: 1.4826 x the median absolute
 #: deviation of log(time of one run / time of another) over every size two sample files of
@@ -98,7 +101,7 @@ RUN_SPREAD_LOG = 0.09
 #: log(in-place / out-of-place time) over every size of every sample table that printed both
 #: halves (0.0132 over 665 sizes; `benchmarks/collective_validation.py --spread` prints it)
 IN_RUN_SPREAD_LOG = 0.013
-#: the latency a point-to-point table is replayed with to find its fabric time, us
+#: the latency an all-to-all table is replayed with to find its fabric time, us
 _PROBE_US = 1000.0
 #: how `FitOptions.table_weight` may share the total weight between tables
 TABLE_WEIGHTS = ("sizes", "table", "file")
@@ -142,7 +145,7 @@ class Sample:
         base: the library defaults for the system's GPU and NIC preset.
         sizes_bytes: measured sizes (> 0), bytes.
         measured_s: out-of-place time per size, s.
-        fabric_s: point-to-point tables only: the engine's time per size without the
+        fabric_s: all-to-all tables only: the engine's time per size without the
             call's latency (its flows on the fabric, one GPU per thread), s; else None.
     """
 
@@ -163,7 +166,7 @@ class JointFit:
         at_bounds: fields that ended on a physical bound (a clamp), with the bound.
         table_errors: table label -> median |predicted / measured - 1| over its sizes.
         skipped: labels of tables left out of the joint fit (point-to-point kinds, whose
-            latency `fit_p2p_latency` fits apart).
+            latency `fit_all_to_all_latency` fits apart).
     """
 
     values: dict[str, float]
@@ -190,24 +193,24 @@ def make_sample(table: BenchmarkTable, cluster: Cluster) -> Sample:
     sizes = sizes[sizes["size_bytes"] > 0]
     facts = cluster.topo.facts(list(cluster.gpus[: table.n_gpus]))
     base = default_params(cluster.gpu.name, cluster.topo.nic)
-    fabric = _fabric_s(table, cluster) if table.collective in P2P_KINDS and len(sizes) else None
+    fabric = _fabric_s(table, cluster) if table.collective == "all_to_all" and len(sizes) else None
     return Sample(
         table, facts, base, sizes["size_bytes"].to_numpy(float), sizes["time_s"].to_numpy(float), fabric
     )
 
 
 def _fabric_s(table: BenchmarkTable, cluster: Cluster) -> np.ndarray:
-    """A point-to-point table's engine time per size less the call's latency: the table
+    """An all-to-all table's engine time per size less the call's latency: the table
     replayed (one GPU per thread, no harness floor) with a known latency `_PROBE_US`."""
-    block = CollectiveParamsFit(topology="(probe)", values={P2P_FIELD: _PROBE_US})
+    block = CollectiveParamsFit(topology="(probe)", values={A2A_FIELD: _PROBE_US})
     profile = CalibrationProfile(name="probe", collective_params=block)
     res = replay(replace(table, gpus_per_thread=1), profile, cluster=cluster, half="out_of_place")
     return res["simulated_s"].to_numpy(float) - _PROBE_US * 1e-6
 
 
-def fit_p2p_latency(samples: list[Sample], x0_us: float) -> float | None:
-    """The point-to-point call's latency (`CollectiveParams.p2p_latency_us`), us, fitted on
-    the point-to-point tables' sizes below 1 MiB, where a call's time is mostly latency
+def fit_all_to_all_latency(samples: list[Sample], x0_us: float) -> float | None:
+    """The all-to-all call's latency (`CollectiveParams.all_to_all_latency_us`), us, fitted on
+    the all-to-all tables' sizes below 1 MiB, where a call's time is mostly latency
     (larger sizes say how fast the fabric moves them, for which no fitted field of a
     point-to-point call stands: a latency fitted there would absorb a bandwidth miss).
     None: no such size.
@@ -224,10 +227,10 @@ def fit_p2p_latency(samples: list[Sample], x0_us: float) -> float | None:
             parts.append((s.fabric_s[keep], s.measured_s[keep], _weights(s.sizes_bytes)[keep]))
     if not parts:
         return None
-    lo, hi = FITTED_FIELDS[P2P_FIELD]
+    lo, hi = FITTED_FIELDS[A2A_FIELD]
 
     def residuals(x: np.ndarray) -> np.ndarray:
-        prior = PRIOR_WEIGHT * (x - x0_us) / PRIOR_SCALE[P2P_FIELD]
+        prior = PRIOR_WEIGHT * (x - x0_us) / PRIOR_SCALE[A2A_FIELD]
         return np.concatenate([prior, *(np.log((x[0] * 1e-6 + f) / m) * w for f, m, w in parts)])
 
     fit = least_squares(residuals, [min(max(x0_us, 10.0), hi)], bounds=([lo], [hi]), x_scale=[10.0])
@@ -359,26 +362,28 @@ def fit_joint(samples: list[Sample], opts: FitOptions | None = None) -> JointFit
                 x[i] = b  # snap: the solver stops within its tolerance of an active bound
                 on_bound[k] = float(b)
     values = {k: float(f"{v:.6g}") for k, v in _values(x).items()}
-    p2p = fit_p2p_latency(samples, start[P2P_FIELD])
-    if p2p is not None:
-        values[P2P_FIELD] = p2p
-        if p2p in FITTED_FIELDS[P2P_FIELD]:
-            on_bound[P2P_FIELD] = p2p
+    a2a = fit_all_to_all_latency(samples, start[A2A_FIELD])
+    if a2a is not None:
+        for b in FITTED_FIELDS[A2A_FIELD]:
+            if abs(a2a - b) <= 1e-6 * max(1.0, abs(b)):
+                a2a = b  # snap, as above
+                on_bound[A2A_FIELD] = b
+        values[A2A_FIELD] = a2a
     return JointFit(values, on_bound, prediction_errors(samples, values), skipped)
 
 
 def prediction_errors(samples: list[Sample], values: dict[str, float]) -> dict[str, float]:
     """Median |predicted / measured - 1| per table under fitted `values` (e.g. held-out tables);
-    a point-to-point table only where `values` holds its latency (fitted below 1 MiB, scored
-    on every size)."""
+    an all-to-all table only where `values` holds its latency (fitted below 1 MiB, scored
+    on every size); a send/recv table never (its latency is not fitted)."""
     out = {}
     for s in samples:
         if not len(s.sizes_bytes):
             continue
         if s.table.collective in P2P_KINDS:
-            if s.fabric_s is None or P2P_FIELD not in values:
+            if s.fabric_s is None or A2A_FIELD not in values:  # send/recv: fabric_s is None
                 continue  # the engine's own path latency: not a fitted prediction
-            pred = values[P2P_FIELD] * 1e-6 + s.fabric_s
+            pred = values[A2A_FIELD] * 1e-6 + s.fabric_s
         else:
             pred = predict_s(s, with_fitted(s.base, values))
         err = np.median(np.abs(pred / s.measured_s - 1))

@@ -104,9 +104,10 @@ class CollectiveParams:
             required settings (a NIC preset's `algorithms`); None = `algorithms`.
         host_launch_us: host time to enqueue one call on one GPU (the library's enqueue and
             the kernel launch), us; a thread driving g GPUs pays it g times per call.
-        p2p_latency_us: latency of one point-to-point call (all-to-all, send/recv), in place
-            of the fabric's path latency, us; 0 = the path latency (the library's tuning
-            model prices no point-to-point call; only a calibration sets it).
+        all_to_all_latency_us: latency of one all-to-all call, in place of the fabric's path
+            latency, us; 0 = the path latency (the library's tuning model prices no
+            point-to-point call; only a calibration sets it). Send/recv always keeps the
+            path latency.
     """
 
     library: str
@@ -139,7 +140,7 @@ class CollectiveParams:
     net_protocols: tuple[str, ...] | None = None
     net_algorithms: tuple[str, ...] | None = None
     host_launch_us: float = HOST_LAUNCH_US
-    p2p_latency_us: float = 0.0
+    all_to_all_latency_us: float = 0.0
 
     def launch_floor_s(self, gpus_per_thread: int | None) -> float:
         """Shortest time of one call of back-to-back calls when one host thread enqueues it
@@ -179,7 +180,7 @@ FITTED_FIELDS: dict[str, tuple[float, float]] = {
     "latency_scale": (0.05, 20.0),
     "step_latency_us": (0.0, 1000.0),
     "launch_latency_us": (0.0, 1000.0),
-    "p2p_latency_us": (0.0, 1000.0),
+    "all_to_all_latency_us": (0.0, 1000.0),
 }
 
 

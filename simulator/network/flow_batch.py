@@ -55,6 +55,8 @@ def flow_batch(
         for m, c in zip(mult, crossings or [None] * n, strict=True)
     ]
     size_arr = np.array(sizes, dtype=float)
+    if not np.isfinite(size_arr).all() or (size_arr < 0).any():
+        raise ValueError(f"flow sizes must be finite and non-negative bytes, got {sizes}")
     n_links = np.array([len(x) for x in links], dtype=np.int64)
     live = np.flatnonzero((size_arr > 0) & (n_links > 0))
     live_list = live.tolist()

@@ -37,7 +37,7 @@ and `net_algorithms`, from the NIC preset: Simple on EFA p4d; ring / ring and tr
 GPUDirect-TCPX / -TCPXO). RCCL: ring, tree
 and CollNet only. All-to-all and send/recv are point-to-point (`direct`, Simple): NCCL's
 tuning tables do not price them, so their latency stays the fabric's path latency, unless
-a calibration sets `CollectiveParams.p2p_latency_us` (then that, in its place).
+a calibration sets `CollectiveParams.all_to_all_latency_us` (then that, in its place).
 
 Pipeline fill (timing only, not the choice): NCCL moves an all-reduce in chunks through a
 pipeline of stages, so the call takes `(chunks + depth - 1)` chunk times rather than
@@ -382,9 +382,9 @@ def choose(
             algorithm (path latencies, full rate), the fastest protocol under `auto`.
     """
     if kind in P2P_KINDS or f.n_ranks <= 1:
-        fitted = kind in P2P_KINDS and f.n_ranks > 1 and p.p2p_latency_us > 0
-        p2p_s = p.p2p_latency_us * 1e-6 if fitted else None
-        return Choice(algorithm or "direct", "simple" if protocol is None else protocol, p2p_s, 1.0, 0.0)
+        fitted = kind == "all_to_all" and f.n_ranks > 1 and p.all_to_all_latency_us > 0
+        latency_s = p.all_to_all_latency_us * 1e-6 if fitted else None
+        return Choice(algorithm or "direct", "simple" if protocol is None else protocol, latency_s, 1.0, 0.0)
     if algorithm not in (None, "auto") and (protocol is None or algorithm not in NCCL_ALGORITHMS):
         return Choice(algorithm, "ideal", None, 1.0, 0.0)
     if size <= 0:  # nothing to move: the library returns at once

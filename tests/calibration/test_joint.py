@@ -13,8 +13,8 @@ from simulator.calibration.joint import (
     RUN_SPREAD_LOG,
     FitOptions,
     Sample,
+    fit_all_to_all_latency,
     fit_joint,
-    fit_p2p_latency,
     make_sample,
     predict_s,
     resized_cluster,
@@ -211,11 +211,11 @@ def test_a_point_to_point_latency_is_fitted_on_the_sizes_below_one_mib() -> None
     big = s.sizes_bytes >= 2**20
     synthetic = replace(s, measured_s=np.where(big, 2 * s.fabric_s, s.fabric_s + 40e-6))
     # 40 us less the prior's pull toward 0 (PRIOR_WEIGHT 0.1 at 20 us: a few tenths of a us)
-    assert fit_p2p_latency([synthetic], 0.0) == pytest.approx(40.0, abs=0.5)
-    assert fit_p2p_latency([replace(synthetic, fabric_s=None)], 0.0) is None  # not point-to-point
+    assert fit_all_to_all_latency([synthetic], 0.0) == pytest.approx(40.0, abs=0.5)
+    assert fit_all_to_all_latency([replace(synthetic, fabric_s=None)], 0.0) is None  # not point-to-point
     # the engine runs the fitted latency in place of the path latency: replayed, the table's
     # small sizes take latency + fabric time
-    block = CollectiveParamsFit(topology=MI355X.name, values={"p2p_latency_us": 40.0})
+    block = CollectiveParamsFit(topology=MI355X.name, values={"all_to_all_latency_us": 40.0})
     profile = CalibrationProfile(name="p", collective_params=block)
     res = replay(table, profile, cluster=cluster, half="out_of_place", tuning=ProfileTuning([("p", profile)]))
     assert np.allclose(res["simulated_s"].to_numpy(), s.fabric_s + 40e-6, rtol=1e-9, atol=1e-12)

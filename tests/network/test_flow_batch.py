@@ -8,11 +8,13 @@ every process resumes (the order of every other event) must be the very same.
 from __future__ import annotations
 
 import numpy as np
+import pytest
 import simpy
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from simulator.network.fabric import Fabric
+from simulator.network.flow_batch import flow_batch
 
 N_LINKS = 10
 
@@ -78,3 +80,11 @@ def test_a_batch_of_flows_without_bytes_finishes_when_started():
     cols = fab.flow_records.columns()
     assert cols["flow_id"].tolist() == [0, 1] and cols["finished_at_s"].tolist() == [0, 0]
     assert cols["finished_at_s"].dtype == np.int64  # the clock's int 0, as a frame of the rows has it
+
+
+def test_a_flow_of_nan_or_negative_bytes_is_refused():
+    link = [np.array([0], dtype=np.int64)]
+    mult = [np.array([1.0])]
+    for bad in (float("nan"), float("inf"), -1.0):
+        with pytest.raises(ValueError, match="finite and non-negative"):
+            flow_batch(link, mult, [bad], ["x"])

@@ -246,12 +246,18 @@ def test_fitted_fields_apply_to_latency_and_protocol_bandwidth():
         with_fitted(base, {"magic": 1.0})
 
 
-def test_point_to_point_latency_is_the_path_latency_unless_fitted():
+def test_all_to_all_latency_is_the_path_latency_unless_fitted_and_never_a_sends():
     f = _facts(16, 2)
+    fitted = with_fitted(MI300X, {"all_to_all_latency_us": 32.5})
     for kind in ("all_to_all", "send_recv"):
         assert choose(kind, f, MI300X, 4096.0).latency_s is None  # the fabric's path latency
-        fitted = with_fitted(MI300X, {"p2p_latency_us": 32.5})
-        assert choose(kind, f, fitted, 4096.0).latency_s == pytest.approx(32.5e-6, rel=1e-12)
+    assert choose("all_to_all", f, fitted, 4096.0).latency_s == pytest.approx(32.5e-6, rel=1e-12)
+    # fitted on all-to-all tables only: a pipeline send keeps the path latency
+    assert choose("send_recv", _facts(2, 2), fitted, 4096.0).latency_s is None
+    assert choose("send_recv", f, fitted, 4096.0).latency_s is None
     # a group of one rank moves nothing: no latency either way
     one = dataclasses.replace(f, n_ranks=1, n_nodes=1, ppn=1)
-    assert choose("all_to_all", one, with_fitted(MI300X, {"p2p_latency_us": 32.5}), 4096.0).latency_s is None
+    assert (
+        choose("all_to_all", one, with_fitted(MI300X, {"all_to_all_latency_us": 32.5}), 4096.0).latency_s
+        is None
+    )
