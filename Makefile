@@ -7,10 +7,13 @@ DEV_STAMP := $(VENV)/.installed-dev
 
 .PHONY: setup demo test test-all lint bench clean
 
+# The editable install leaves bytecode to the first run, which a machine with
+# PYTHONDONTWRITEBYTECODE never writes: it is compiled once here, as a regular install does.
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e '.[test]'
+	$(BIN)/python -m compileall -q simulator
 	touch $(STAMP)
 
 # ruff, mypy and import-linter at the versions CI checks with (only `make lint` needs them)
