@@ -69,6 +69,11 @@ class OpTable(ColumnChunks):
         self._rows.append(row)
         self._added()
 
+    def extend(self, rows: list[OpRecord]) -> None:
+        """Add records in order (as `append` one by one; chunks may run longer)."""
+        self._rows.extend(rows)
+        self._added()
+
     def __iter__(self) -> Iterator[OpRecord]:
         cols = self.columns()
         return (OpRecord(*row) for row in zip(*(cols[k].tolist() for k in OpRecord._fields), strict=True))

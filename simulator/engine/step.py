@@ -409,24 +409,12 @@ class StepSimulator:
         algo = plan.algorithm if plan else "direct"
         proto = plan.protocol if plan else ""
         n = plan.n_ranks if plan else 1
-        for rank, ready in arrivals.items():
-            self.op_rows.append(
-                OpRecord(
-                    step=step,
-                    op_id=op.id,
-                    kind=op.kind,
-                    tag=op.tag,
-                    rank=rank,
-                    stream=op.stream,
-                    ready_at_s=ready,
-                    started_at_s=start,
-                    finished_at_s=env.now,
-                    size_bytes=op.size_bytes,
-                    flops=0.0,
-                    collective=coll,
-                    algorithm=algo,
-                    protocol=proto,
-                    n_ranks=n,
-                )
-            )
+        now, size = env.now, op.size_bytes
+        row = (op.id, op.kind, op.tag)  # the record's fields, positionally (`OpRecord`)
+        self.op_rows.extend(
+            [
+                OpRecord(step, *row, rank, op.stream, ready, start, now, size, 0.0, coll, algo, proto, n)
+                for rank, ready in arrivals.items()
+            ]
+        )
         done.succeed()
