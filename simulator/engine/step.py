@@ -32,6 +32,7 @@ from simulator.network.cluster import Cluster
 from simulator.network.collective import Plan, bus_factor, flow_usage, plan_collective
 from simulator.network.collective_params import CollectiveParams, default_params
 from simulator.network.fabric import Fabric, FlowBatch, max_min_rates
+from simulator.network.flow_batch import flow_batch
 from simulator.workload.program import Op, StepProgram, stream_ops
 
 log = logging.getLogger(__name__)
@@ -267,7 +268,7 @@ class StepSimulator:
         """A phase's flows as the fabric starts them; equal links and multiplicities, equal
         class key (the fabric solves them as one class)."""
         fab = self.fabric
-        return fab.flow_batch(
+        return flow_batch(
             [f.links for f in flows],
             [f.mult for f in flows],
             [f.size_bytes for f in flows],

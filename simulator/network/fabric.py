@@ -187,21 +187,9 @@ class Fabric:
         flow.remaining_bytes = flow.size_bytes
         flow.crossings = crossings
         flow.key = key
-        batch = self.flow_batch([links], [mult], [size_bytes], [label], [crossings], [key])
+        batch = flow_batch([links], [mult], [size_bytes], [label], [crossings], [key])
         self._start(batch, op_id, done, flow)
         return done
-
-    def flow_batch(
-        self,
-        links: list[np.ndarray],
-        mult: list[np.ndarray],
-        sizes: list[float],
-        labels: list[str],
-        crossings: list[float | None] | None = None,
-        keys: list[int] | None = None,
-    ) -> FlowBatch:
-        """Describe flows to start together (`flow_batch` of `simulator.network.flow_batch`)."""
-        return flow_batch(links, mult, sizes, labels, crossings, keys)
 
     def transfer_batch(self, batch: FlowBatch, op_id: str = "") -> tuple[simpy.Event, int]:
         """Start the flows of `batch` (flow ids in its order) for op `op_id`.

@@ -42,7 +42,7 @@ def _run(batches, batched: bool):  # noqa: ANN001, ANN202
         mult = [np.full(len(ls), m) for ls, _, m in flows]
         keys = [fab.class_key(x, m) if keyed else -1 for x, m in zip(links, mult, strict=True)]
         if batched:
-            batch = fab.flow_batch(links, mult, [s for _, s, _ in flows], [f"f{i}"] * len(flows), None, keys)
+            batch = flow_batch(links, mult, [s for _, s, _ in flows], [f"f{i}"] * len(flows), None, keys)
             yield fab.transfer_batch(batch, op_id=f"op{i}")[0]
         else:
             events = [
@@ -71,7 +71,7 @@ def test_a_batch_of_flows_without_bytes_finishes_when_started():
     """Every flow empty: the batch's event is processed at once, the flows recorded at 0."""
     env = simpy.Environment()
     fab = Fabric(env, np.ones(2))
-    batch = fab.flow_batch(
+    batch = flow_batch(
         [np.array([0]), np.empty(0, dtype=np.int64)], [np.ones(1), np.ones(0)], [0.0, 3.0], ["a", "b"]
     )
     done, first = fab.transfer_batch(batch, op_id="x")
