@@ -411,10 +411,12 @@ class StepSimulator:
         proto = plan.protocol if plan else ""
         n = plan.n_ranks if plan else 1
         now, size = env.now, op.size_bytes
-        row = (op.id, op.kind, op.tag)  # the record's fields, positionally (`OpRecord`)
-        self.op_rows.extend(
+        op_id, kind, tag, stream = op.id, op.kind, op.tag, op.stream
+        self.op_rows.extend(  # `OpRecord`'s fields, in order
             [
-                OpRecord(step, *row, rank, op.stream, ready, start, now, size, 0.0, coll, algo, proto, n)
+                OpRecord(
+                    step, op_id, kind, tag, rank, stream, ready, start, now, size, 0.0, coll, algo, proto, n
+                )
                 for rank, ready in arrivals.items()
             ]
         )

@@ -483,25 +483,24 @@ class Router:
             return head + tail
         return head + self._switch_links(sa, sb, a, b) + tail
 
-    def _switch_links(self, s: str, t: str, a: str, b: str) -> list[int]:
-        """Link indices of `_switch_path(s, t, a, b)`."""
-        mid = self._switch_path(s, t, a, b)
-        idx = self.links.index
-        return [idx[(u, v)] for u, v in zip(mid, mid[1:], strict=False)]
-
-    def _fallback_links(self, a: str, b: str) -> list[int]:
-        nodes = self._fallback(a, b)
+    def _hops(self, nodes: list[str]) -> list[int]:
+        """Link indices along a node path."""
         idx = self.links.index
         return [idx[(u, v)] for u, v in zip(nodes, nodes[1:], strict=False)]
+
+    def _switch_links(self, s: str, t: str, a: str, b: str) -> list[int]:
+        """Link indices of `_switch_path(s, t, a, b)`."""
+        return self._hops(self._switch_path(s, t, a, b))
+
+    def _fallback_links(self, a: str, b: str) -> list[int]:
+        return self._hops(self._fallback(a, b))
 
     def _domain_links(self, a: str, b: str) -> list[int]:
         """Link indices of `_domain_path(a, b)` (cached; callers must not modify it)."""
         key = (a, b)
         li = self._domain_link_paths.get(key)
         if li is None:
-            nodes = self._domain_path(a, b)
-            idx = self.links.index
-            li = self._domain_link_paths[key] = [idx[(u, v)] for u, v in zip(nodes, nodes[1:], strict=False)]
+            li = self._domain_link_paths[key] = self._hops(self._domain_path(a, b))
         return li
 
     def paths(self, edges: Sequence[tuple[str, str]]) -> list[np.ndarray]:
@@ -529,8 +528,8 @@ class Router:
         key = (a, b)
         lat = self._latency.get(key)
         if lat is None:
-            lat = float(self.links.latency_s[self.path(a, b)].sum())
-            self._latency[key] = lat
+            self.path(a, b)  # caches the path's latency with it
+            lat = self._latency[key]
         return lat
 
     def check_reachable(self, gpus: list[str]) -> None:
