@@ -67,12 +67,10 @@ class JobFabric(Fabric):
     def transfer_batch(self, batch: FlowBatch, op_id: str = "") -> tuple[simpy.Event, int]:
         """Start the batch on the shared fabric and book its flows to this job."""
         done, first = self.shared.transfer_batch(batch, op_id)
-        for i, (links, mult, size) in enumerate(
-            zip(batch.links, batch.mult, batch.sizes.tolist(), strict=True)
-        ):
-            if len(links):
-                self.job_link_bytes[links] += mult * size
-            self.flow_job[first + i] = self.job
+        live = batch.live  # the others move no bytes
+        sizes = np.repeat(batch.sizes[live], batch.n_links[live])
+        np.add.at(self.job_link_bytes, batch.e_links, batch.e_mult * sizes)  # entry by entry, in order
+        self.flow_job.update(dict.fromkeys(range(first, first + len(batch.sizes)), self.job))
         return done, first
 
     def class_key(self, links: np.ndarray, mult: np.ndarray) -> int:

@@ -273,8 +273,7 @@ class StepSimulator:
             [f.mult for f in flows],
             [f.size_bytes for f in flows],
             [f.label for f in flows],
-            [float(f.mult.sum()) if len(f.mult) else 0.0 for f in flows],
-            [fab.class_key(f.links, f.mult) for f in flows],
+            keys=[fab.class_key(f.links, f.mult) for f in flows],  # crossings: mult.sum()
         )
 
     def _tune(self, op: Op, p: PreparedOp) -> None:

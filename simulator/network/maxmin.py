@@ -136,7 +136,6 @@ def max_min_class_rates(
         frozen[~has_links] = True
     remaining = capacity.astype(float)  # a copy
     n_links = len(capacity)
-    live = None  # every entry live (until a class freezes)
     floor = _SATURATED_SHARE * np.maximum(capacity, 1.0)
     merged = len(flow_cls) > n_classes  # some class has several members
     link, mult, cls = link_of_entry, mult_of_entry, cls_of_entry
@@ -154,10 +153,10 @@ def max_min_class_rates(
         rates[~frozen] += delta
         remaining -= delta * w
         saturated = loaded & (remaining <= floor)
-        hit = saturated[link_of_entry] if live is None else live & saturated[link_of_entry]
-        frozen[cls_of_entry[hit]] = True
-        live = ~frozen[cls_of_entry]
-        link, mult, cls = link_of_entry[live], mult_of_entry[live], cls_of_entry[live]
+        # link, mult and cls hold the entries of unfrozen classes only (a class never thaws)
+        frozen[cls[saturated[link]]] = True
+        keep = ~frozen[cls]
+        link, mult, cls = link[keep], mult[keep], cls[keep]
     return rates
 
 

@@ -259,8 +259,10 @@ class SimulatedOracle:
             self.simulations += 1
             return sim
         drains = _drain_paths(cluster, sorted(set(prep.program.rank_gpus)))
-        load = None if drain_as_flows else _drain_load(cluster, sim.fabric.capacity_bytes_per_s, drains)
-        if load is None or any(op.kind == "checkpoint" for op in prep.program.ops):
+        writes = any(op.kind == "checkpoint" for op in prep.program.ops)
+        capacity = sim.fabric.capacity_bytes_per_s
+        load = None if drain_as_flows or writes else _drain_load(cluster, capacity, drains)
+        if load is None:
             for links, mult in drains:
                 sim.fabric.transfer(links, mult, _DRAIN_FOREVER, op_id="drain", label="checkpoint drain")
             sim.run(1)
