@@ -8,6 +8,7 @@ import shutil
 from pathlib import Path
 from types import ModuleType
 
+import pandas as pd
 import pytest
 
 from simulator.calibration.joint import IN_RUN_SPREAD_LOG, RUN_SPREAD_LOG
@@ -64,3 +65,27 @@ def test_the_within_run_spread_is_the_measured_one() -> None:
     # rounded to 3 decimals
     within, n_within = _script().in_run_spread(SAMPLES)
     assert abs(within - IN_RUN_SPREAD_LOG) < 0.0005 and n_within > 600
+
+
+def test_every_uncalibrated_miss_is_listed_with_its_finding_or_said_to_have_none() -> None:
+    mod = _script()
+    key = next(iter(mod.UNCALIBRATED_FINDINGS))
+    rows = [  # a miss with a finding, a miss without, a one-node miss, a multi-node table within 15 %
+        {"table": f"{key}-run.txt", "kind": "all_gather", "nodes": 2, "uncal_med_ge": 0.5},
+        {"table": "x100-16gpu-2node.txt", "kind": "all_reduce", "nodes": 2, "uncal_med_ge": 0.2},
+        {"table": "x100-8gpu-1node.txt", "kind": "all_reduce", "nodes": 1, "uncal_med_ge": 0.9},
+        {"table": "y100-16gpu-2node.txt", "kind": "all_reduce", "nodes": 2, "uncal_med_ge": 0.1},
+    ]
+    text = "\n".join(mod._finding_lines(pd.DataFrame(rows)))
+    assert f"- `{key}-run.txt` (all_gather, 2 nodes; 50%): {mod.UNCALIBRATED_FINDINGS[key]}" in text
+    assert "- `x100-16gpu-2node.txt` (all_reduce, 2 nodes; 20%): no finding recorded." in text
+    assert "x100-8gpu-1node" not in text and "y100" not in text
+    # a finding whose table is not among the misses is kept, said to be within 15 % now
+    others = set(mod.UNCALIBRATED_FINDINGS) - {key}
+    assert all(f"- `{k}`: now within 15 % uncalibrated" in text for k in others)
+
+
+def test_every_finding_names_a_shipped_sample() -> None:
+    names = [p.name for p in sample_files()]
+    for key in _script().UNCALIBRATED_FINDINGS:
+        assert any(n.startswith(key.split("#")[0]) for n in names), key
