@@ -149,7 +149,8 @@ def run_row(args: list[str], timeout_s: float) -> tuple[float, float, float, int
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     with tempfile.TemporaryFile("w+") as log:
         t0 = time.perf_counter()
-        proc = subprocess.Popen(args, env=env, stdout=log, stderr=subprocess.STDOUT)
+        # in the repository: `python -m` puts the working folder first on the import path
+        proc = subprocess.Popen(args, env=env, cwd=REPO, stdout=log, stderr=subprocess.STDOUT)
         killed = False
         while True:
             pid, status, usage = os.wait4(proc.pid, os.WNOHANG)

@@ -126,7 +126,6 @@ class StepSimulator:
         self._prepared: dict[str, PreparedOp] = {}
         self._plans: dict[tuple, PreparedOp] = {}  # same collective on the same GPUs: plan once
         self._plans_by_ranks: dict[tuple, PreparedOp] = {}  # the same, keyed by the op's ranks
-        self._forwarded: dict[tuple[str, str], bool] = {}  # does a GPU pair's route pass a GPU
         self.op_rows = OpTable()
         self.step_rows: list[StepRecord] = []
         self.tuned: dict[str, str] = {}
@@ -226,20 +225,13 @@ class StepSimulator:
         total_steps = sum(ph.steps for ph in plan.phases) or 1
         eff = max(plan.efficiency, 1e-6)
         path_latency = plan.latency_s is None
-        fwd = self._forwarded
         for ph in plan.phases:
             flows, lat = [], 0.0
             for pf in ph.flows:
                 links, mult, flat = flow_usage(router, pf.edges, path_latency)
                 lat = max(lat, flat)
                 flows.append(PhaseFlow(links, mult / eff, pf.size_bytes, pf.label))
-                n_fwd = 0
-                for e in pf.edges:
-                    f = fwd.get(e)
-                    if f is None:
-                        f = fwd[e] = router.forwarded_via_gpu(*e)
-                    n_fwd += f
-                forwarded += pf.size_bytes * n_fwd
+                forwarded += pf.size_bytes * router.forwarded_count(pf.edges)
             if plan.latency_s is not None:
                 lat_s = plan.latency_s * ph.steps / total_steps + ph.steps * self.settings.alpha_s
             else:

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 import networkx as nx
 
@@ -54,19 +54,33 @@ _DIGITS = re.compile(r"(\d+)")
 def server_major(g: nx.Graph, names: Iterable[str]) -> list[str]:
     """GPUs of `g` by server (natural order of server names: n2 before n10), then local
     rank, then name."""
+    return _server_major(names, g.nodes)
+
+
+def _server_major(names: Iterable[str], data: Mapping[str, dict]) -> list[str]:
     return sorted(
         names,
-        key=lambda n: (
-            natural_key(g.nodes[n].get("node", "")),
-            g.nodes[n].get("local_rank", 0),
-            natural_key(n),
-        ),
+        key=lambda n: (natural_key(data[n].get("node", "")), data[n].get("local_rank", 0), natural_key(n)),
     )
 
 
 def gpus(g: nx.Graph) -> list[str]:
     """GPU node names in a stable order: server (natural order), local rank, name."""
-    return server_major(g, (n for n, d in g.nodes(data=True) if d.get("kind") == "gpu"))
+    data = {n: d for n, d in g.nodes(data=True) if d.get("kind") == "gpu"}
+    return _server_major(data, data)
+
+
+def edge_list(g: nx.Graph) -> list[tuple[str, str, dict]]:
+    """`list(g.edges(data=True))` of an undirected graph, in the same order (each edge once,
+    from the first of its ends in node order), read from the adjacency in one pass."""
+    if type(g) is not nx.Graph:
+        return list(g.edges(data=True))
+    out: list[tuple[str, str, dict]] = []
+    seen: set[str] = set()
+    for n, nbrs in g.adjacency():
+        out += [(n, nbr, d) for nbr, d in nbrs.items() if nbr not in seen]
+        seen.add(n)
+    return out
 
 
 def validate_graph(g: nx.Graph, source: str = "topology") -> None:
@@ -85,7 +99,7 @@ def validate_graph(g: nx.Graph, source: str = "topology") -> None:
                 file=source,
                 field="nodes.kind",
             )
-    for u, v, d in g.edges(data=True):
+    for u, v, d in edge_list(g):
         bw = d.get("bandwidth_bytes_per_s")
         if not isinstance(bw, (int, float)) or not bw > 0:
             raise InputError(
@@ -107,8 +121,7 @@ def validate_graph(g: nx.Graph, source: str = "topology") -> None:
                 file=source,
                 field="links.medium",
             )
-    gpu_nodes = gpus(g)
-    if not gpu_nodes:
+    if not any(d.get("kind") == "gpu" for _, d in g.nodes(data=True)):
         raise InputError("topology has no GPU (no node of kind 'gpu')", file=source)
     if not nx.is_connected(g):
         parts = sorted(nx.connected_components(g), key=len, reverse=True)

@@ -32,6 +32,7 @@ class Topo:
         self._server: dict[str, str] = {}
         self._mesh_cache: dict[tuple[str, ...], bool] = {}
         self._facts: dict[tuple[int, int, int, str], GroupFacts] = {}
+        self._nodes_of: dict[object, list[tuple[str, dict]]] | None = None
         self.nic: str | None = g.graph.get("nic")  # NIC preset name, when the topology gave one
         self.in_network_reduction = any(
             bool(d.get("in_network_reduction")) for _, d in g.nodes(data=True) if d.get("kind") == "switch"
@@ -86,9 +87,11 @@ class Topo:
         if intra <= 0:
             intra = pcie or fastest
         nic_total, server_gpus = 0.0, 0
-        for node, d in g.nodes(data=True):
-            if d.get("node") != server:
-                continue
+        if self._nodes_of is None:  # every node by its server, in graph order (built once)
+            self._nodes_of = {}
+            for node, d in g.nodes(data=True):
+                self._nodes_of.setdefault(d.get("node"), []).append((node, d))
+        for node, d in self._nodes_of.get(server, []):
             if d.get("kind") == "gpu":
                 server_gpus += 1
             elif d.get("kind") == "nic":

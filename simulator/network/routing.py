@@ -18,16 +18,20 @@ Model of how traffic finds its way (what NCCL and an ECMP fabric do, simplified)
 Routes avoid links marked down; a node that can no longer be reached is a
 `SimulationError`. Links are directed: edge (u, v) is two links, u->v and v->u.
 
-How it is computed (the routes are those of the definitions above): switch distances by a
-breadth-first search over index arrays of the switch graph, one per destination switch;
-the first two NIC criteria once per (source server, destination switch, rail) class, the
-distance inside the server per source GPU; the entry NIC of a destination by a search
-that stops at the first level holding a NIC; paths inside a server by networkx's
-bidirectional search written over plain adjacency lists (same path, ties included). A
-route is joined, as link indices, from a piece per destination (entry switch to the
-GPU), a piece per (source GPU, entry switch, entry rail) (the GPU to its first switch)
-and the switch path, the only part hashed per GPU pair; its latency is summed once, as
-numpy sums it. Every route, piece and next-hop list is cached.
+How it is computed (the routes are those of the definitions above, which `node_path`
+follows step by step): switch distances by a breadth-first search over index arrays of the
+switch graph, one per destination switch; the first two NIC criteria once per (source
+server, destination switch, rail) class, the distance inside the server per source GPU; the
+entry NIC of a destination by a search that stops at the first level holding a NIC; paths
+inside a server by networkx's bidirectional search written over plain adjacency lists
+(same path, ties included). Servers that routing cannot tell apart share a *shape*
+(`simulator.network.route_shapes`): a path inside a server, an entry NIC and an exit NIC
+(per egress class, destination switch and rail) are decided once per shape on its first
+server and mapped to the others by local index. A route is joined, as link indices, from
+a piece per destination (entry switch to the GPU), a piece per (source GPU, entry switch,
+entry rail) (the GPU to its first switch) and the switch path, the only part hashed per
+GPU pair; its latency is summed once, as numpy sums it, and whether it is forwarded
+through another GPU is noted with it. Every route, piece and next-hop list is cached.
 """
 
 from __future__ import annotations
@@ -41,111 +45,13 @@ import numpy as np
 
 from simulator.errors import SimulationError
 from simulator.network.graph import SCALE_UP_MEDIA
-
-
-class LinkTable:
-    """Directed links of a graph as arrays (SI units), with a (u, v) -> index map."""
-
-    def __init__(self, g: nx.Graph) -> None:
-        src: list[str] = []
-        dst: list[str] = []
-        cap: list[float] = []
-        lat: list[float] = []
-        medium: list[str] = []
-        tiers: list[int] = []
-        tier_of = {n: _tier(g, n) for n in g.nodes}
-        for u, v, d in g.edges(data=True):
-            # both directions of the edge, u->v then v->u
-            c, t = float(d["bandwidth_bytes_per_s"]), max(tier_of[u], tier_of[v])
-            lt = float(d.get("latency_s", 0.0))
-            src += (u, v)
-            dst += (v, u)
-            cap += (c, c)
-            lat += (lt, lt)
-            medium += (d["medium"], d["medium"])
-            tiers += (t, t)
-        self.src = src
-        self.dst = dst
-        self.capacity_bytes_per_s = np.asarray(cap, dtype=float)
-        self.latency_s = np.asarray(lat, dtype=float)
-        self.medium = medium
-        self.index: dict[tuple[str, str], int] = {
-            (a, b): i for i, (a, b) in enumerate(zip(src, dst, strict=False))
-        }
-        self.tier = np.asarray(tiers, dtype=np.int16)
-        # links that end at a GPU: a route using one before its last hop is forwarded
-        # through that GPU's scale-up domain (NCCL's PXN)
-        gpus = {n for n, k in g.nodes(data="kind") if k == "gpu"}
-        self.into_gpu = np.asarray([b in gpus for b in dst], dtype=bool)
-
-    def __len__(self) -> int:
-        return len(self.src)
-
-    def name(self, i: int) -> str:
-        return f"{self.src[i]}->{self.dst[i]}"
-
-
-def _tier(g: nx.Graph, n: str) -> int:
-    d = g.nodes[n]
-    if d.get("kind") == "switch":
-        return int(d.get("tier", 1))
-    return -1
+from simulator.network.links import LinkTable
+from simulator.network.route_shapes import ServerShapes
+from simulator.network.route_shapes import bidirectional_path as _bidirectional_path
 
 
 def _crc(*parts: object) -> int:
     return zlib.crc32("|".join(map(str, parts)).encode())
-
-
-def _bidirectional_path(adj: dict[str, list[str]], a: str, b: str) -> list[str]:
-    """The shortest path from `a` to `b` that `networkx.bidirectional_shortest_path` returns
-    on the graph whose adjacency (in its order) is `adj`: the same search, written over
-    plain lists (a != b).
-
-    Raises:
-        SimulationError: no path.
-    """
-    pred: dict[str, str | None] = {a: None}
-    succ: dict[str, str | None] = {b: None}
-    forward, reverse = [a], [b]
-    meet: str | None = None
-    while forward and reverse and meet is None:
-        if len(forward) <= len(reverse):
-            level, forward = forward, []
-            for v in level:
-                for w in adj[v]:
-                    if w not in pred:
-                        forward.append(w)
-                        pred[w] = v
-                    if w in succ:
-                        meet = w
-                        break
-                if meet is not None:
-                    break
-        else:
-            level, reverse = reverse, []
-            for v in level:
-                for w in adj[v]:
-                    if w not in succ:
-                        succ[w] = v
-                        reverse.append(w)
-                    if w in pred:
-                        meet = w
-                        break
-                if meet is not None:
-                    break
-    if meet is None:
-        raise SimulationError(f"no path from {a} to {b} inside their server")
-    path: list[str] = []
-    node: str | None = meet
-    while node is not None:
-        path.append(node)
-        node = pred[node]
-    path.reverse()
-    node = succ[path[-1]]
-    while node is not None:
-        path.append(node)
-        node = succ[node]
-    return path
 
 
 class Router:
@@ -165,46 +71,33 @@ class Router:
 
     def _build(self) -> None:
         g = self.g
-        kind = {n: d.get("kind") for n, d in g.nodes(data=True)}
+        data = dict(g.nodes(data=True))
+        kind = {n: d.get("kind") for n, d in data.items()}
         self._kind = kind
         # node attributes the route choices read, as plain dicts
-        self._rail: dict[str, object] = {n: d.get("rail") for n, d in g.nodes(data=True)}
-        self._local_rank: dict[str, object] = {n: d.get("local_rank") for n, d in g.nodes(data=True)}
-        is_net_switch = {n for n, k in kind.items() if k == "switch" and int(g.nodes[n].get("tier", 1)) >= 1}
+        self._rail: dict[str, object] = {n: d.get("rail") for n, d in data.items()}
+        self._local_rank: dict[str, object] = {n: d.get("local_rank") for n, d in data.items()}
+        is_net_switch = {n for n, k in kind.items() if k == "switch" and int(data[n].get("tier", 1)) >= 1}
         self._net_switches = is_net_switch
-        # scale-up domains: non-network-switch nodes joined by scale-up media
-        domain_graph = nx.Graph()
-        domain_graph.add_nodes_from(n for n in g.nodes if n not in is_net_switch)
-        domain_graph.add_edges_from(
-            (u, v)
-            for u, v, medium in g.edges(data="medium")
-            if u not in is_net_switch
-            and v not in is_net_switch
-            and medium in SCALE_UP_MEDIA
-            and self._up(u, v)
-        )
-        self._domain: dict[str, int] = {}
-        self._domain_graph = domain_graph
-        for i, comp in enumerate(
-            sorted(nx.connected_components(domain_graph), key=lambda c: min(map(str, c)))
-        ):
-            for n in comp:
-                self._domain[n] = i
+        self._build_domains(is_net_switch)
         # network endpoints: non-switch nodes with an up edge to a network switch
         self._attach: dict[str, list[str]] = {}
-        for n in g.nodes:
+        up, down = self._up, self.down
+        for n, nbrs in g.adjacency():
             if n in is_net_switch:
                 continue
-            sws = sorted(s for s in g.neighbors(n) if s in is_net_switch and self._up(n, s))
+            sws = [s for s in nbrs if s in is_net_switch]
+            if sws and down:
+                sws = [s for s in sws if up(n, s)]
             if sws:
-                self._attach[n] = sws
+                self._attach[n] = sorted(sws)
         self._endpoints_of: dict[int, list[str]] = {}
         for n in sorted(self._attach, key=str):
             self._endpoints_of.setdefault(self._domain[n], []).append(n)
         # switch graph adjacency (sorted for determinism), and the same as index arrays
+        adj = g.adj
         self._sw_adj: dict[str, list[str]] = {
-            s: sorted(t for t in g.neighbors(s) if t in is_net_switch and self._up(s, t))
-            for s in is_net_switch
+            s: sorted(t for t in adj[s] if t in is_net_switch and up(s, t)) for s in is_net_switch
         }
         self._sw_names = sorted(is_net_switch, key=str)
         sw_index = {s: i for i, s in enumerate(self._sw_names)}
@@ -214,11 +107,10 @@ class Router:
         self._sw_indices = np.fromiter(
             (sw_index[t] for s in self._sw_names for t in self._sw_adj[s]), dtype=np.int64, count=sum(lengths)
         )
-        # scale-up domain adjacency as plain lists (hop counts inside a server)
-        self._dom_adj: dict[str, list[str]] = {n: list(domain_graph.adj[n]) for n in domain_graph}
         self._egress_best: dict[tuple[int, str, object], list[str]] = {}
         self._dist_cache: dict[str, dict[str, int]] = {}
         self._dist_arrays: dict[str, np.ndarray] = {}  # the same by switch index (-1: unreachable)
+        self._dist_lists: dict[str, list[int]] = {}  # the same as lists
         self._next_hops: dict[tuple[str, str], list[str]] = {}
         self._hops_in_domain: dict[str, dict[str, int]] = {}
         self._egress_cache: dict[tuple[str, str], str | None] = {}
@@ -232,18 +124,72 @@ class Router:
         self._into: dict[str, tuple[str, str, object, list[int]]] = {}
         self._out_of: dict[tuple[str, str, object], tuple[str, list[int]]] = {}
         self._link_latency_s: list[float] = self.links.latency_s.tolist()
+        self._into_gpu: set[int] = set(np.flatnonzero(self.links.into_gpu).tolist())
+        self._forwarded: dict[tuple[str, str], bool] = {}
+        self._reach: dict[str, set[str]] = {}
+        # decisions inside a server, taken once per server shape (or egress class), by local index
+        self._shapes = ServerShapes(
+            self._dom_adj, self._domain, self._attach, self._endpoints_of, self._local_rank, self._rail,
+            self.links.index,
+        )  # fmt: skip
+        self._shape_paths: dict[tuple[int, int, int], tuple[int, ...]] = {}
+        self._dom_info: dict[int, tuple[int, list[int]]] = {}  # domain -> (shape, its edge links)
+        self._shape_ingress: dict[tuple[int, int], int] = {}
+        self._shape_egress: dict[tuple[int, int, str, object], tuple[int, str, int]] = {}
+
+    def _build_domains(self, is_net_switch: set[str]) -> None:
+        """Scale-up domains: the nodes that are not network switches, joined by up links of
+        scale-up media. `_dom_adj` is their adjacency as plain lists, in the order a networkx
+        graph built from the nodes and then the links (in the graph's order) would hold it;
+        domains are numbered in the order of their smallest node name."""
+        g, up, links = self.g, self._up, self.links
+        adj: dict[str, list[str]] = {n: [] for n in g if n not in is_net_switch}
+        # the graph's edges in order: the link table's u->v links (every other one)
+        for u, v, medium in zip(links.src[::2], links.dst[::2], links.medium[::2], strict=True):
+            if medium in SCALE_UP_MEDIA and u in adj and v in adj and (not self.down or up(u, v)):
+                adj[u].append(v)
+                if u != v:
+                    adj[v].append(u)
+        self._dom_adj = adj
+        comps: list[list[str]] = []
+        seen: set[str] = set()
+        for n in adj:
+            if n in seen:
+                continue
+            seen.add(n)
+            comp, i = [n], 0
+            while i < len(comp):
+                for w in adj[comp[i]]:
+                    if w not in seen:
+                        seen.add(w)
+                        comp.append(w)
+                i += 1
+            comps.append(comp)
+        self._domain: dict[str, int] = {}
+        for i, comp in enumerate(sorted(comps, key=lambda c: min(map(str, c)))):
+            for n in comp:
+                self._domain[n] = i
 
     # -- helpers -------------------------------------------------------------------
     def domain_of(self, n: str) -> int:
         return self._domain[n]
 
     def _switch_dist(self, target: str) -> dict[str, int]:
-        """Hop distance to `target` from every network switch that can reach it (cached).
+        """Hop distance to `target` from every network switch that can reach it (cached)."""
+        d = self._dist_cache.get(target)
+        if d is None:
+            names = self._sw_names
+            d = {names[i]: h for i, h in enumerate(self._dist_list(target)) if h >= 0}
+            self._dist_cache[target] = d
+        return d
+
+    def _dist_list(self, target: str) -> list[int]:
+        """`_switch_dist(target)` by switch index, -1 where `target` cannot be reached (cached).
 
         A breadth-first search, one level at a time over index arrays of the switch graph.
         """
-        d = self._dist_cache.get(target)
-        if d is None:
+        dl = self._dist_lists.get(target)
+        if dl is None:
             indptr, indices = self._sw_indptr, self._sw_indices
             dist = np.full(len(self._sw_names), -1, dtype=np.int64)
             frontier = np.array([self._sw_index[target]], dtype=np.int64)
@@ -262,11 +208,14 @@ class Router:
                     break
                 dist[new] = level
                 frontier = np.flatnonzero(dist == level)  # the new level, each switch once
-            names = self._sw_names
-            d = {names[i]: int(dist[i]) for i in np.flatnonzero(dist >= 0).tolist()}
-            self._dist_cache[target] = d
             self._dist_arrays[target] = dist
-        return d
+            dl = self._dist_lists[target] = dist.tolist()
+        return dl
+
+    def _hops_to(self, s: str, dl: list[int]) -> int:
+        """Hops from network switch `s` by the distances `dl` (`_dist_list`); 1 << 30 if none."""
+        h = dl[self._sw_index[s]]
+        return h if h >= 0 else 1 << 30
 
     def _domain_hops(self, src: str) -> dict[str, int]:
         """Hop count from `src` to every node of its scale-up domain (cached)."""
@@ -320,6 +269,12 @@ class Router:
         best = attach[0] if len(attach) == 1 else min(attach, key=lambda s: (dist.get(s, 1 << 30), s))
         return dist.get(best, 1 << 30), best
 
+    def _nearest_switch(self, endpoint: str, dl: list[int]) -> tuple[int, str]:
+        """`_best_switch` with the distances as a `_dist_list`."""
+        attach, hops = self._attach[endpoint], self._hops_to
+        best = attach[0] if len(attach) == 1 else min(attach, key=lambda s: (hops(s, dl), s))
+        return hops(best, dl), best
+
     def _switch_of(self, endpoint: str) -> str:
         """The switch where traffic for `endpoint` arrives: the first of its switches by name."""
         s = self._entry_switch.get(endpoint)
@@ -357,12 +312,11 @@ class Router:
         best = self._egress_best.get((dom, sb, rail_b))
         if best is None:
             cands = self._endpoints_of.get(dom, [])
-            dist = self._switch_dist(sb)
-            rail = self._rail
-            attach, far = self._attach, 1 << 30
+            dl = self._dist_list(sb)
+            rail, attach, hops_to = self._rail, self._attach, self._hops_to
             keys = [
                 (
-                    dist.get(attach[n][0], far) if len(attach[n]) == 1 else self._best_switch(n, dist)[0],
+                    hops_to(attach[n][0], dl) if len(attach[n]) == 1 else self._nearest_switch(n, dl)[0],
                     rail_b is None or rail[n] != rail_b,
                 )
                 for n in cands
@@ -387,8 +341,8 @@ class Router:
     def _switch_path(self, s: str, t: str, a: str, b: str) -> list[str]:
         if s == t:
             return [s]
-        dist = self._switch_dist(t)
-        if s not in dist:
+        dl = self._dist_list(t)
+        if dl[self._sw_index[s]] < 0:
             raise SimulationError(f"no network path from switch {s} to {t} (links down?)")
         path = [s]
         u = s
@@ -401,7 +355,7 @@ class Router:
                 ui = self._sw_index[u]
                 nb = self._sw_indices[self._sw_indptr[ui] : self._sw_indptr[ui + 1]]
                 names = self._sw_names
-                nxt = [names[i] for i in nb[self._dist_arrays[t][nb] == dist[u] - 1].tolist()]
+                nxt = [names[i] for i in nb[self._dist_arrays[t][nb] == dl[ui] - 1].tolist()]
                 nh[(u, t)] = nxt
             u = nxt[_crc(a, b, hop) % len(nxt)] if len(nxt) > 1 else nxt[0]
             path.append(u)
@@ -438,30 +392,55 @@ class Router:
 
     def path(self, a: str, b: str) -> np.ndarray:
         """Directed link indices from `a` to `b` (cached, with the path's latency)."""
-        key = (a, b)
-        p = self._paths.get(key)
+        p = self._paths.get((a, b))
         if p is None:
-            hops = self._link_path(a, b)
-            p = self._paths[key] = np.array(hops, dtype=np.int64)
-            if len(hops) < 8:
-                # numpy sums fewer than 8 float64 one by one from 0.0, in order: same bits
-                lat, per_link = 0.0, self._link_latency_s
-                for i in hops:
-                    lat += per_link[i]
-                self._latency[key] = lat
-            else:
-                self._latency[key] = float(self.links.latency_s[p].sum())
+            self._route((a, b))
+            p = self._paths[(a, b)]
         return p
 
+    def _route(self, *keys: tuple[str, str]) -> None:
+        """Find and cache the route of each (a, b) of `keys` (not cached yet): its link
+        indices and whether it is forwarded through another GPU (its latency is summed
+        when first asked for, `_latencies`)."""
+        paths, forwarded, into_gpu, domain = self._paths, self._forwarded, self._into_gpu, self._domain
+        for key in keys:
+            a, b = key
+            if a != b and domain[a] == domain[b]:
+                li = self._domain_link_paths.get(key)
+                hops = self._shape_links(a, b) if li is None else list(li)
+            else:
+                hops = self._link_path(a, b)
+            paths[key] = np.array(hops, dtype=np.int64)
+            forwarded[key] = len(hops) > 1 and not into_gpu.isdisjoint(hops[:-1])
+
+    def _latencies(self, keys: Iterable[tuple[str, str]]) -> None:
+        """Sum and cache the latency of the route of each (a, b) of `keys`, as numpy sums the
+        route's link latencies."""
+        per_link, latency = self._link_latency_s, self._latency
+        for key in keys:
+            p = self.path(*key)
+            if len(p) < 8:
+                # numpy sums fewer than 8 float64 one by one from 0.0, in order: same bits
+                lat = 0.0
+                for i in p.tolist():
+                    lat += per_link[i]
+                latency[key] = lat
+            else:
+                latency[key] = float(self.links.latency_s[p].sum())
+
     def _link_path(self, a: str, b: str) -> list[int]:
-        """Link indices of `node_path(a, b)`, joined from cached pieces (a new list)."""
+        """Link indices of `node_path(a, b)`, joined from cached pieces (a new list).
+
+        The pieces inside a server are decided once per server shape or egress class
+        (`ServerShapes`), by local index, with the same functions `node_path` calls.
+        """
         if a == b:
             return []
         if self._domain[a] == self._domain[b]:
             return list(self._domain_links(a, b))
         into = self._into.get(b)
         if into is None:
-            eb = self._ingress(b)
+            eb = self._shape_entry(b)
             if eb is None:
                 return self._fallback_links(a, b)
             sb = self._switch_of(eb)
@@ -471,10 +450,10 @@ class Router:
         key = (a, sb, rail_b)  # the egress NIC depends on eb only through these (`_egress`)
         out = self._out_of.get(key)
         if out is None:
-            ea = self._egress(a, eb)
-            if ea is None:
+            exit_ = self._shape_exit(a, sb, rail_b)
+            if exit_ is None:
                 return self._fallback_links(a, b)
-            da_hops, sa = self._best_switch(ea, self._switch_dist(sb))
+            ea, sa, da_hops = exit_
             if da_hops >= 1 << 30:
                 raise SimulationError(f"{a} cannot reach {b}: no network path between their NICs")
             out = self._out_of[key] = (sa, [*self._domain_links(a, ea), self.links.index[(ea, sa)]])
@@ -482,6 +461,38 @@ class Router:
         if sa == sb:
             return head + tail
         return head + self._switch_links(sa, sb, a, b) + tail
+
+    def _shape_entry(self, b: str) -> str | None:
+        """`_ingress(b)`, decided once per (server shape, local index of `b`)."""
+        sh, d = self._shapes, self._domain[b]
+        key = (sh.shape(d), sh.local[b])
+        e = self._shape_ingress.get(key)
+        if e is None:
+            rep = self._ingress(sh.in_rep(d, b))
+            e = self._shape_ingress[key] = -1 if rep is None else sh.local[rep]
+        return None if e < 0 else sh.nodes[d][e]
+
+    def _shape_exit(self, a: str, sb: str, rail_b: object) -> tuple[str, str, int] | None:
+        """(egress NIC, its switch toward `sb`, that switch's hops to `sb`) of traffic from `a`
+        to an endpoint at switch `sb` on rail `rail_b` (`_egress`, then `_best_switch`),
+        decided once per (egress class, local index of `a`, `sb`, `rail_b`); None if the
+        server has no NIC."""
+        sh, d = self._shapes, self._domain[a]
+        c = sh.egress_class(d)
+        key = (c, sh.local[a], sb, rail_b)
+        got = self._shape_egress.get(key)
+        if got is None:
+            ra = sh.in_rep(d, a, sh.egress_class)
+            e = ra if ra in self._attach and not self._dom_adj[ra] else self._pick_egress(ra, sb, rail_b)
+            if e is None:
+                got = (-1, "", 0)
+            else:
+                hops, s = self._nearest_switch(e, self._dist_list(sb))
+                got = (sh.local[e], s, hops)
+            self._shape_egress[key] = got
+        if got[0] < 0:
+            return None
+        return sh.nodes[d][got[0]], got[1], got[2]
 
     def _hops(self, nodes: list[str]) -> list[int]:
         """Link indices along a node path."""
@@ -500,35 +511,66 @@ class Router:
         key = (a, b)
         li = self._domain_link_paths.get(key)
         if li is None:
-            li = self._domain_link_paths[key] = self._hops(self._domain_path(a, b))
+            li = self._domain_link_paths[key] = self._shape_links(a, b)
         return li
+
+    def _shape_links(self, a: str, b: str) -> list[int]:
+        """Link indices of `_domain_path(a, b)` (a new list): the path is found once per
+        (server shape, local indices of `a` and `b`), on the shape's first server."""
+        if a == b:
+            return []
+        sh, d = self._shapes, self._domain[a]
+        info = self._dom_info.get(d)
+        if info is None:
+            info = self._dom_info[d] = (sh.shape(d), sh.edge_links(d))
+        skey = (info[0], sh.local[a], sh.local[b])
+        ids = self._shape_paths.get(skey)
+        if ids is None:  # (a domain is connected: there is a path)
+            rep_path = self._domain_path(sh.in_rep(d, a), sh.in_rep(d, b))
+            ids = self._shape_paths[skey] = sh.edge_ids(sh.rep[skey[0]], rep_path)
+        el = info[1]
+        return [el[i] for i in ids]
 
     def paths(self, edges: Sequence[tuple[str, str]]) -> list[np.ndarray]:
         """`path(a, b)` of every (a, b) of `edges`, in order."""
         get = self._paths.get
-        out = [get((a, b)) for a, b in edges]
+        out = list(map(get, edges))
         if any(p is None for p in out):
-            out = [self.path(a, b) if p is None else p for p, (a, b) in zip(out, edges, strict=True)]
+            self._route(*dict.fromkeys(e for e, p in zip(edges, out, strict=True) if p is None))
+            out = list(map(get, edges))
         return out  # type: ignore[return-value]
 
     def max_latency_s(self, edges: Sequence[tuple[str, str]]) -> float:
         """The largest `latency_s(a, b)` over the (a, b) of `edges` (not empty)."""
         get = self._latency.get
-        lat = [get((a, b)) for a, b in edges]
+        lat = list(map(get, edges))
         if any(x is None for x in lat):
-            lat = [self.latency_s(a, b) if x is None else x for x, (a, b) in zip(lat, edges, strict=True)]
+            self._latencies(dict.fromkeys(e for e, x in zip(edges, lat, strict=True) if x is None))
+            lat = list(map(get, edges))
         return max(lat)  # type: ignore[type-var,return-value]
+
+    def forwarded_count(self, edges: Sequence[tuple[str, str]]) -> int:
+        """How many of the (a, b) of `edges` are `forwarded_via_gpu` (each counted every time)."""
+        get = self._forwarded.get
+        flags = list(map(get, edges))
+        if any(f is None for f in flags):
+            self._route(*dict.fromkeys(e for e, f in zip(edges, flags, strict=True) if f is None))
+            flags = list(map(get, edges))
+        return sum(flags)  # type: ignore[arg-type]
 
     def forwarded_via_gpu(self, a: str, b: str) -> bool:
         """Does the route from `a` to `b` pass through another GPU (scale-up forwarding)?"""
-        p = self.path(a, b)
-        return len(p) > 1 and bool(self.links.into_gpu[p[:-1]].any())
+        f = self._forwarded.get((a, b))
+        if f is None:
+            self.path(a, b)  # caches the answer with the path
+            f = self._forwarded[(a, b)]
+        return f
 
     def latency_s(self, a: str, b: str) -> float:
         key = (a, b)
         lat = self._latency.get(key)
         if lat is None:
-            self.path(a, b)  # caches the path's latency with it
+            self._latencies((key,))
             lat = self._latency[key]
         return lat
 
@@ -536,8 +578,10 @@ class Router:
         """Raise SimulationError naming a GPU cut off from the others (links down)."""
         if len(gpus) < 2:
             return
-        view = nx.subgraph_view(self.g, filter_edge=lambda u, v: self._up(u, v)) if self.down else self.g
-        reach = nx.node_connected_component(view, gpus[0])
+        reach = self._reach.get(gpus[0])
+        if reach is None:  # the nodes reachable from the first GPU (cached, as routes are)
+            view = nx.subgraph_view(self.g, filter_edge=lambda u, v: self._up(u, v)) if self.down else self.g
+            reach = self._reach[gpus[0]] = nx.node_connected_component(view, gpus[0])
         for gname in gpus[1:]:
             if gname not in reach:
                 raise SimulationError(

@@ -53,14 +53,12 @@ class _Leaves:
     def __init__(self, g: nx.Graph) -> None:
         self.g = g
         self._by_server: dict[str, frozenset[str]] = {}
-        for n, d in g.nodes(data=True):
+        data = dict(g.nodes(data=True))
+        for n, nbrs in g.adjacency():
+            d = data[n]
             if d.get("kind") not in ("nic", "gpu") or "node" not in d:
                 continue
-            sw = {
-                x
-                for x in g.neighbors(n)
-                if g.nodes[x].get("kind") == "switch" and int(g.nodes[x].get("tier", 1)) == 1
-            }
+            sw = {x for x in nbrs if data[x].get("kind") == "switch" and int(data[x].get("tier", 1)) == 1}
             if sw:
                 key = str(d["node"])
                 self._by_server[key] = self._by_server.get(key, frozenset()) | sw
@@ -103,9 +101,16 @@ class SimulatedRanks:
         self.representatives = representatives
         self.grid = RankGrid(layout)
         self.world = layout.world_size
-        self.coords = [self.grid.coords(r) for r in range(self.world)]
+        self.coords = list(self.grid.all_coords)
         if representatives:
-            self.rep = [self.grid.rank(dp=c.ep, pp=c.pp, tp=0, cp=c.cp) for c in self.coords]
+            reps: dict[tuple[int, int, int], int] = {}  # one `rank` call per (ep, pp, cp)
+            self.rep = []
+            for c in self.coords:
+                key = (c.ep, c.pp, c.cp)
+                r = reps.get(key)
+                if r is None:
+                    r = reps[key] = self.grid.rank(dp=c.ep, pp=c.pp, tp=0, cp=c.cp)
+                self.rep.append(r)
         else:
             self.rep = list(range(self.world))
         self.simulated = sorted(set(self.rep))
@@ -120,6 +125,7 @@ class SimulatedRanks:
         self.server = [str(graph.nodes[gname].get("node", gname)) for gname in rank_gpus]
         self.sim_servers = {self.server[r] for r in self.simulated}
         self._leaves: _Leaves | None = None
+        self._leaf_hits: dict[tuple[int, ...], tuple[set[str], dict[str, bool]]] = {}
         self._groups: dict[str, dict[int, CollectiveGroup]] = {}
         self._p2p: dict[tuple[int, int], CollectiveGroup] = {}
         self.stage_ranks = {
@@ -143,15 +149,26 @@ class SimulatedRanks:
         return self._leaves
 
     def _keep_mirror(self, mirror: tuple[int, ...], sim_group: tuple[int, ...], kind: str) -> bool:
-        servers = {self.server[r] for r in mirror}
-        if len(servers) == 1 and not servers & self.sim_servers:
+        server = self.server
+        servers = {server[r] for r in mirror}
+        if len(servers) == 1 and servers.isdisjoint(self.sim_servers):
             return False  # traffic entirely inside a server no simulated rank uses
         if self.scope == "leaf" and kind not in ("dp_cp", "edp"):
             lv = self.leaves()
-            mine = {x for r in sim_group for x in lv.of(self.server[r])}
+            got = self._leaf_hits.get(sim_group)
+            if got is None:
+                mine = {x for r in sim_group for x in lv.of(server[r])}
+                got = self._leaf_hits[sim_group] = (mine, {})
+            mine, hits = got  # hits: server -> does it share a leaf switch with `mine`
             if not mine:
                 return True
-            return any(lv.of(s) & mine for s in servers)
+            for s in servers:
+                h = hits.get(s)
+                if h is None:
+                    h = hits[s] = not lv.of(s).isdisjoint(mine)
+                if h:
+                    return True
+            return False
         return True
 
     def groups_of(self, kind: str) -> dict[int, CollectiveGroup]:
@@ -191,15 +208,15 @@ class SimulatedRanks:
         cs, cd = self.coords[src], self.coords[dst]
         L = self.layout
         mirrors = []
+        s_tp = self.grid.strides["tp"]  # a rank is linear in its tp coordinate
         for edp in range(L.edp):
             dp = cs.ep + L.ep * edp
+            a0 = self.grid.rank(dp=dp, pp=cs.pp, tp=0, cp=cs.cp)
+            b0 = self.grid.rank(dp=dp, pp=cd.pp, tp=0, cp=cd.cp)
             for tp in range(L.tp):
                 if edp == 0 and tp == 0:
                     continue
-                pair = (
-                    self.grid.rank(dp=dp, pp=cs.pp, tp=tp, cp=cs.cp),
-                    self.grid.rank(dp=dp, pp=cd.pp, tp=tp, cp=cd.cp),
-                )
+                pair = (a0 + tp * s_tp, b0 + tp * s_tp)
                 if self._keep_mirror(pair, (src, dst), "pp"):
                     mirrors.append(pair)
         return CollectiveGroup((src, dst), (src, dst), tuple(mirrors))
