@@ -16,7 +16,7 @@ import typer
 
 from simulator import __version__
 from simulator.commands import calibrate, compare, dashboard, importing, query, run, sweep, topo
-from simulator.commands.common import FORMATS, set_output_format
+from simulator.commands.common import FORMATS, process_ends_with_command, set_output_format
 
 app = typer.Typer(
     name="clustersim",
@@ -88,6 +88,7 @@ def main() -> None:
     """
     old = gc.get_threshold()
     gc.set_threshold(max(CLI_GC_THRESHOLD, old[0]), old[1], old[2])
+    process_ends_with_command()  # commands may freeze what lives to the end (`freeze_long_lived`)
     try:
         app()
     finally:

@@ -16,6 +16,7 @@ from simulator.commands.common import (
     err_console,
     fail,
     first_per_file,
+    freeze_long_lived,
     one_line,
     print_table,
     progress_bar,
@@ -167,8 +168,10 @@ def run(
     from simulator.scenario.execute import execute
     from simulator.scenario.prepare import check_output_folder, default_output, prepare
 
+    freeze_long_lived()  # the modules just imported
     try:
         prep = prepare(scenario)
+        freeze_long_lived()  # the prepared scenario: topology, cluster, program
         if steps is not None:
             prep.scenario.spec = prep.scenario.spec.model_copy(
                 update={"run": prep.scenario.spec.run.model_copy(update={"steps": steps})}
@@ -180,6 +183,7 @@ def run(
         with ResultsFolder(out) as folder:
             with progress_bar(f"simulating {prep.scenario.name}", n_steps, unit="steps") as on_done:
                 result = execute(prep, lambda k: on_done(k, None), seed, overrides(steps=steps, seed=seed))
+            freeze_long_lived()  # the frames and summary, written next
             log.info("writing results to %s", out)
             result.write(folder.stage(), dashboard=dashboard)
             folder.commit()

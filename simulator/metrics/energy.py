@@ -71,7 +71,9 @@ def _gpu_powers(ops: pd.DataFrame, p: PowerInputs, prices: PriceSpec) -> np.ndar
     with np.errstate(divide="ignore", invalid="ignore"):
         u = np.where(dur > 0, flops / (dur * p.peak_flops_per_s), 0.0)
     curve = prices.power.gpu_compute_curve
-    frac = np.array([curve(float(x)) for x in np.clip(u, 0.0, 1.0)])
+    # the curve once per distinct utilisation (ops of a repeated layer share theirs)
+    levels, which = np.unique(np.clip(u, 0.0, 1.0), return_inverse=True)
+    frac = np.array([curve(float(x)) for x in levels], dtype=float)[which.reshape(-1)]
     return p.tdp_w * np.minimum(frac, p.power_cap_fraction)
 
 
@@ -80,6 +82,107 @@ def _levels(p: PowerInputs, prices: PriceSpec) -> tuple[float, float]:
     pw = prices.power
     cap = p.power_cap_fraction
     return p.tdp_w * min(pw.gpu_idle_fraction.value, cap), p.tdp_w * min(pw.gpu_comm_fraction.value, cap)
+
+
+#: (rank, segment) cells evaluated at once by `_ranks_power` (bounds its memory).
+_CELLS_PER_BLOCK = 1 << 21
+
+#: Segments of a step up to which all ranks are evaluated at once (`_ranks_power`); past
+#: it, rank by rank (`_ranks_power_by_rank`), whose cost per rank is then mostly the
+#: segments' own. Both give the same bits.
+_SEGMENTS_AT_ONCE = 2048
+
+
+class _Counts:
+    """How many of each rank's event times are <= each midpoint, block after block of
+    increasing midpoints: the events are sorted by time once, those before a block are
+    counted once into a running per-rank total, and only those inside it are placed
+    (O(events + ranks x midpoints) over all blocks)."""
+
+    def __init__(self, rank: np.ndarray, times: np.ndarray, n_ranks: int) -> None:
+        order = np.argsort(times, kind="stable")
+        self.rank, self.times, self.n_ranks = rank[order], times[order], n_ranks
+        self.before = np.zeros(n_ranks, dtype=np.int64)  # per rank, events before the block
+        self.done = 0  # events counted into `before`
+
+    def at(self, mids: np.ndarray) -> np.ndarray:
+        """The (n_ranks, len(mids)) counts at `mids` (after every earlier block's)."""
+        lo = int(np.searchsorted(self.times, mids[0], side="left"))
+        hi = int(np.searchsorted(self.times, mids[-1], side="right"))
+        self.before += np.bincount(self.rank[self.done : lo], minlength=self.n_ranks)
+        self.done = lo
+        first = np.searchsorted(mids, self.times[lo:hi], side="left")  # first midpoint at or after
+        width = len(mids) + 1
+        hits = np.bincount(self.rank[lo:hi] * width + first, minlength=self.n_ranks * width)
+        return self.before[:, None] + np.cumsum(hits.reshape(self.n_ranks, width), axis=1)[:, :-1]
+
+
+def _ranks_power(
+    ops: _StepOps, mids: np.ndarray, levels: tuple[float, float], weights: pd.Series, base: tuple[float, int]
+) -> tuple[np.ndarray, np.ndarray]:
+    """GPU power of the cluster and share of the job's GPUs communicating at each midpoint.
+
+    A rank draws its compute op's power while the last compute op started (in start order,
+    ties in the frame's order) has not ended; else the communicating draw while a
+    communication op of positive length runs; else the idle draw. Ranks are added in
+    ascending order, each one's weight x draw onto the running sum (a cumulative sum over
+    ranks: the same additions in the same order as a loop over ranks).
+
+    Args:
+        ops: the step's ops.
+        mids: midpoints of the step's segments, s.
+        levels: (idle, communicating) draw of one GPU, W.
+        weights: GPUs each rank stands for, by rank (1 when absent).
+        base: (draw of the GPUs outside the job, W; GPUs of the job).
+    """
+    idle_w, comm_w = levels
+    ranks, rank = np.unique(ops.rank, return_inverse=True)
+    rank = rank.reshape(-1)
+    n_ranks = len(ranks)
+    w = weights.reindex(ranks, fill_value=1).to_numpy(dtype=float)[:, None]
+    comm = ops.comm & (ops.end > ops.start)
+    comp = np.flatnonzero(ops.compute)
+    comp = comp[np.lexsort((ops.start[comp], rank[comp]))]  # stable: ties keep the frame's order
+    c_rank, c_start, c_end, c_watts = rank[comp], ops.start[comp], ops.end[comp], ops.watts[comp]
+    c_first = np.searchsorted(c_rank, np.arange(n_ranks), side="left")[:, None]
+    gpu_w = np.full(len(mids), base[0])
+    share = np.zeros(len(mids))
+    step = max(1, _CELLS_PER_BLOCK // max(n_ranks, 1))
+    comm_starts = _Counts(rank[comm], ops.start[comm], n_ranks)
+    comm_ends = _Counts(rank[comm], ops.end[comm], n_ranks)
+    comp_starts = _Counts(c_rank, c_start, n_ranks)
+    for lo in range(0, len(mids), step):
+        m = mids[lo : lo + step]
+        active = (comm_starts.at(m) - comm_ends.at(m)) > 0
+        watts = np.where(active, comm_w, idle_w)
+        if len(comp):
+            started = comp_starts.at(m)
+            j = np.where(started > 0, c_first + started - 1, 0)
+            watts = np.where((started > 0) & (m < c_end[j]), c_watts[j], watts)
+        gpu_w[lo : lo + step] = _add_rows(gpu_w[lo : lo + step], w * watts)
+        share[lo : lo + step] = _add_rows(share[lo : lo + step], w * active / max(base[1], 1))
+    return gpu_w, share
+
+
+def _ranks_power_by_rank(
+    ops: _StepOps, mids: np.ndarray, levels: tuple[float, float], weights: pd.Series, base: tuple[float, int]
+) -> tuple[np.ndarray, np.ndarray]:
+    """`_ranks_power` one rank after another (ascending): the ops sorted by rank once
+    (stable, so each rank's ops keep the frame's order), each rank's draw on a slice."""
+    gpu_w = np.full(len(mids), base[0])
+    share = np.zeros(len(mids))
+    order = np.argsort(ops.rank, kind="stable")
+    cols = [x[order] for x in (ops.rank, ops.compute, ops.comm, ops.start, ops.end, ops.watts)]
+    cuts = np.flatnonzero(cols[0][1:] != cols[0][:-1]) + 1
+    for a, b in zip(
+        np.concatenate(([0], cuts)).tolist(), np.concatenate((cuts, [len(order)])).tolist(), strict=True
+    ):
+        if b > a:
+            w = float(weights.get(int(cols[0][a]), 1))
+            watts, active = _rank_power(_StepOps(*(c[a:b] for c in cols)), mids, levels)
+            gpu_w += w * watts
+            share += w * active / max(base[1], 1)
+    return gpu_w, share
 
 
 def _rank_power(
@@ -100,6 +203,17 @@ def _rank_power(
         j = np.maximum(i, 0)
         watts = np.where((i >= 0) & (mids < ce[j]), op_w[j], watts)
     return watts, active
+
+
+def _add_rows(acc: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """`acc + rows[0] + rows[1] + ...`, elementwise, the rows added one after another in order
+    (a loop over the rows, or a cumulative sum down the columns when they are fewer)."""
+    if len(rows) <= rows.shape[1]:
+        out = acc.copy()
+        for row in rows:
+            out += row
+        return out
+    return np.cumsum(np.vstack([acc[None, :], rows]), axis=0)[-1]
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,18 +252,6 @@ def _step_ops(sgrp: pd.DataFrame, p: PowerInputs, prices: PriceSpec) -> _StepOps
     )
 
 
-def _by_rank(ops: _StepOps) -> list[tuple[int, _StepOps]]:
-    """Each rank (ascending) with its ops: one stable sort by rank, so that each rank's
-    ops keep the frame's order, then a slice per rank."""
-    order = np.argsort(ops.rank, kind="stable")
-    cols = [x[order] for x in (ops.rank, ops.compute, ops.comm, ops.start, ops.end, ops.watts)]
-    ranks = cols[0]
-    cuts = np.flatnonzero(ranks[1:] != ranks[:-1]) + 1
-    lo = np.concatenate(([0], cuts)).tolist()
-    hi = np.concatenate((cuts, [len(ranks)])).tolist()
-    return [(int(ranks[a]), _StepOps(*(c[a:b] for c in cols))) for a, b in zip(lo, hi, strict=True) if b > a]
-
-
 def _constant_w(p: PowerInputs, prices: PriceSpec) -> dict[str, float]:
     pw = prices.power
     return {
@@ -183,15 +285,9 @@ def power_timeline(ops: pd.DataFrame, steps: pd.DataFrame, p: PowerInputs, price
         edges = np.concatenate([[t0, t1], sgrp["started_at_s"].to_numpy(), sgrp["finished_at_s"].to_numpy()])
         bounds = np.unique(np.clip(edges, t0, t1))
         mids = (bounds[:-1] + bounds[1:]) / 2
-        gpu_w = np.full(len(mids), const["idle_gpus"])
-        comm_share = np.zeros(len(mids))
-        arrays = _step_ops(sgrp, p, prices)
-        levels = _levels(p, prices)
-        for rank, mine in _by_rank(arrays):
-            w = float(weight.get(rank, 1))
-            watts, active = _rank_power(mine, mids, levels)
-            gpu_w += w * watts
-            comm_share += w * active / max(p.job_gpus, 1)
+        base = (const["idle_gpus"], p.job_gpus)
+        draw = _ranks_power if len(mids) <= _SEGMENTS_AT_ONCE else _ranks_power_by_rank
+        gpu_w, comm_share = draw(_step_ops(sgrp, p, prices), mids, _levels(p, prices), weight, base)
         df = pd.DataFrame({"step": int(step), "start_s": bounds[:-1], "end_s": bounds[1:], "gpu_w": gpu_w})
         df["host_w"] = const["host"]
         df["network_w"] = const["network_static"] + const["network_dynamic"] * np.minimum(comm_share, 1.0)

@@ -23,6 +23,7 @@ from typing import NamedTuple, Protocol
 import numpy as np
 import pandas as pd
 
+from simulator.metrics import step_breakdown as sb
 from simulator.network.flow_table import FlowRecord, FlowTable
 from simulator.workload.program import HOST_STREAM
 
@@ -102,9 +103,19 @@ def ops_frame(
         df = df.sort_values(["step", "rank", "started_at_s", "op_id"], kind="stable").reset_index(drop=True)
     df["duration_s"] = df["finished_at_s"] - df["started_at_s"]
     df["wait_s"] = df["started_at_s"] - df["ready_at_s"]
-    df["gpu"] = [rank_gpus[r] for r in df["rank"]]
-    df["role"] = [role.get(r, "") for r in df["rank"]]
+    # per distinct rank, then taken for its rows
+    ranks, row_of = np.unique(df["rank"].to_numpy(), return_inverse=True)
+    row_of = row_of.reshape(-1)
+    df["gpu"] = _take([rank_gpus[r] for r in ranks.tolist()], row_of)
+    df["role"] = _take([role.get(r, "") for r in ranks.tolist()], row_of)
     return df
+
+
+def _take(values: list[str], rows: np.ndarray) -> list[str]:
+    """`[values[i] for i in rows]`, the Python objects themselves, taken by NumPy."""
+    column = np.empty(len(values), dtype=object)
+    column[:] = values
+    return column[rows].tolist()
 
 
 def _ops_order(step: np.ndarray, rank: np.ndarray, started: np.ndarray, op_id: np.ndarray) -> np.ndarray:
@@ -145,6 +156,8 @@ def flows_frame(rows: Sequence[FlowRecord] | FlowTable) -> pd.DataFrame:
 
 
 def links_frame(intervals: tuple[np.ndarray, ...], links) -> pd.DataFrame:  # noqa: ANN001
+    """The `links` frame: one row per interval of constant rate on a directed link, with the
+    link's name, ends, medium, tier and capacity from the link table (`links`)."""
     idx, start, end, rate = intervals
     cap = links.capacity_bytes_per_s[idx] if len(idx) else np.empty(0)
     df = pd.DataFrame(
@@ -166,23 +179,6 @@ def links_frame(intervals: tuple[np.ndarray, ...], links) -> pd.DataFrame:  # no
     return df.sort_values(["started_at_s", "link_id"], kind="stable").reset_index(drop=True)
 
 
-def _union_length(starts: np.ndarray, ends: np.ndarray) -> float:
-    if len(starts) == 0:
-        return 0.0
-    order = np.argsort(starts, kind="stable")
-    s, e = starts[order], ends[order]
-    run_end = np.maximum.accumulate(e)
-    # a new block starts where the start is past every earlier end
-    new_block = np.empty(len(s), dtype=bool)
-    new_block[0] = True
-    new_block[1:] = s[1:] > run_end[:-1]
-    block_id = np.cumsum(new_block) - 1
-    block_start = s[new_block]
-    block_end = np.zeros(block_id[-1] + 1)
-    np.maximum.at(block_end, block_id, e)
-    return float((block_end - block_start).sum())
-
-
 def interval_coverage(bounds: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
     """How many of the intervals cover each elementary segment between `bounds` (sweep line)."""
     diff = np.zeros(len(bounds))
@@ -191,51 +187,13 @@ def interval_coverage(bounds: np.ndarray, starts: np.ndarray, ends: np.ndarray) 
     return np.cumsum(diff)[:-1]
 
 
-def _breakdown(
-    comp: tuple[np.ndarray, np.ndarray], comm: tuple[np.ndarray, np.ndarray, np.ndarray], t0: float, t1: float
-) -> dict[str, float]:
-    """Compute / exposed comm / idle of one rank in one step, exposed split by tag.
-
-    Exposed communication is time some communication runs while the compute stream is
-    idle; a segment covered by several communication tags is shared equally among them.
-
-    Args:
-        comp: (start s, end s) of the rank's compute ops in the step.
-        comm: (start s, end s, tag) of its communication ops that last a positive time.
-        t0: when the step began, s.
-        t1: when it ended, s.
-    """
-    cs, ce = comp
-    ms, me, tags = comm
-    compute = _union_length(cs, ce)
-    out = {"compute_s": compute, "comm_s": 0.0, "exposed_comm_s": 0.0}
-    if len(ms):
-        out["comm_s"] = _union_length(ms, me)
-        bounds = np.unique(np.concatenate([cs, ce, ms, me]))
-        widths = np.diff(bounds)
-        in_comp = interval_coverage(bounds, cs, ce) > 0
-        per_tag = {
-            tag: interval_coverage(bounds, ms[tags == tag], me[tags == tag]) for tag in np.unique(tags)
-        }
-        n_cover = np.sum(list(per_tag.values()), axis=0)
-        exposed_seg = (~in_comp) & (n_cover > 0)
-        out["exposed_comm_s"] = float(widths[exposed_seg].sum())
-        share = np.where(exposed_seg, widths / np.maximum(n_cover, 1), 0.0)
-        for tag, cover in per_tag.items():
-            name = tag if tag and tag != "comm" else "other"  # "comm" would shadow the total
-            key = f"exposed_{name}_s"
-            out[key] = out.get(key, 0.0) + float((cover * share).sum())
-    out["idle_s"] = max(0.0, (t1 - t0) - compute - out["exposed_comm_s"])
-    return out
-
-
 def steps_frame(ops: pd.DataFrame, step_rows: Sequence[StepSpan], weight: dict[int, int]) -> pd.DataFrame:
     """The `steps` frame: one row per (step, simulated rank) with its time breakdown.
 
     The ops are sorted once by (step, rank) (stable, so each group keeps the frame's order)
-    and every group is a pair of slices of plain arrays: no per-rank filtering of the frame.
+    and the breakdown is computed for all groups at once on the sorted arrays
+    (`simulator.metrics.step_breakdown`): no per-rank filtering, no loop over groups.
     """
-    records = []
     bounds = {r.step: (r.started_at_s, r.finished_at_s) for r in step_rows}
     step_col = ops["step"].to_numpy()
     rank_col = ops["rank"].to_numpy()
@@ -252,32 +210,32 @@ def steps_frame(ops: pd.DataFrame, step_rows: Sequence[StepSpan], weight: dict[i
     is_comp = (kind == "compute") & ~host  # a host wait is not GPU work: its time is idle
     is_comm = (kind != "compute") & (end > start)
     tag = ops["tag"].to_numpy(dtype=object)[order]
-    # boundaries of the (step, rank) groups in the sorted arrays
-    cut = np.flatnonzero((np.diff(step_col) != 0) | (np.diff(rank_col) != 0)) + 1
-    edges = np.concatenate([[0], cut, [len(order)]]) if len(order) else np.zeros(1, dtype=np.int64)
-    for lo, hi in zip(edges[:-1].tolist(), edges[1:].tolist(), strict=True):
-        step, rank = step_col[lo].item(), rank_col[lo].item()
-        t0, t1 = bounds[step]
-        row = {"step": step, "rank": rank, "started_at_s": t0, "finished_at_s": t1, "step_time_s": t1 - t0}
-        c, m = is_comp[lo:hi], is_comm[lo:hi]
-        s, e = start[lo:hi], end[lo:hi]
-        row.update(_breakdown((s[c], e[c]), (s[m], e[m], tag[lo:hi][m]), t0, t1))
-        row["weight"] = weight.get(int(rank), 1)
-        records.append(row)
-    df = pd.DataFrame.from_records(records)
-    exposed_cols = sorted(c for c in df.columns if c.startswith("exposed_") and c != "exposed_comm_s")
-    df[exposed_cols] = df[exposed_cols].fillna(0.0)
-    cols = [
-        "step",
-        "rank",
-        "started_at_s",
-        "finished_at_s",
-        "step_time_s",
-        "compute_s",
-        "comm_s",
-        "exposed_comm_s",
-        "idle_s",
-        "weight",
-        *exposed_cols,
-    ]
-    return df[cols]
+    # the (step, rank) groups of the sorted arrays: group id of every op, first op of each
+    new_group = np.ones(len(order), dtype=bool)
+    new_group[1:] = (step_col[1:] != step_col[:-1]) | (rank_col[1:] != rank_col[:-1])
+    gid = np.cumsum(new_group) - 1
+    firsts = np.flatnonzero(new_group)
+    n = len(firsts)
+    steps, ranks = step_col[firsts].tolist(), rank_col[firsts].tolist()
+    spans = [bounds[s] for s in steps]
+    t0 = [t for t, _ in spans]
+    t1 = [t for _, t in spans]
+    compute = sb.union_lengths(gid[is_comp], start[is_comp], end[is_comp], n)
+    exposed = sb.exposed_breakdown(gid, is_comp, is_comm, start, end, tag, n)
+    idle = (np.asarray(t1, dtype=float) - np.asarray(t0, dtype=float)) - compute - exposed["exposed_comm_s"]
+    by_tag = {k: v for k, v in exposed.items() if k != "exposed_comm_s"}
+    return pd.DataFrame(
+        {
+            "step": steps,
+            "rank": ranks,
+            "started_at_s": t0,
+            "finished_at_s": t1,
+            "step_time_s": [b - a for a, b in spans],
+            "compute_s": compute,
+            "comm_s": sb.union_lengths(gid[is_comm], start[is_comm], end[is_comm], n),
+            "exposed_comm_s": exposed["exposed_comm_s"],
+            "idle_s": np.where(idle > 0.0, idle, 0.0),  # max(0.0, idle)
+            "weight": [weight.get(r, 1) for r in ranks],
+            **{k: by_tag[k] for k in sorted(by_tag)},
+        }
+    )

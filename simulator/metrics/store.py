@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 import io
+import itertools
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -165,6 +166,16 @@ def _is_flat_dict(o: Any) -> bool:
     )
 
 
+def _all_flat_dicts(items: list[Any]) -> bool:
+    """`all(_is_flat_dict(v) for v in items)`, with the types of all keys and of all values
+    each gathered in one pass (the nodes and links of a topology: 100,000 mappings)."""
+    if not all(isinstance(o, dict) and o for o in items):
+        return False
+    key_types = set(map(type, itertools.chain.from_iterable(items)))
+    value_types = set(map(type, itertools.chain.from_iterable(map(dict.values, items))))
+    return key_types <= {str} and all(issubclass(t, _SCALAR_TYPES) for t in value_types)
+
+
 @functools.cache
 def _flat_encoder(level: int) -> Callable[[Any], str]:
     """Compact JSON of a mapping or list of scalars at `level`, items joined by "," and the
@@ -192,7 +203,7 @@ def _encode(o: Any, level: int, parts: list[str]) -> None:
         parts += (inner[:-2], "}")
         return
     if isinstance(o, list) and o:
-        if all(_is_flat_dict(v) for v in o):
+        if _all_flat_dicts(o):
             # one call for the whole list: the items' separator is that of their keys, and
             # "}" + separator + "{" occurs only between two items (a key starts with '"')
             pad0, pad1, pad2 = ("\n" + "  " * (level + i) for i in range(3))

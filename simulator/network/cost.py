@@ -204,18 +204,16 @@ def estimate_cost(
     # distinct combination once (tens of thousands of cables, a handful of kinds)
     priced: dict[tuple[Any, ...], _Item | None] = {}
     ends = {n: tuple(d.get(k) for k in _CABLE_END_KEYS) for n, d in g.nodes(data=True)}
+    server = {n: d.get("node") for n, d in g.nodes(data=True)}
+    medium, reach, bandwidth, links = _CABLE_EDGE_KEYS
     for u, v, e in g.edges(data=True):
-        du, dv = nodes[u], nodes[v]
-        key = (
-            _same_server(du, dv),
-            *ends[u],
-            *ends[v],
-            *(e.get(k) for k in _CABLE_EDGE_KEYS),
-        )
+        if server[u] is not None and server[u] == server[v]:
+            continue  # inside a server: no cable (`_cable_item`), whatever the rest
+        key = (ends[u], ends[v], e.get(medium), e.get(reach), e.get(bandwidth), e.get(links))
         if key in priced:
             item = priced[key]
         else:
-            item = priced[key] = _cable_item(du, dv, e, prices)
+            item = priced[key] = _cable_item(nodes[u], nodes[v], e, prices)
         if item is not None:
             items[item] += int(e.get("links", 1))
     rows: list[dict[str, Any]] = [

@@ -55,10 +55,10 @@ class RunResult:
             data["graph"] = {k: v for k, v in data["graph"].items() if k != "gpu"}
             write_json(out / "topology.json", data)
         if dashboard:
-            from simulator.viz.dashboard import PLOTLY_FILE, load_graph, run_dashboard_html, write_page
+            from simulator.viz.dashboard import PLOTLY_FILE, drawn_graph, run_dashboard_html, write_page
 
             if self.graph is not None:
-                graph = load_graph(out)  # the dashboard draws what a rebuild would read
+                graph = drawn_graph(self.graph, out)  # what a rebuild would read
             src = PLOTLY_FILE if plotly_src is None else plotly_src
             page = run_dashboard_html(self.frames, self.summary, graph, src)
             write_page(out / "dashboard.html", page)

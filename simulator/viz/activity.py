@@ -219,9 +219,10 @@ def _lanes(
     for rank, gname in zip(groups.index.tolist(), groups.tolist(), strict=True):
         members.setdefault(gname, []).append(int(rank))
     share_of: dict[int, np.ndarray] = {}  # by id of a (shared) per-rank dict
+    none = np.zeros(bins)  # a state a rank never is in (read only)
     for gname, ranks in members.items():
         states = set().union(*(per_rank[r] for r in ranks))
-        mean = {s: np.mean([per_rank[r].get(s, np.zeros(bins)) for r in ranks], axis=0) for s in states}
+        mean = {s: np.mean([per_rank[r].get(s, none) for r in ranks], axis=0) for s in states}
         for r in ranks:
             if id(per_rank[r]) not in share_of:
                 share_of[id(per_rank[r])] = _compute_share(per_rank[r], width)

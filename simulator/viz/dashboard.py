@@ -27,6 +27,7 @@ from __future__ import annotations
 import html
 import json
 import math
+import operator
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -44,7 +45,7 @@ from simulator.viz.activity import MAX_RANK_LANES, activity_figure
 from simulator.viz.breakdown import breakdown_figure
 from simulator.viz.goodput import incident_timeline_figure, step_shares, wall_time_figure
 from simulator.viz.jobs import job_cards, job_figures
-from simulator.viz.links import link_heatmap_figure, link_mean_utilization, link_utilization_figure
+from simulator.viz.links import link_heatmap_figure, link_utilization_figure, mean_utilization_by_link
 from simulator.viz.rank_groups import rank_groups
 from simulator.viz.style import aggregation_note
 from simulator.viz.timeline import timeline_figure
@@ -229,11 +230,48 @@ def _topology_fig(graph: Any, frames: dict[str, pd.DataFrame]) -> go.Figure:
     run_s = None
     if steps is not None and not steps.empty:  # the run time summary.json uses
         run_s = float(steps["finished_at_s"].max() - steps["started_at_s"].min())
-    util = link_mean_utilization(links, run_s) if links is not None and not links.empty else None
-    servers = {d.get("node") for _, d in graph.nodes(data=True) if d.get("kind") == "gpu"}
-    if len(servers) > GROUP_PAST_SERVERS:  # by tier and pod: one node per server is a hairball
+    util = mean_utilization_by_link(links, run_s) if links is not None and not links.empty else None
+    if drawn_by_group(graph):
         return topology_group_figure(graph, util)
     return topology_figure(graph, util)
+
+
+def drawn_by_group(graph: Any) -> bool:
+    """Whether the dashboard draws the topology by tier and pod (past `GROUP_PAST_SERVERS`
+    servers one node per server is a hairball)."""
+    servers = {d.get("node") for _, d in graph.nodes(data=True) if d.get("kind") == "gpu"}
+    return len(servers) > GROUP_PAST_SERVERS
+
+
+def drawn_graph(graph: Any, folder: str | Path) -> Any:
+    """The topology graph a run's dashboard draws, as `clustersim dashboard` would read it.
+
+    `graph` is the run's graph in memory and `folder` the run folder it was just saved to
+    (`topology.json`). Drawn by tier and pod, the figure reads node names, kinds, tiers,
+    roles and server names, link bandwidths, the graph's name, and neighbours in the order
+    of the links (`simulator.viz.topology_groups`): all the same in memory as saved and read
+    back when they are text and numbers (checked), so the graph in memory is drawn and the
+    file is not read again. A smaller topology is drawn node by node from the saved file.
+    """
+    if graph is None:
+        return None
+    return graph if drawn_by_group(graph) and _plain_group_attributes(graph) else load_graph(folder)
+
+
+#: Types that JSON writes and reads back as the same value of the same type.
+_JSON_EXACT = frozenset({str, int, float, type(None)})
+
+
+def _plain_group_attributes(graph: Any) -> bool:
+    """Whether every node name and attribute the drawing by group reads is text, a number
+    or absent (see `drawn_graph`), the types gathered in one pass per attribute. (Link
+    bandwidths are read through `float()`, which gives the same value for anything JSON
+    writes as a number or text and reads back.)"""
+    nodes = [d for _, d in graph.nodes(data=True)]
+    types = {type(graph.graph.get("name")), *map(type, graph)}
+    for key in ("kind", "tier", "role", "node"):
+        types.update(map(type, map(operator.methodcaller("get", key), nodes)))
+    return types <= _JSON_EXACT
 
 
 #: Ops in the drawn step past which the timeline shows activity lanes instead of one bar per op.

@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
+from simulator.metrics.summary import link_totals, top_by
 from simulator.network.graph import natural_key
 from simulator.viz.style import TIME_MS_DECIMALS, with_aggregation_note
 
@@ -66,10 +67,9 @@ def link_series(
 
 def busiest(links: pd.DataFrame, top: int) -> list[str]:
     """Links with the most bytes per unit capacity (= highest mean utilization), ties by name."""
-    agg = links.groupby("link").agg(bytes=("bytes", "sum"), cap=("capacity_bytes_per_s", "first"))
-    agg["score"] = agg["bytes"] / agg["cap"]
-    agg = agg.reset_index().sort_values(["score", "link"], ascending=[False, True], kind="stable")
-    return list(agg["link"][:top])
+    agg = link_totals(links)  # one row per link name
+    agg["score"] = agg["bytes"] / agg["capacity"]
+    return list(top_by(agg, "score", top)["link"][:top])
 
 
 def link_utilization_figure(links: pd.DataFrame, top: int = 8, max_points: int = 2000) -> go.Figure:
@@ -173,6 +173,20 @@ def link_mean_utilization(links: pd.DataFrame, run_time_s: float | None = None) 
     (steps frame) to match `summary.json`'s busiest links."""
     if links.empty:
         return pd.Series(dtype=float)
+    return pd.Series(mean_utilization_by_link(links, run_time_s), dtype=float)
+
+
+def mean_utilization_by_link(
+    links: pd.DataFrame, run_time_s: float | None = None
+) -> dict[tuple[str, str], float]:
+    """`link_mean_utilization` as a plain mapping, in the same order.
+
+    Directed links are summed per (src, dst) in name order; an undirected link is keyed by
+    its direction met first in that order and takes the larger of its directions' means
+    (at least 0; a NaN counts as 0).
+    """
+    if links.empty:
+        return {}
     run = (
         float(links["finished_at_s"].max() - links["started_at_s"].min())
         if run_time_s is None
@@ -180,8 +194,18 @@ def link_mean_utilization(links: pd.DataFrame, run_time_s: float | None = None) 
     )
     agg = links.groupby(["src", "dst"]).agg(bytes=("bytes", "sum"), cap=("capacity_bytes_per_s", "first"))
     util = agg["bytes"] / (agg["cap"] * run) if run > 0 else agg["bytes"] * 0.0
-    out: dict[tuple[str, str], float] = {}
-    for (s, d), v in util.items():
-        key = (s, d) if (d, s) not in out else (d, s)
-        out[key] = max(out.get(key, 0.0), float(v))
-    return pd.Series(out, dtype=float)
+    src = agg.index.get_level_values(0).to_numpy(dtype=object)
+    dst = agg.index.get_level_values(1).to_numpy(dtype=object)
+    # one code per node name, one per undirected pair; pairs numbered in order of first meeting
+    names = pd.factorize(np.concatenate([src, dst]))[0].astype(np.int64)
+    a, b = names[: len(src)], names[len(src) :]
+    pair, first = np.unique(np.minimum(a, b) * (names.max() + 1) + np.maximum(a, b), return_index=True)[:2]
+    code = np.searchsorted(pair, np.minimum(a, b) * (names.max() + 1) + np.maximum(a, b))
+    order = np.argsort(first, kind="stable")  # pairs in order of their first row
+    rank = np.empty(len(order), dtype=np.int64)
+    rank[order] = np.arange(len(order))
+    v = util.to_numpy(dtype=float)
+    best = np.zeros(len(order))
+    np.maximum.at(best, rank[code], np.where(v > 0.0, v, 0.0))  # max(0.0, ...) as Python's max
+    rows = first[order]
+    return dict(zip(zip(src[rows].tolist(), dst[rows].tolist(), strict=True), best.tolist(), strict=True))

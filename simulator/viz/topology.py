@@ -14,13 +14,18 @@ kept with the switches above them, and the title says what is shown.
 from __future__ import annotations
 
 import math
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, TypeAlias
 
 import networkx as nx
 import pandas as pd
 import plotly.graph_objects as go
 
 from simulator.network.graph import natural_key
+
+#: Mean utilization per link, keyed by (u, v) tuples: a Series (`link_mean_utilization`) or a
+#: plain mapping (`mean_utilization_by_link`).
+LinkUtil: TypeAlias = pd.Series | Mapping[tuple[str, str], float]
 
 KIND_COLORS = {
     "gpu": "#76b900",
@@ -154,7 +159,7 @@ def util_color(u: float) -> str:
     return f"rgb({r},{gr},40)"
 
 
-def _with_utilization(g: nx.Graph, link_util: pd.Series) -> nx.Graph:
+def _with_utilization(g: nx.Graph, link_util: LinkUtil) -> nx.Graph:
     """A copy of `g` whose edges named in `link_util` (either orientation) carry `util`."""
     work = g.copy()
     for key, u in link_util.items():
@@ -232,7 +237,7 @@ def _node_traces(h: nx.Graph, pos: dict[Any, tuple[float, float]]) -> list[go.Sc
     return traces
 
 
-def topology_figure(g: nx.Graph, link_util: pd.Series | None = None, max_elements: int = 4000) -> go.Figure:
+def topology_figure(g: nx.Graph, link_util: LinkUtil | None = None, max_elements: int = 4000) -> go.Figure:
     """Draw a topology graph.
 
     Args:

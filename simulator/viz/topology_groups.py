@@ -16,14 +16,14 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from collections.abc import Iterator
 from typing import Any
 
 import networkx as nx
-import pandas as pd
 import plotly.graph_objects as go
 
 from simulator.network.graph import natural_key
-from simulator.viz.topology import util_color
+from simulator.viz.topology import LinkUtil, util_color
 
 #: Servers past which the run dashboard draws the topology by group.
 GROUP_PAST_SERVERS = 32
@@ -34,38 +34,78 @@ def _pod(name: str) -> str | None:
     return tail[1] if len(tail) == 2 and tail[1].isdigit() else None
 
 
+def _link_positions(g: nx.Graph) -> dict[Any, int]:
+    """Position of every node in the order the graph walks its links (`g.edges()`)."""
+    return {n: i for i, (n, _) in enumerate(g.adjacency())}
+
+
+def _neighbours_in_link_order(nbrs: dict[Any, Any], here: int, pos: dict[Any, int]) -> list[Any]:
+    """A node's neighbours (`nbrs`, its adjacency; `here`, its position) in the order of
+    the graph's links: those whose link was listed at an earlier node's turn (by that
+    node's position), then the rest in the node's own order.
+
+    That order is the graph's own: saved as node-link data and read back, a graph lists
+    every node's neighbours in it, so the groups are the same in memory and read back.
+    """
+    earlier = sorted((m for m in nbrs if pos[m] < here), key=pos.__getitem__)
+    return earlier + [m for m in nbrs if pos[m] >= here] if earlier else list(nbrs)
+
+
+def _links_between(g: nx.Graph, nodes: dict[Any, Any], pos: dict[Any, int]) -> Iterator[tuple[Any, Any, Any]]:
+    """The links whose two ends are in `nodes`, as `g.edges(data=True)` lists them (a link
+    at the turn of its end met first), without walking the other nodes' links."""
+    for n, nbrs in g.adjacency():
+        if n in nodes:
+            here = pos[n]
+            for m, d in nbrs.items():
+                if pos[m] >= here and m in nodes:
+                    yield n, m, d
+
+
 def node_groups(g: nx.Graph) -> dict[Any, tuple[str, float]]:
-    """Group name and drawing row of every node outside the servers' insides."""
+    """Group name and drawing row of every node outside the servers' insides.
+
+    A server's group is the pod most of its NIC's first-tier neighbours are in, ties going
+    to the pod met first in the order of the graph's links.
+    """
     groups: dict[Any, tuple[str, float]] = {}
-    for n, d in g.nodes(data=True):
+    attrs = dict(g.nodes(data=True))
+    for n, d in attrs.items():
         tier = int(d.get("tier", 0) or 0)
         if d.get("kind") == "switch" and tier >= 1:
             role = str(d.get("role") or f"tier {tier}")
             pod = _pod(n)
             groups[n] = (f"{role} pod {pod}" if pod is not None else role, 1.0 + tier)
-    for n, d in g.nodes(data=True):
+    pos = _link_positions(g)
+    adj = dict(g.adjacency())
+    for n, d in attrs.items():
         if d.get("kind") == "nic":
-            pods = Counter(
-                groups[m][0] for m in g.neighbors(n) if m in groups and g.nodes[m].get("tier", 1) == 1
-            )
+            pods = [
+                groups[m][0]
+                for m in _neighbours_in_link_order(adj[n], pos[n], pos)
+                if m in groups and attrs[m].get("tier", 1) == 1
+            ]
+            # the most common, the first met on a tie (`Counter.most_common`)
+            pod = pods[0] if len(pods) == 1 else Counter(pods).most_common(1)[0][0] if pods else None
             server = str(d.get("node", n))
             storage = server.startswith("stor") or d.get("kind") == "storage"
-            label = "storage" if storage else f"servers of {pods.most_common(1)[0][0]}" if pods else "servers"
+            label = "storage" if storage else f"servers of {pod}" if pod is not None else "servers"
             groups[n] = (label, 5.0 if storage else 0.0)
     return groups
 
 
-def group_graph(g: nx.Graph, link_util: pd.Series | None = None) -> nx.Graph:
+def group_graph(g: nx.Graph, link_util: LinkUtil | None = None) -> nx.Graph:
     """The graph of groups: nodes carry `row`, `members`; edges `links`, `bandwidth_bytes_per_s`,
     and with `link_util` `util` (bandwidth-weighted mean) and `util_max`."""
     groups = node_groups(g)
     h = nx.Graph()
     members: Counter[str] = Counter()
     servers: dict[str, set[str]] = {}
+    attrs = dict(g.nodes(data=True))
     for n, (name, row) in groups.items():
         h.add_node(name, row=row)
-        if g.nodes[n].get("kind") == "nic":
-            servers.setdefault(name, set()).add(str(g.nodes[n].get("node", n)))
+        if attrs[n].get("kind") == "nic":
+            servers.setdefault(name, set()).add(str(attrs[n].get("node", n)))
         else:
             members[name] += 1
     for name in h.nodes:
@@ -74,11 +114,10 @@ def group_graph(g: nx.Graph, link_util: pd.Series | None = None) -> nx.Graph:
     # summed in plain dicts (one per group pair, in the order first met), then added to `h`
     # in that order, so that `h` is the graph adding them one link at a time would give
     found: dict[tuple[str, str], dict[str, Any]] = {}
-    for u, v, d in g.edges(data=True):
-        gu, gv = groups.get(u), groups.get(v)
-        if gu is None or gv is None or gu[0] == gv[0]:
+    for u, v, d in _links_between(g, groups, _link_positions(g)):
+        a, b = groups[u][0], groups[v][0]
+        if a == b:
             continue
-        a, b = gu[0], gv[0]
         bw = float(d.get("bandwidth_bytes_per_s", 0.0))
         e = found.get((a, b)) or found.get((b, a))
         if e is None:
@@ -112,7 +151,7 @@ def _positions(h: nx.Graph) -> dict[str, tuple[float, float]]:
     return pos
 
 
-def topology_group_figure(g: nx.Graph, link_util: pd.Series | None = None) -> go.Figure:
+def topology_group_figure(g: nx.Graph, link_util: LinkUtil | None = None) -> go.Figure:
     """The topology drawn by group (see the module docstring), links coloured by load."""
     h = group_graph(g, link_util)
     pos = _positions(h)

@@ -194,3 +194,49 @@ def test_rank_groups_merge_in_order_of_first_rank() -> None:
         5: "n2…n3",
         6: "n2…n3",
     }
+
+
+def _read_back(g):  # noqa: ANN001, ANN202
+    """The graph as `topology.json` saves it and `load_graph` reads it (node-link JSON)."""
+    import networkx as nx
+
+    data = json.loads(json.dumps(nx.node_link_data(g, edges="links")))
+    return nx.node_link_graph(data, edges="links")
+
+
+def test_server_groups_are_the_same_in_memory_and_read_back() -> None:
+    """A NIC's neighbours come back in the order of the graph's links, not in the order its
+    edges were added; a tie between two pods goes to the pod met first in that order, so the
+    graph in memory and the saved one give the same groups."""
+    import networkx as nx
+
+    from simulator.viz.topology_groups import node_groups
+
+    g = nx.Graph(name="t")
+    g.add_node("leaf.1", kind="switch", tier=1, role="leaf")
+    g.add_node("leaf.2", kind="switch", tier=1, role="leaf")
+    g.add_node("s0.nic0", kind="nic", node="s0")
+    g.add_edge("s0.nic0", "leaf.2", bandwidth_bytes_per_s=1.0)
+    g.add_edge("leaf.1", "s0.nic0", bandwidth_bytes_per_s=1.0)
+    back = _read_back(g)
+    assert list(g.neighbors("s0.nic0")) != list(back.neighbors("s0.nic0"))  # the case at stake
+    assert node_groups(g) == node_groups(back)
+    assert node_groups(g)["s0.nic0"] == ("servers of leaf pod 1", 0.0)
+
+
+def test_run_page_drawn_from_memory_is_the_rebuilt_page(big_run: Path) -> None:
+    """The run drew its topology (by group: 128 servers) from the graph in memory; the page
+    `clustersim dashboard` rebuilds from the saved files is the same, byte for byte."""
+    from simulator.viz.dashboard import drawn_graph, run_dashboard_from_folder
+
+    g = load_graph(big_run)
+    assert drawn_graph(g, big_run) is g  # drawn by group, attributes plain: not read again
+    assert run_dashboard_from_folder(big_run) == (big_run / "dashboard.html").read_text(encoding="utf-8")
+
+
+def test_graph_with_attributes_json_changes_is_read_back(big_run: Path) -> None:
+    from simulator.viz.dashboard import drawn_graph
+
+    g = load_graph(big_run)
+    g.nodes[next(iter(g.nodes))]["role"] = ("a", "b")  # saved as a list: not the same value
+    assert drawn_graph(g, big_run) is not g
