@@ -48,6 +48,27 @@ class CollectiveTuning(Protocol):
         ...
 
 
+class _AllDone(simpy.Event):
+    """`env.all_of(events)` for events that never fail and whose value nobody reads.
+
+    It succeeds at the same point as `simpy.AllOf` (in the callback of the last of its
+    events to be processed, one `succeed`), so every event keeps its order; it only skips
+    the condition's value (a `ConditionValue` built by walking the events) that `AllOf`
+    makes for every wait.
+    """
+
+    def __init__(self, env: simpy.Environment, events: list[simpy.Event]) -> None:
+        super().__init__(env)
+        self._left = len(events)
+        for event in events:
+            event.callbacks.append(self._check)  # type: ignore[union-attr]  # unprocessed events
+
+    def _check(self, _event: simpy.Event) -> None:
+        self._left -= 1
+        if self._left == 0:
+            self.succeed()
+
+
 class PhaseFlow(NamedTuple):
     """A flow a phase starts on the fabric."""
 
@@ -357,7 +378,7 @@ class StepSimulator:
             if deps:
                 pending = [done[d] for d in deps if not done[d].processed]
                 if pending:
-                    yield env.all_of(pending)
+                    yield _AllDone(env, pending)
             if op.kind == "compute":
                 start = env.now
                 yield env.timeout(self.cost.compute_s(op, gpu))

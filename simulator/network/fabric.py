@@ -24,20 +24,21 @@ started as one `FlowBatch` (`Fabric.transfer_batch`): one event for the batch in
 per flow, and no Python object per flow. The batch's event is processed exactly where a
 SimPy `AllOf` over per-flow events would have been, so the order of every other event, and
 every result, is that of starting the flows one by one.
+When every class has one flow, long runs take compiled paths (`fabric_jit`): the same bits.
 Records: one row per flow (a `FlowTable` of columns) and, per link, intervals of constant
 rate (kept as numpy chunks and turned into a DataFrame once).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from functools import partial
+from typing import Any
 
 import numpy as np
 import simpy
 
-from simulator.network.flow_batch import FlowBatch, flow_batch, usage
-from simulator.network.flow_table import FlowRecord, FlowTable, flow_columns
+from simulator.network.flow_batch import CallGroup, Flow, FlowBatch, flow_batch, succeed_after, usage
+from simulator.network.flow_table import FlowRecord, FlowTable, close_intervals, flow_columns
 from simulator.network.maxmin import class_link_sums, max_min_class_rates, max_min_rates
 
 __all__ = ["Fabric", "Flow", "FlowBatch", "FlowRecord", "FlowTable", "max_min_rates", "usage"]
@@ -48,36 +49,10 @@ __all__ = ["Fabric", "Flow", "FlowBatch", "FlowRecord", "FlowTable", "max_min_ra
 # flow's links as it finishes, so bytes carried equal bytes sent whatever the size or rate.
 _REL_EPS = 1e-12
 _CLOCK_ULPS = 4.0
-
-
-@dataclass(slots=True, eq=False)
-class Flow:
-    """One fluid flow. `links`/`mult`: distinct directed links and how often it crosses each."""
-
-    flow_id: int
-    links: np.ndarray
-    mult: np.ndarray
-    size_bytes: float
-    op_id: str
-    label: str
-    started_at_s: float
-    done: simpy.Event
-    remaining_bytes: float = 0.0
-    rate_bytes_per_s: float = 0.0
-    finished_at_s: float = field(default=float("nan"))
-    crossings: float | None = None  # mult.sum(), when the caller gave it
-    key: int = -1  # flows with one key >= 0 have equal links and multiplicities
-
-
-@dataclass(slots=True, eq=False)
-class _Group:
-    """The flows of one `transfer` or `transfer_batch` call while some are unfinished."""
-
-    done: simpy.Event  # succeeded when the last flow finishes
-    left: int  # flows not finished yet
-    started_at_s: float
-    op_id: str
-    flow: Flow | None = None  # the flow of a single `transfer` (the value of `done`)
+#: recomputations after which the compiled paths are taken: importing numba and loading its
+#: cached code costs ~0.3 CPU s (a first compile ~5 s), repaid by ~100 us per update
+_COMPILED_AFTER = 2000
+_jit: Any = None  # the module `fabric_jit` once imported, False if numba is missing
 
 
 class Fabric:
@@ -96,6 +71,8 @@ class Fabric:
         flow_records: a `FlowTable`: one row per finished flow, in finishing order.
         link_bytes: bytes each directed link has carried so far.
         recomputations: how many times the rates were recomputed.
+        compiled_after: recomputations after which the compiled path is used (the same
+            results; 0: from the start).
 
     Raises:
         ValueError: `link_factors` does not match the links, or a factor is not positive.
@@ -124,7 +101,7 @@ class Fabric:
         # the active flows, in starting order: bytes left, rate (bytes/s), size, class, id,
         # group (the call that started it), label, distinct links, crossings
         self._pending: list[tuple[FlowBatch, int, int]] = []  # (batch, first flow id, group)
-        self._groups: dict[int, _Group] = {}
+        self._groups: dict[int, CallGroup] = {}
         self._next_group = 0
         self._rem = np.empty(0)
         self._rate = np.empty(0)
@@ -141,6 +118,7 @@ class Fabric:
         self._c_key = np.empty(0, dtype=np.int64)  # -1: a class of one flow without key
         self._slot_of_key = np.full(64, -1, dtype=np.int64)  # key -> class slot, -1 if none
         self._key_ids: dict[tuple[bytes, bytes], int] = {}
+        self._key_seen = np.zeros(64, dtype=bool)  # scratch over the keys (compiled path)
         self._reorder = False  # a class lost its first member: its place may have moved
         self._keys_stale = False  # classes moved since the key index was written
         self._e_links = np.empty(0, dtype=np.int64)
@@ -154,9 +132,11 @@ class Fabric:
         self._link_rate = np.zeros(len(base_capacity))
         self._link_since = np.zeros(len(base_capacity))
         self._busy_links: np.ndarray = np.empty(0, dtype=np.int64)
+        self._busy_sorted = True
         self._chunks: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
         self.link_bytes = np.zeros(len(base_capacity))
         self.recomputations = 0
+        self.compiled_after = _COMPILED_AFTER
         # scratch arrays over the link table (all False / unset between uses)
         self._mark = np.zeros(len(base_capacity), dtype=bool)
         self._slot = np.zeros(len(base_capacity), dtype=np.int64)
@@ -202,7 +182,7 @@ class Fabric:
         inner, after = simpy.Event(env), simpy.Event(env)
         if not len(batch.sizes):  # an AllOf over no event succeeds when it is made
             return after.succeed(), self._next_id
-        inner.callbacks.append(partial(_succeed, after))
+        inner.callbacks.append(partial(succeed_after, after))
         first = self._start(batch, op_id, inner, None)
         return after, first
 
@@ -234,7 +214,7 @@ class Fabric:
             return first
         group = self._next_group
         self._next_group += 1
-        self._groups[group] = _Group(done, n_live, env.now, op_id, flow)
+        self._groups[group] = CallGroup(done, n_live, env.now, op_id, flow)
         self._pending.append((batch, first, group))
         if not self._update_scheduled:
             self._update_scheduled = True
@@ -271,6 +251,9 @@ class Fabric:
             return
         now = self.env.now
         clock_resolution_s = _CLOCK_ULPS * float(np.spacing(now))
+        if len(self._f_cls) == len(self._c_count) and self._compiled():
+            self._finish_compiled(now, clock_resolution_s)  # classes of one flow each
+            return
         rem, rate = self._rem, self._rate
         done = (rem <= _REL_EPS * self._size) | ((rate > 0) & (rem <= rate * clock_resolution_s))
         if not done.any():
@@ -294,6 +277,22 @@ class Fabric:
         c_keep = count > 0
         if not c_keep.all():
             self._drop_classes(c_keep)
+
+    def _finish_compiled(self, now: float, clock_resolution_s: float) -> None:
+        """`_finish_done` as one compiled call when class i is flow i (the same bits)."""
+        idx, keep, rem, rate, size, e_links, e_mult, e_cls = _jit.finish_single(
+            self._rem, self._rate, self._size, self._e_links, self._e_mult, self._e_cls,
+            self.link_bytes, clock_resolution_s, _REL_EPS,
+        )  # fmt: skip
+        if not len(idx):
+            return
+        self._finished(idx, now)  # from the arrays before filtering
+        self._rem, self._rate, self._size = rem, rate, size
+        self._e_links, self._e_mult, self._e_cls = e_links, e_mult, e_cls
+        self._f_id, self._f_grp, self._f_label = self._f_id[keep], self._f_grp[keep], self._f_label[keep]
+        self._f_nlinks, self._f_cross = self._f_nlinks[keep], self._f_cross[keep]
+        n, self._keys_stale = len(rem), True  # classes 0..n-1 of one member each
+        self._f_cls, self._c_count, self._c_key = self._f_cls[:n], self._c_count[:n], self._c_key[keep]
 
     def _finished(self, idx: np.ndarray, now: float) -> None:
         """Record the finished flows `idx` (in starting order) and succeed the events of the
@@ -379,6 +378,8 @@ class Fabric:
             grp = np.repeat(np.array([p[6] for p in parts], dtype=np.int64), [len(p[0]) for p in parts])
             e_links = np.concatenate([p[7] for p in parts])
             e_mult = np.concatenate([p[8] for p in parts])
+        if self._admit_compiled(sizes, keys, labels, lens, cross, ids, grp, e_links, e_mult):
+            return
         self._rem = np.concatenate((self._rem, sizes))
         self._rate = np.concatenate((self._rate, np.zeros(len(sizes))))
         self._size = np.concatenate((self._size, sizes))
@@ -388,6 +389,27 @@ class Fabric:
         self._f_nlinks = np.concatenate((self._f_nlinks, lens))
         self._f_cross = np.concatenate((self._f_cross, cross))
         self._admit_classes(keys, lens, e_links, e_mult)
+
+    def _admit_compiled(self, sizes, keys, labels, lens, cross, ids, grp, e_links, e_mult) -> bool:  # noqa: ANN001
+        """`_admit` as one compiled call if class i is flow i and so are the new (else False)."""
+        if self._reorder or len(self._f_cls) != len(self._c_count) or not self._compiled():
+            return False
+        top = int(keys.max())
+        if top >= len(self._key_seen):
+            self._key_seen = np.zeros(2 * top + 1, dtype=bool)
+        if _jit.keys_clash(self._c_key, keys, self._key_seen):
+            return False
+        (self._rem, self._rate, self._size, self._f_cross, self._f_id, self._f_grp, self._f_nlinks,
+         self._c_key, self._e_links, self._e_mult, self._e_cls) = _jit.append_single(
+            (self._rem, self._rate, self._size, self._f_cross, self._f_id, self._f_grp, self._f_nlinks,
+             self._c_key, self._e_links, self._e_mult, self._e_cls),
+            (sizes, cross, ids, grp, lens, keys, e_links.astype(np.int64, copy=False), e_mult),
+        )  # fmt: skip
+        self._f_label = np.concatenate((self._f_label, labels))
+        n = len(self._rem)
+        self._f_cls, self._c_count = np.arange(n), np.ones(n, dtype=np.int64)
+        self._keys_stale = True
+        return True
 
     def _admit_classes(
         self, keys: np.ndarray, lens: np.ndarray, e_links: np.ndarray, e_mult: np.ndarray
@@ -492,9 +514,12 @@ class Fabric:
         now = self.env.now
         self.recomputations += 1
         n = len(self._rem)
+        if n and self._reorder:
+            self._order_classes()
+        if n and len(self._f_cls) == len(self._c_count) and self._compiled():
+            self._recompute_compiled(now)  # classes of one flow each: the compiled path
+            return
         if n:
-            if self._reorder:
-                self._order_classes()
             e_cls, all_mult, f_cls, count = self._e_cls, self._e_mult, self._f_cls, self._c_count
             used, compact = self._compact(self._e_links)
             rates = max_min_class_rates(
@@ -515,6 +540,32 @@ class Fabric:
             ev = self.env.timeout(max(ttf, 0.0))
             ev.callbacks.append(partial(self._on_wakeup, self._version))
 
+    def _compiled(self) -> bool:
+        """Whether to take the compiled paths (`fabric_jit`): after `compiled_after`
+        recomputations, if numba is installed (the numpy paths give the same results)."""
+        global _jit
+        if _jit is None and self.recomputations >= self.compiled_after:
+            try:
+                from simulator.network import fabric_jit as _jit
+            except (ImportError, RuntimeError):  # no numba, or no writable cache for it
+                _jit = False
+        return bool(_jit) and self.recomputations >= self.compiled_after
+
+    def _recompute_compiled(self, now: float) -> None:
+        """`_recompute` when every class has one member, as one compiled call (the same bits)."""
+        rate, used, link, since, old, ttf = _jit.recompute_single(
+            self._e_links, self._e_mult, self._e_cls, self._f_cls, len(self._c_count), self._rem,
+            self.capacity_bytes_per_s, self._busy_links, self._link_rate, self._link_since,
+            self.link_bytes, self._mark, self._slot, float(now),
+        )  # fmt: skip
+        self._rate, self._busy_links, self._busy_sorted = rate, used, False
+        if self.record_links and len(link):
+            order = np.argsort(link)  # in link order, as `_update_link_rates` records them
+            self._chunks.append((link[order], since[order], np.full(len(link), now), old[order]))
+        self._version += 1
+        ev = self.env.timeout(max(ttf, 0.0))
+        ev.callbacks.append(partial(self._on_wakeup, self._version))
+
     def _compact(self, links: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(sorted distinct links, index of each entry in them): `np.unique(links,
         return_inverse=True)` by a sort of the entries and a slot table over the links
@@ -530,41 +581,16 @@ class Fabric:
 
     def _update_link_rates(self, used: np.ndarray, per_link: np.ndarray, now: float) -> None:
         """Close the rate interval of every link whose rate changes (links of `used`, and
-        links busy before that no flow uses now), in link order."""
+        links busy before that no flow uses now), in link order (`close_intervals`)."""
         busy = self._busy_links
-        touched, new = used, per_link
-        gone = busy
-        if len(busy) and len(used):
-            mark = self._mark
-            mark[used] = True
-            gone = busy[~mark[busy]]  # sorted, as busy is
-            mark[used] = False
-        if len(gone):
-            touched = np.concatenate((used, gone))
-            new = np.concatenate((per_link, np.zeros(len(gone))))
+        if not self._busy_sorted:  # left by the compiled path
+            busy, self._busy_sorted = np.sort(busy), True
         self._busy_links = used
-        if len(touched) == 0:
-            return
-        old = self._link_rate[touched]
-        # ~np.isclose(old, new, rtol=1e-12, atol=0) for finite rates, without its overhead
-        changed = ~(np.abs(old - new) <= 1e-12 * np.abs(new))
-        if not changed.any():
-            return
-        idx = touched[changed]
-        old_c, new_c = old[changed], new[changed]
-        if len(gone) and len(used):  # two sorted runs: put them in link order (np.union1d's)
-            order = np.argsort(idx, kind="stable")
-            idx, old_c, new_c = idx[order], old_c[order], new_c[order]
-        since = self._link_since[idx]
-        closing = old_c > 0
-        if closing.any():
-            self.link_bytes[idx[closing]] += old_c[closing] * (now - since[closing])
-            if self.record_links:
-                self._chunks.append(
-                    (idx[closing], since[closing], np.full(int(closing.sum()), now), old_c[closing])
-                )
-        self._link_rate[idx] = new_c
-        self._link_since[idx] = now
+        closed = close_intervals(
+            used, per_link, busy, self._link_rate, self._link_since, self.link_bytes, self._mark, now
+        )
+        if closed is not None and self.record_links:
+            self._chunks.append((closed[0], closed[1], np.full(len(closed[0]), now), closed[2]))
 
     def link_intervals(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """(link, started_at_s, finished_at_s, rate_bytes_per_s) of every closed interval."""
@@ -572,7 +598,3 @@ class Fabric:
             e = np.empty(0)
             return np.empty(0, dtype=np.int64), e, e, e
         return tuple(np.concatenate(c) for c in zip(*self._chunks, strict=False))  # type: ignore[return-value]
-
-
-def _succeed(event: simpy.Event, _cause: simpy.Event) -> None:
-    event.succeed()

@@ -10,11 +10,12 @@ What is simplified: nothing; a batch holds what the per-flow calls were given.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
+import simpy
 
-__all__ = ["FlowBatch", "flow_batch", "usage"]
+__all__ = ["CallGroup", "Flow", "FlowBatch", "flow_batch", "succeed_after", "usage"]
 
 
 @dataclass(slots=True, eq=False)
@@ -85,3 +86,38 @@ def usage(paths: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     first = np.flatnonzero(np.concatenate(([True], allp[1:] != allp[:-1])))
     counts = np.diff(np.append(first, len(allp)))
     return allp[first], counts.astype(float)
+
+
+@dataclass(slots=True, eq=False)
+class Flow:
+    """One fluid flow. `links`/`mult`: distinct directed links and how often it crosses each."""
+
+    flow_id: int
+    links: np.ndarray
+    mult: np.ndarray
+    size_bytes: float
+    op_id: str
+    label: str
+    started_at_s: float
+    done: simpy.Event
+    remaining_bytes: float = 0.0
+    rate_bytes_per_s: float = 0.0
+    finished_at_s: float = field(default=float("nan"))
+    crossings: float | None = None  # mult.sum(), when the caller gave it
+    key: int = -1  # flows with one key >= 0 have equal links and multiplicities
+
+
+@dataclass(slots=True, eq=False)
+class CallGroup:
+    """The flows of one `transfer` or `transfer_batch` call while some are unfinished."""
+
+    done: simpy.Event  # succeeded when the last flow finishes
+    left: int  # flows not finished yet
+    started_at_s: float
+    op_id: str
+    flow: Flow | None = None  # the flow of a single `transfer` (the value of `done`)
+
+
+def succeed_after(event: simpy.Event, _cause: simpy.Event) -> None:
+    """Succeed `event` (a callback of the event it follows)."""
+    event.succeed()

@@ -8,6 +8,9 @@ not as a Python object per row, so a run of millions of flows holds a few arrays
 What is simplified: nothing is dropped. Each numeric column keeps the type the values had,
 as a frame built from the rows would: a column whose values were all Python ints is int64,
 one with any float is float64 (the clock starts at the int 0).
+
+Links are recorded as intervals of constant rate: `close_intervals` closes, in link order,
+the interval of every link whose rate changes at an update of the fabric.
 """
 
 from __future__ import annotations
@@ -172,3 +175,58 @@ def flow_columns(
         "started_at_s": started_at_s if isinstance(started_at_s, np.ndarray) else np.full(n, started_at_s),
         "finished_at_s": np.full(n, finished_at_s),
     }
+
+
+def close_intervals(
+    used: np.ndarray,
+    per_link: np.ndarray,
+    busy: np.ndarray,
+    link_rate: np.ndarray,
+    link_since: np.ndarray,
+    link_bytes: np.ndarray,
+    mark: np.ndarray,
+    now: float,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """Close the rate interval of every link whose rate changes, in link order.
+
+    Args:
+        used, per_link: the links that carry a rate from now (sorted) and that rate, bytes/s.
+        busy: the links that carried a rate until now (sorted); those not in `used` drop to 0.
+        link_rate, link_since, link_bytes: per link of the table (rate, since when, bytes
+            carried); updated in place.
+        mark: a scratch array over the link table (all False, left so).
+        now: the clock, s.
+
+    Returns:
+        (link, started_at_s, rate) of each closed interval of a positive rate, or None.
+    """
+    touched, new = used, per_link
+    gone = busy
+    if len(busy) and len(used):
+        mark[used] = True
+        gone = busy[~mark[busy]]  # sorted, as busy is
+        mark[used] = False
+    if len(gone):
+        touched = np.concatenate((used, gone))
+        new = np.concatenate((per_link, np.zeros(len(gone))))
+    if len(touched) == 0:
+        return None
+    old = link_rate[touched]
+    # ~np.isclose(old, new, rtol=1e-12, atol=0) for finite rates, without its overhead
+    changed = ~(np.abs(old - new) <= 1e-12 * np.abs(new))
+    if not changed.any():
+        return None
+    idx = touched[changed]
+    old_c, new_c = old[changed], new[changed]
+    if len(gone) and len(used):  # two sorted runs: put them in link order (np.union1d's)
+        order = np.argsort(idx, kind="stable")
+        idx, old_c, new_c = idx[order], old_c[order], new_c[order]
+    since = link_since[idx]
+    closing = old_c > 0
+    closed = None
+    if closing.any():
+        link_bytes[idx[closing]] += old_c[closing] * (now - since[closing])
+        closed = idx[closing], since[closing], old_c[closing]
+    link_rate[idx] = new_c
+    link_since[idx] = now
+    return closed
