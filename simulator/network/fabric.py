@@ -394,7 +394,7 @@ class Fabric:
         """`_admit` as one compiled call if class i is flow i and so are the new (else False)."""
         if self._reorder or len(self._f_cls) != len(self._c_count) or not self._compiled():
             return False
-        top = int(keys.max())
+        top = int(max(keys.max(), self._c_key.max(initial=-1)))  # every key the scan marks
         if top >= len(self._key_seen):
             self._key_seen = np.zeros(2 * top + 1, dtype=bool)
         if _jit.keys_clash(self._c_key, keys, self._key_seen):

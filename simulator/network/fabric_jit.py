@@ -14,7 +14,9 @@ product and quotient is the same IEEE operation on the same values, and no fast-
 is set (no contraction into FMA), so the results are bit-identical to the numpy path
 (tests/network/test_fabric_jit.py). The module imports numba; the fabric imports it only
 for runs long enough to repay the import (`Fabric.compiled_after`), and the compiled code
-is cached on disk (`cache=True`).
+is cached on disk (`cache=True`: beside the module, or numba's user cache folder when that
+is not writable). Errors follow numpy's rules (`error_model="numpy"`): a zero rate gives an
+infinite time, as on the numpy path, instead of raising.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from simulator.network.maxmin import _SATURATED_SHARE
 _RATE_RTOL = 1e-12
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, error_model="numpy")
 def _compact(e_links: np.ndarray, mark: np.ndarray, slot: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(distinct links in the order they first occur, index of each entry in them); leaves
     `mark` set on them. The order of the compact links changes no sum (each link's sum is
@@ -48,7 +50,7 @@ def _compact(e_links: np.ndarray, mark: np.ndarray, slot: np.ndarray) -> tuple[n
     return used[:nu], compact
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, error_model="numpy")
 def _fill(
     compact: np.ndarray, e_mult: np.ndarray, e_cls: np.ndarray, capacity: np.ndarray, n_cls: int, n_flows: int
 ) -> np.ndarray:
@@ -100,7 +102,7 @@ def _fill(
     return rates
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, error_model="numpy")
 def recompute_single(
     e_links: np.ndarray,
     e_mult: np.ndarray,
@@ -182,7 +184,7 @@ def recompute_single(
     return flow_rate, used, closed_link[:n_c], closed_since[:n_c], closed_rate[:n_c], ttf
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, error_model="numpy")
 def finish_single(
     rem: np.ndarray,
     rate: np.ndarray,
@@ -247,7 +249,7 @@ def finish_single(
     return idx, keep, rem[keep], rate[keep], size[keep], k_links, k_mult, k_cls
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, error_model="numpy")
 def keys_clash(c_key: np.ndarray, keys: np.ndarray, seen: np.ndarray) -> bool:
     """Whether a new flow's key (>= 0) is an active class's key or another new flow's.
 
@@ -270,7 +272,7 @@ def keys_clash(c_key: np.ndarray, keys: np.ndarray, seen: np.ndarray) -> bool:
     return clash
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, error_model="numpy")
 def append_single(old: tuple[np.ndarray, ...], new: tuple[np.ndarray, ...]) -> tuple[np.ndarray, ...]:
     """Flows appended as one new class each (`Fabric._admit_alone`), one call.
 

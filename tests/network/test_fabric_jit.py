@@ -100,3 +100,53 @@ def test_compiled_path_on_hundreds_of_concurrent_flows(seed):
     assert want[3] > 100  # recomputations: the switch below falls inside the run
     assert _run_many(seed, 0) == want
     assert _run_many(seed, 50) == want
+
+
+def _late_small_key_run(compiled_after: int) -> tuple[list, list, list, int]:
+    """250 one-link flows whose class keys are far above the compiled path's initial scratch
+    table (64), then one flow with a small key while they are active."""
+    env = simpy.Environment()
+    fab = Fabric(env, np.linspace(1.0, 2.0, 300))
+    fab.compiled_after = compiled_after
+    for i in range(5000):  # register enough route classes that later keys exceed 4,000
+        fab.class_key(np.array([i % 300, (i % 300 + 1) % 300]), np.array([1.0, float(1 + i // 300)]))
+    done: list[tuple[int, float]] = []
+
+    def flow(i: int, at: float, link: int, key: int, size: float):  # noqa: ANN202
+        yield env.timeout(at)
+        batch = flow_batch([np.array([link])], [np.array([1.0])], [size], ["x"], None, [key])
+        yield fab.transfer_batch(batch)[0]
+        done.append((i, env.now))
+
+    for i in range(250):
+        env.process(flow(i, 0.0, i, 4000 + i, 10.0 + i))
+    env.process(flow(999, 0.5, 299, 3, 1.0))
+    env.run()
+    records = fab.flow_records.columns()["finished_at_s"].tolist()
+    return done, fab.link_bytes.tolist(), records, len(fab._key_seen)
+
+
+def test_compiled_admission_with_active_keys_beyond_its_scratch_table():
+    # Active classes admitted on the numpy path carry keys the compiled admission's scratch
+    # table was never sized for; it must be sized from them too (an unchecked write otherwise).
+    compiled, plain = _late_small_key_run(1), _late_small_key_run(10**9)
+    assert compiled[:3] == plain[:3]
+    assert compiled[3] > 4249  # the scratch table covers every active key the scan marks
+
+
+def test_compiled_path_gives_an_infinite_time_for_a_zero_rate_like_numpy():
+    results = []
+    for compiled_after in (10**9, 0):
+        env = simpy.Environment()
+        fab = Fabric(env, np.array([0.0, 1.0]))
+        fab.compiled_after = compiled_after
+
+        def one(fab: Fabric, link: int):  # noqa: ANN202
+            yield fab.transfer(np.array([link]), np.array([1.0]), 5.0)
+
+        for link in (0, 1):
+            env.process(one(fab, link))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            env.run(until=100)
+        results.append(fab.link_bytes.tolist())
+    assert results[0] == results[1] == [0.0, 5.0]
