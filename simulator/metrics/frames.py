@@ -78,7 +78,7 @@ def _records_frame(rows: Sequence[NamedTuple], columns: Sequence[str] | None) ->
 
 
 def ops_frame(
-    rows: Sequence[NamedTuple] | RecordColumns,
+    rows: Sequence[NamedTuple] | RecordColumns | dict[str, np.ndarray],
     rank_gpus: list[str],
     role: dict[int, str],
     columns: Sequence[str] | None = None,
@@ -87,35 +87,95 @@ def ops_frame(
 
     Args:
         rows: op records (named tuples with the fields step, op_id, rank, ready_at_s,
-            started_at_s, finished_at_s, ...), or the same as columns; their field names
-            become the columns.
+            started_at_s, finished_at_s, ...), or the same as columns (an `OpTable`, or
+            its `columns()` handed over: that mapping is emptied as the frame is built, so
+            each column is released once framed); their field names become the columns.
         rank_gpus: GPU of every rank.
         role: label of a rank, if any.
         columns: the records' field names; needed only when `rows` is empty.
     """
-    if not isinstance(rows, Sequence) and len(rows):
-        # an engine `OpTable`: the columns a frame of its rows has, sorted before the frame is built
-        cols = rows.columns()
+    cols = _handed_columns(rows)
+    if cols is not None:
+        # an engine `OpTable`: its columns sorted, and the frame built once from them
         order = _ops_order(cols["step"], cols["rank"], cols["started_at_s"], cols["op_id"])
-        df = pd.DataFrame({k: v[order] for k, v in cols.items()})
+        data = {k: _column(cols.pop(k), order) for k in list(cols)}
+        data["duration_s"] = data["finished_at_s"] - data["started_at_s"]
+        data["wait_s"] = data["started_at_s"] - data["ready_at_s"]
+        rank = data["rank"]
     else:
-        df = _records_frame(list(rows), columns)
+        records: list[NamedTuple] = [] if isinstance(rows, dict) else list(rows)
+        if isinstance(rows, dict):  # columns without rows
+            columns = list(rows)
+        df = _records_frame(records, columns)
         df = df.sort_values(["step", "rank", "started_at_s", "op_id"], kind="stable").reset_index(drop=True)
-    df["duration_s"] = df["finished_at_s"] - df["started_at_s"]
-    df["wait_s"] = df["started_at_s"] - df["ready_at_s"]
+        df["duration_s"] = df["finished_at_s"] - df["started_at_s"]
+        df["wait_s"] = df["started_at_s"] - df["ready_at_s"]
+        data, rank = {k: df[k] for k in df.columns}, df["rank"].to_numpy()
     # per distinct rank, then taken for its rows
-    ranks, row_of = np.unique(df["rank"].to_numpy(), return_inverse=True)
+    ranks, row_of = np.unique(rank, return_inverse=True)
     row_of = row_of.reshape(-1)
-    df["gpu"] = _take([rank_gpus[r] for r in ranks.tolist()], row_of)
-    df["role"] = _take([role.get(r, "") for r in ranks.tolist()], row_of)
-    return df
+    data["gpu"] = _column(_objects([rank_gpus[r] for r in ranks.tolist()]), row_of)
+    data["role"] = _column(_objects([role.get(r, "") for r in ranks.tolist()]), row_of)
+    return pd.DataFrame(data, copy=False)
 
 
-def _take(values: list[str], rows: np.ndarray) -> list[str]:
-    """`[values[i] for i in rows]`, the Python objects themselves, taken by NumPy."""
+def _handed_columns(rows: object) -> dict[str, np.ndarray] | None:
+    """The records' columns, when they come as columns and there are rows: a mapping handed
+    over is used itself (and emptied by the caller as it frames them), a table is asked."""
+    if isinstance(rows, dict):
+        return rows if len(next(iter(rows.values()), ())) else None
+    if not isinstance(rows, Sequence) and len(rows):  # type: ignore[arg-type]
+        return rows.columns()  # type: ignore[attr-defined, no-any-return]
+    return None
+
+
+def _objects(values: list[str]) -> np.ndarray:
+    """The Python objects themselves in a NumPy object array."""
     column = np.empty(len(values), dtype=object)
     column[:] = values
-    return column[rows].tolist()
+    return column
+
+
+#: Rows of a text column sampled to judge whether its values repeat (`_column`).
+_SAMPLE_ROWS = 4096
+
+
+def _column(values: np.ndarray, rows: np.ndarray) -> np.ndarray | pd.api.extensions.ExtensionArray:
+    """`values[rows]`, as the column pandas makes of it in a frame.
+
+    Text (an object array whose values all are strings: op ids, tags, labels, ...) is
+    built from its distinct values: they are found by hashing (`pd.factorize`), given the
+    text type pandas gives them (pyarrow strings when pandas uses them), and taken for
+    the rows by that array (Arrow's take), so no string is converted per row; the column
+    is the one pandas makes of `values[rows]`. Anything else is `values[rows]`, which
+    pandas then types as it would.
+    """
+    if values.dtype != object:
+        return values[rows]
+    sample = values[:: max(1, len(values) // _SAMPLE_ROWS)]
+    if 2 * len(pd.unique(sample)) > len(sample):  # mostly distinct (op ids): hashing would not pay
+        return values[rows]
+    codes, distinct = pd.factorize(values)
+    kind = pd.Series(distinct).array  # the type pandas infers for these values
+    if len(codes) and codes.min() >= 0 and isinstance(kind, pd.arrays.ArrowStringArray):
+        return kind.take(codes[rows])
+    return values[rows]
+
+
+def _equals(col: pd.Series, value: str) -> np.ndarray:
+    """`col.to_numpy(dtype=object) == value`, compared on the distinct values."""
+    codes, distinct = pd.factorize(col)
+    hit = np.append(np.asarray(distinct, dtype=object) == value, False)  # code -1 (missing): False
+    return hit[codes]
+
+
+def _objects_of(col: pd.Series) -> np.ndarray:
+    """`col.to_numpy(dtype=object)`, the rows sharing one Python object per distinct value
+    (a column of a few tags over millions of rows is not converted row by row)."""
+    codes, distinct = pd.factorize(col)
+    if len(codes) and codes.min() < 0:
+        return col.to_numpy(dtype=object)
+    return np.asarray(distinct, dtype=object)[codes]
 
 
 def _ops_order(step: np.ndarray, rank: np.ndarray, started: np.ndarray, op_id: np.ndarray) -> np.ndarray:
@@ -135,24 +195,30 @@ def _ops_order(step: np.ndarray, rank: np.ndarray, started: np.ndarray, op_id: n
     tied[:-1] |= tie
     code = np.zeros(len(order), dtype=np.int64)
     rows = order[tied]
-    code[rows] = np.unique(op_id[rows], return_inverse=True)[1]
+    # dense ranks in string order: pandas ranks its Arrow strings in compiled code (UTF-8
+    # bytes sort as code points, Python's order), Python objects as `np.unique` would
+    code[rows] = pd.Series(op_id[rows]).rank(method="dense").to_numpy(dtype=np.int64)
     return np.lexsort((code, started, rank, step))
 
 
-def flows_frame(rows: Sequence[FlowRecord] | FlowTable) -> pd.DataFrame:
-    """The `flows` frame: the fabric's flow records plus duration and rate."""
-    if isinstance(rows, FlowTable) and len(rows):
+def flows_frame(rows: Sequence[FlowRecord] | FlowTable | dict[str, np.ndarray]) -> pd.DataFrame:
+    """The `flows` frame: the fabric's flow records plus duration and rate (`rows`: records,
+    a `FlowTable`, or its `columns()` handed over, emptied as the frame is built)."""
+    cols = _handed_columns(rows)
+    if cols is not None:
         # the same columns and dtypes as from the rows, put in flow id order before the frame
         # is built (ids are unique: any sort gives the order `sort_values("flow_id")` gives)
-        cols = rows.columns()
         order = np.argsort(cols["flow_id"], kind="stable")
-        df = pd.DataFrame({k: v[order] for k, v in cols.items()})
+        data = {k: _column(cols.pop(k), order) for k in list(cols)}
     else:
-        df = _records_frame(list(rows), FlowRecord._fields).sort_values("flow_id").reset_index(drop=True)
-    df["duration_s"] = df["finished_at_s"] - df["started_at_s"]
-    with np.errstate(divide="ignore", invalid="ignore"):
-        df["rate_bytes_per_s"] = np.where(df["duration_s"] > 0, df["size_bytes"] / df["duration_s"], np.nan)
-    return df
+        df = _records_frame([] if isinstance(rows, dict) else list(rows), FlowRecord._fields)
+        df = df.sort_values("flow_id").reset_index(drop=True)
+        data = {k: df[k] for k in df.columns}
+    duration = np.asarray(data["finished_at_s"] - data["started_at_s"])
+    data["duration_s"] = duration
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):  # as pandas divides
+        data["rate_bytes_per_s"] = np.where(duration > 0, np.asarray(data["size_bytes"]) / duration, np.nan)
+    return pd.DataFrame(data, copy=False)
 
 
 def links_frame(intervals: tuple[np.ndarray, ...], links) -> pd.DataFrame:  # noqa: ANN001
@@ -201,15 +267,11 @@ def steps_frame(ops: pd.DataFrame, step_rows: Sequence[StepSpan], weight: dict[i
     step_col, rank_col = step_col[order], rank_col[order]
     start = ops["started_at_s"].to_numpy(dtype=float)[order]
     end = ops["finished_at_s"].to_numpy(dtype=float)[order]
-    kind = ops["kind"].to_numpy(dtype=object)[order]
-    host = (
-        (ops["stream"].to_numpy(dtype=object) == HOST_STREAM)[order]
-        if "stream" in ops
-        else np.zeros(len(order), dtype=bool)
-    )
-    is_comp = (kind == "compute") & ~host  # a host wait is not GPU work: its time is idle
-    is_comm = (kind != "compute") & (end > start)
-    tag = ops["tag"].to_numpy(dtype=object)[order]
+    compute_op = _equals(ops["kind"], "compute")[order]
+    host = _equals(ops["stream"], HOST_STREAM)[order] if "stream" in ops else np.zeros(len(order), dtype=bool)
+    is_comp = compute_op & ~host  # a host wait is not GPU work: its time is idle
+    is_comm = ~compute_op & (end > start)
+    tag = _objects_of(ops["tag"])[order]
     # the (step, rank) groups of the sorted arrays: group id of every op, first op of each
     new_group = np.ones(len(order), dtype=bool)
     new_group[1:] = (step_col[1:] != step_col[:-1]) | (rank_col[1:] != rank_col[:-1])

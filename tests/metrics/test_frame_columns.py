@@ -1,0 +1,67 @@
+"""The run's frames are built column by column from the engine's records (text from its
+distinct values, ties of the ops' order ranked in compiled code); every column must be the
+one pandas makes of the same values, and the order the one of pandas's stable sort."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from simulator.metrics import frames as fr
+
+
+def _objects(values: list[object]) -> np.ndarray:
+    column = np.empty(len(values), dtype=object)
+    column[:] = values
+    return column
+
+
+CASES = {
+    "repeated text": ["fwd", "bwd", "dp", ""] * 50,
+    "distinct text": [f"op-{i}" for i in range(300)],
+    "text beyond ASCII": ["é", "z", "😀", "a", "é"] * 20,
+    "text and a missing value": ["a", None, "b"] * 20,
+    "text and NaN": ["a", float("nan"), "b"] * 20,
+    "numbers as objects": [1, 2, 2, 3] * 10,
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_a_column_is_the_one_pandas_makes(case) -> None:
+    values = _objects(CASES[case])
+    rows = np.random.default_rng(0).permutation(len(values))[: len(values) - 3]
+    want = pd.DataFrame({"c": values[rows]})
+    got = pd.DataFrame({"c": fr._column(values, rows)}, copy=False)
+    pd.testing.assert_frame_equal(got, want, check_exact=True)
+    assert got["c"].dtype == want["c"].dtype
+
+
+def test_the_ops_order_is_pandas_stable_sort_with_many_ties() -> None:
+    """Ties in (step, rank, started) are broken by op id in Python's string order (non-ASCII
+    ids included), rows equal in all four keys keep their order."""
+    rng = np.random.default_rng(1)
+    n = 2000
+    ids = _objects(rng.choice(["b", "a", "ä", "Z", "aa", "😀", "a-1", "a-10", "a-2"], n).tolist())
+    df = pd.DataFrame(
+        {
+            "step": rng.integers(0, 2, n),
+            "rank": rng.integers(0, 3, n),
+            "started_at_s": rng.integers(0, 4, n).astype(float),
+            "op_id": ids,
+        }
+    )
+    want = df.sort_values(["step", "rank", "started_at_s", "op_id"], kind="stable").index.to_numpy()
+    got = fr._ops_order(df["step"].to_numpy(), df["rank"].to_numpy(), df["started_at_s"].to_numpy(), ids)
+    np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("values", [["compute", "comm", None, "compute"], ["x", float("nan"), "host"]])
+def test_comparisons_on_distinct_values_are_those_on_objects(values) -> None:
+    col = pd.Series(_objects(values))
+    for probe in ("compute", "host", "x"):
+        np.testing.assert_array_equal(fr._equals(col, probe), col.to_numpy(dtype=object) == probe)
+    got, want = fr._objects_of(col), col.to_numpy(dtype=object)
+    assert got.dtype == object
+    assert [type(v) for v in got] == [type(v) for v in want]
+    assert [v if v == v else "nan" for v in got] == [v if v == v else "nan" for v in want]
