@@ -177,14 +177,14 @@ class StepSimulator:
         A member waits for the deps that run on it and for deps on no member; deps on
         another member are that member's to wait for (the op starts when all are ready).
         """
-        owner = {op.id: set(op.ranks) for op in program.ops}
+        multi = [op for op in program.ops if len(op.ranks) > 1]
+        needed = {d for op in multi for d in op.deps}
+        owner = {op.id: op.ranks for op in program.ops if op.id in needed}  # only deps of these
         out: dict[tuple[str, int], tuple[str, ...]] = {}
-        for op in program.ops:
-            if len(op.ranks) < 2:
-                continue
+        for op in multi:
             members = set(op.ranks)
             for r in op.ranks:
-                out[(op.id, r)] = tuple(d for d in op.deps if r in owner[d] or not (owner[d] & members))
+                out[(op.id, r)] = tuple(d for d in op.deps if r in owner[d] or members.isdisjoint(owner[d]))
         return out
 
     # -- preparation ---------------------------------------------------------------
@@ -214,8 +214,9 @@ class StepSimulator:
                 instances = self._instances(op)
                 key = (kind, algo, tuple(map(tuple, instances)), op.size_bytes)
                 cached = self._plans.get(key)
+                if cached is not None:
+                    self._plans_by_ranks[rank_key] = cached
             if cached is not None:
-                self._plans_by_ranks[rank_key] = cached
                 self._prepared[op.id] = cached
                 return cached
             plan = plan_collective(

@@ -129,9 +129,9 @@ class ServerShapes:
             local, adj = self.local, self._adj
             lr, rail, attach = self._local_rank, self._rail, self._attach
             key = (
-                tuple(tuple(local[v] for v in adj[n]) for n in nodes),
-                tuple(sorted(range(len(nodes)), key=lambda i: str(nodes[i]))),
-                tuple((n in attach, lr[n], rail[n]) for n in nodes),
+                tuple([tuple([local[v] for v in adj[n]]) for n in nodes]),
+                tuple(sorted(range(len(nodes)), key=[str(n) for n in nodes].__getitem__)),
+                tuple([(n in attach, lr[n], rail[n]) for n in nodes]),
             )
             s = self._shape_ids.get(key)
             if s is None:

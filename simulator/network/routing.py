@@ -19,8 +19,8 @@ Routes avoid links marked down; a node that can no longer be reached is a
 `SimulationError`. Links are directed: edge (u, v) is two links, u->v and v->u.
 
 How it is computed (the routes are those of the definitions above, which `node_path`
-follows step by step): switch distances by a breadth-first search over index arrays of the
-switch graph, one per destination switch; the first two NIC criteria once per (source
+follows step by step): switch distances by a breadth-first search per destination switch
+(`simulator.network.switch_graph`); the first two NIC criteria once per (source
 server, destination switch, rail) class, the distance inside the server per source GPU; the
 entry NIC of a destination by a search that stops at the first level holding a NIC; paths
 inside a server by networkx's bidirectional search written over plain adjacency lists
@@ -48,6 +48,7 @@ from simulator.network.graph import SCALE_UP_MEDIA
 from simulator.network.links import LinkTable
 from simulator.network.route_shapes import ServerShapes
 from simulator.network.route_shapes import bidirectional_path as _bidirectional_path
+from simulator.network.switch_graph import SwitchGraph
 
 
 def _crc(*parts: object) -> int:
@@ -94,24 +95,18 @@ class Router:
         self._endpoints_of: dict[int, list[str]] = {}
         for n in sorted(self._attach, key=str):
             self._endpoints_of.setdefault(self._domain[n], []).append(n)
-        # switch graph adjacency (sorted for determinism), and the same as index arrays
+        # the switch graph (neighbours sorted for determinism): distances and next hops
         adj = g.adj
-        self._sw_adj: dict[str, list[str]] = {
-            s: sorted(t for t in adj[s] if t in is_net_switch and up(s, t)) for s in is_net_switch
-        }
-        self._sw_names = sorted(is_net_switch, key=str)
-        sw_index = {s: i for i, s in enumerate(self._sw_names)}
-        self._sw_index = sw_index
-        lengths = [len(self._sw_adj[s]) for s in self._sw_names]
-        self._sw_indptr = np.concatenate(([0], np.cumsum(lengths, dtype=np.int64)))
-        self._sw_indices = np.fromiter(
-            (sw_index[t] for s in self._sw_names for t in self._sw_adj[s]), dtype=np.int64, count=sum(lengths)
+        self._switches = SwitchGraph(
+            {s: sorted(t for t in adj[s] if t in is_net_switch and up(s, t)) for s in is_net_switch}
         )
+        self._sw_names = self._switches.names
+        self._sw_index = self._switches.index
         self._egress_best: dict[tuple[int, str, object], list[str]] = {}
         self._dist_cache: dict[str, dict[str, int]] = {}
-        self._dist_arrays: dict[str, np.ndarray] = {}  # the same by switch index (-1: unreachable)
-        self._dist_lists: dict[str, list[int]] = {}  # the same as lists
+        self._dist_arrays = self._switches.dist_arrays  # the same by switch index (-1: unreachable)
         self._next_hops: dict[tuple[str, str], list[str]] = {}
+        self._next_links: dict[tuple[str, str], list[tuple[str, int]]] = {}  # the same, with links
         self._hops_in_domain: dict[str, dict[str, int]] = {}
         self._egress_cache: dict[tuple[str, str], str | None] = {}
         self._egress_class: dict[tuple[str, str, object], str | None] = {}
@@ -134,6 +129,7 @@ class Router:
         )  # fmt: skip
         self._shape_paths: dict[tuple[int, int, int], tuple[int, ...]] = {}
         self._dom_info: dict[int, tuple[int, list[int]]] = {}  # domain -> (shape, its edge links)
+        self._places: dict[str, tuple[int, int, list[int], list[str], int]] = {}  # `_place`
         self._shape_ingress: dict[tuple[int, int], int] = {}
         self._shape_egress: dict[tuple[int, int, str, object], tuple[int, str, int]] = {}
 
@@ -184,33 +180,8 @@ class Router:
         return d
 
     def _dist_list(self, target: str) -> list[int]:
-        """`_switch_dist(target)` by switch index, -1 where `target` cannot be reached (cached).
-
-        A breadth-first search, one level at a time over index arrays of the switch graph.
-        """
-        dl = self._dist_lists.get(target)
-        if dl is None:
-            indptr, indices = self._sw_indptr, self._sw_indices
-            dist = np.full(len(self._sw_names), -1, dtype=np.int64)
-            frontier = np.array([self._sw_index[target]], dtype=np.int64)
-            dist[frontier] = 0
-            level = 0
-            while frontier.size:
-                level += 1
-                starts, counts = indptr[frontier], indptr[frontier + 1] - indptr[frontier]
-                total = int(counts.sum())
-                if total == 0:
-                    break
-                offsets = np.repeat(starts - (np.cumsum(counts) - counts), counts)
-                nb = indices[offsets + np.arange(total)]
-                new = nb[dist[nb] < 0]
-                if not new.size:
-                    break
-                dist[new] = level
-                frontier = np.flatnonzero(dist == level)  # the new level, each switch once
-            self._dist_arrays[target] = dist
-            dl = self._dist_lists[target] = dist.tolist()
-        return dl
+        """`_switch_dist(target)` by switch index, -1 where `target` cannot be reached (cached)."""
+        return self._switches.dist_list(target)
 
     def _hops_to(self, s: str, dl: list[int]) -> int:
         """Hops from network switch `s` by the distances `dl` (`_dist_list`); 1 << 30 if none."""
@@ -344,19 +315,11 @@ class Router:
         dl = self._dist_list(t)
         if dl[self._sw_index[s]] < 0:
             raise SimulationError(f"no network path from switch {s} to {t} (links down?)")
-        path = [s]
-        u = s
-        hop = 0
-        nh = self._next_hops
+        path, u, hop, nh = [s], s, 0, self._next_hops
         while u != t:
             nxt = nh.get((u, t))
             if nxt is None:
-                # the neighbours of u one hop nearer t, in adjacency order
-                ui = self._sw_index[u]
-                nb = self._sw_indices[self._sw_indptr[ui] : self._sw_indptr[ui + 1]]
-                names = self._sw_names
-                nxt = [names[i] for i in nb[self._dist_arrays[t][nb] == dl[ui] - 1].tolist()]
-                nh[(u, t)] = nxt
+                nxt = nh[(u, t)] = self._switches.next_switches(u, t)
             u = nxt[_crc(a, b, hop) % len(nxt)] if len(nxt) > 1 else nxt[0]
             path.append(u)
             hop += 1
@@ -440,46 +403,78 @@ class Router:
             return list(self._domain_links(a, b))
         into = self._into.get(b)
         if into is None:
-            eb = self._shape_entry(b)
-            if eb is None:
+            into = self._into_piece(b)
+            if into is None:
                 return self._fallback_links(a, b)
-            sb = self._switch_of(eb)
-            tail = [self.links.index[(sb, eb)], *self._domain_links(eb, b)]
-            into = self._into[b] = (eb, sb, self._rail[eb], tail)
         eb, sb, rail_b, tail = into
         key = (a, sb, rail_b)  # the egress NIC depends on eb only through these (`_egress`)
         out = self._out_of.get(key)
         if out is None:
-            exit_ = self._shape_exit(a, sb, rail_b)
-            if exit_ is None:
+            out = self._out_piece(a, b, sb, rail_b)
+            if out is None:
                 return self._fallback_links(a, b)
-            ea, sa, da_hops = exit_
-            if da_hops >= 1 << 30:
-                raise SimulationError(f"{a} cannot reach {b}: no network path between their NICs")
-            out = self._out_of[key] = (sa, [*self._domain_links(a, ea), self.links.index[(ea, sa)]])
         sa, head = out
         if sa == sb:
             return head + tail
         return head + self._switch_links(sa, sb, a, b) + tail
 
-    def _shape_entry(self, b: str) -> str | None:
-        """`_ingress(b)`, decided once per (server shape, local index of `b`)."""
-        sh, d = self._shapes, self._domain[b]
-        key = (sh.shape(d), sh.local[b])
-        e = self._shape_ingress.get(key)
-        if e is None:
-            rep = self._ingress(sh.in_rep(d, b))
-            e = self._shape_ingress[key] = -1 if rep is None else sh.local[rep]
-        return None if e < 0 else sh.nodes[d][e]
+    def _place(self, n: str) -> tuple[int, int, list[int], list[str], int]:
+        """(shape, local index, global link of each local edge, nodes, domain) of node `n`'s
+        domain (cached per node)."""
+        p = self._places.get(n)
+        if p is None:
+            d = self._domain[n]
+            info = self._dom_info.get(d)
+            if info is None:
+                sh = self._shapes
+                info = self._dom_info[d] = (sh.shape(d), sh.edge_links(d))
+            p = self._places[n] = (info[0], self._shapes.local[n], info[1], self._shapes.nodes[d], d)
+        return p
 
-    def _shape_exit(self, a: str, sb: str, rail_b: object) -> tuple[str, str, int] | None:
-        """(egress NIC, its switch toward `sb`, that switch's hops to `sb`) of traffic from `a`
-        to an endpoint at switch `sb` on rail `rail_b` (`_egress`, then `_best_switch`),
-        decided once per (egress class, local index of `a`, `sb`, `rail_b`); None if the
-        server has no NIC."""
-        sh, d = self._shapes, self._domain[a]
-        c = sh.egress_class(d)
-        key = (c, sh.local[a], sb, rail_b)
+    def _local_path(self, shape: int, i: int, j: int) -> tuple[int, ...]:
+        """Local edge ids of the path from local index `i` to `j` inside a domain of `shape`,
+        found once on the shape's first domain (`_domain_path`)."""
+        ids = self._shape_paths.get((shape, i, j))
+        if ids is None:  # (a domain is connected: there is a path)
+            sh = self._shapes
+            rep = sh.rep[shape]
+            ids = sh.edge_ids(rep, self._domain_path(sh.nodes[rep][i], sh.nodes[rep][j]))
+            self._shape_paths[(shape, i, j)] = ids
+        return ids
+
+    def _into_piece(self, b: str) -> tuple[str, str, object, list[int]] | None:
+        """(entry endpoint, its switch, its rail, links from that switch to `b`) of traffic
+        into `b`'s server (cached); None if the server has no NIC."""
+        shape, lb, el, nodes, _ = self._place(b)
+        e = self._shape_ingress.get((shape, lb))
+        if e is None:  # `_ingress(b)`, decided once per (server shape, local index of `b`)
+            sh = self._shapes
+            rep = self._ingress(sh.nodes[sh.rep[shape]][lb])
+            e = self._shape_ingress[(shape, lb)] = -1 if rep is None else sh.local[rep]
+        if e < 0:
+            return None
+        eb = nodes[e]
+        sb = self._switch_of(eb)
+        tail = [self.links.index[(sb, eb)]]
+        if e != lb:
+            tail += [el[i] for i in self._local_path(shape, e, lb)]
+        into = self._into[b] = (eb, sb, self._rail[eb], tail)
+        return into
+
+    def _out_piece(self, a: str, b: str, sb: str, rail_b: object) -> tuple[str, list[int]] | None:
+        """(first switch, links from `a` to it) of traffic from `a` to an endpoint at switch
+        `sb` on rail `rail_b` (cached); None if the server has no NIC.
+
+        The exit NIC, its switch toward `sb` and that switch's hops to `sb` (`_egress`, then
+        `_best_switch`) are decided once per (egress class, local index of `a`, `sb`,
+        `rail_b`), on the class's first server.
+
+        Raises:
+            SimulationError: the exit NIC cannot reach `sb`.
+        """
+        shape, la, el, nodes, d = self._place(a)
+        sh = self._shapes
+        key = (sh.egress_class(d), la, sb, rail_b)
         got = self._shape_egress.get(key)
         if got is None:
             ra = sh.in_rep(d, a, sh.egress_class)
@@ -490,9 +485,15 @@ class Router:
                 hops, s = self._nearest_switch(e, self._dist_list(sb))
                 got = (sh.local[e], s, hops)
             self._shape_egress[key] = got
-        if got[0] < 0:
+        le, sa, da_hops = got
+        if le < 0:
             return None
-        return sh.nodes[d][got[0]], got[1], got[2]
+        if da_hops >= 1 << 30:
+            raise SimulationError(f"{a} cannot reach {b}: no network path between their NICs")
+        head = [el[i] for i in self._local_path(shape, la, le)] if le != la else []
+        head.append(self.links.index[(nodes[le], sa)])
+        out = self._out_of[(a, sb, rail_b)] = (sa, head)
+        return out
 
     def _hops(self, nodes: list[str]) -> list[int]:
         """Link indices along a node path."""
@@ -500,8 +501,25 @@ class Router:
         return [idx[(u, v)] for u, v in zip(nodes, nodes[1:], strict=False)]
 
     def _switch_links(self, s: str, t: str, a: str, b: str) -> list[int]:
-        """Link indices of `_switch_path(s, t, a, b)`."""
-        return self._hops(self._switch_path(s, t, a, b))
+        """Link indices of `_switch_path(s, t, a, b)`: the same walk, over cached lists of
+        (next switch, link to it) per (switch, target)."""
+        if s == t:
+            return []
+        dl = self._dist_list(t)
+        if dl[self._sw_index[s]] < 0:
+            raise SimulationError(f"no network path from switch {s} to {t} (links down?)")
+        out: list[int] = []
+        u, hop, steps, prefix = s, 0, self._next_links, f"{a!s}|{b!s}|"
+        while u != t:
+            nxt = steps.get((u, t))
+            if nxt is None:
+                idx = self.links.index
+                nxt = steps[(u, t)] = [(v, idx[(u, v)]) for v in self._switches.next_switches(u, t)]
+            # the hash of `_switch_path`: CRC-32 of "a|b|hop" (`_crc`)
+            u, li = nxt[zlib.crc32(f"{prefix}{hop}".encode()) % len(nxt)] if len(nxt) > 1 else nxt[0]
+            out.append(li)
+            hop += 1
+        return out
 
     def _fallback_links(self, a: str, b: str) -> list[int]:
         return self._hops(self._fallback(a, b))
@@ -519,17 +537,8 @@ class Router:
         (server shape, local indices of `a` and `b`), on the shape's first server."""
         if a == b:
             return []
-        sh, d = self._shapes, self._domain[a]
-        info = self._dom_info.get(d)
-        if info is None:
-            info = self._dom_info[d] = (sh.shape(d), sh.edge_links(d))
-        skey = (info[0], sh.local[a], sh.local[b])
-        ids = self._shape_paths.get(skey)
-        if ids is None:  # (a domain is connected: there is a path)
-            rep_path = self._domain_path(sh.in_rep(d, a), sh.in_rep(d, b))
-            ids = self._shape_paths[skey] = sh.edge_ids(sh.rep[skey[0]], rep_path)
-        el = info[1]
-        return [el[i] for i in ids]
+        shape, la, el, _, _ = self._place(a)
+        return [el[i] for i in self._local_path(shape, la, self._shapes.local[b])]
 
     def paths(self, edges: Sequence[tuple[str, str]]) -> list[np.ndarray]:
         """`path(a, b)` of every (a, b) of `edges`, in order."""
