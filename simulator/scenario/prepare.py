@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
+from itertools import chain
+from operator import attrgetter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -30,6 +32,9 @@ from simulator.scenario.spec import Scenario, load_scenario
 from simulator.units import factor
 from simulator.workload.program import StepProgram
 from simulator.workload.trace import load_trace
+
+_KIND, _DTYPE, _RANKS, _GROUP = (attrgetter(f) for f in ("kind", "dtype", "ranks", "group"))
+_COLLECTIVE, _ALGORITHM = attrgetter("collective"), attrgetter("algorithm")
 
 if TYPE_CHECKING:
     from simulator.scenario.job_place import PreparedJob
@@ -208,8 +213,9 @@ def preflight(
     """
     program = program or prep.program
     algorithms = prep.scenario.spec.network.algorithms
-    used = sorted({program.rank_gpus[r] for op in program.ops for r in (*op.ranks, *op.group)})
-    prep.cluster.check_gpus_reachable(used)
+    prep.cluster.check_gpus_reachable(_used_gpus(program))
+    if _passes_at_a_glance(prep, program, algorithms):
+        return
     checked: set[tuple[str, str | None, int]] = set()
     for op in program.ops:
         if op.kind in ("collective", "p2p"):
@@ -229,6 +235,46 @@ def preflight(
                     f"no peak FLOP/s for {op.dtype}; give one in its peak_tflops",
                     file=workload_path or prep.scenario.workload_path,
                 ) from None
+
+
+def _used_gpus(program: StepProgram) -> list[str]:
+    """The GPUs the ops name (ranks and groups), sorted; each distinct tuple is read once
+    (a generated program shares them between ops)."""
+    ranks: set[int] = set()
+    for getter in (_RANKS, _GROUP):
+        seqs = list(map(getter, program.ops))
+        ranks.update(chain.from_iterable(dict(zip(map(id, seqs), seqs, strict=True)).values()))
+    return sorted({program.rank_gpus[r] for r in ranks})
+
+
+def _passes_at_a_glance(prep: PreparedRun, program: StepProgram, algorithms: dict[str, str]) -> bool:
+    """Whether `preflight`'s op checks would all pass, judged on the distinct values of the
+    fields they read (one pass of `map` per field, not one Python test per op). False when
+    one might fail, or the program has checkpoint ops: `preflight` then checks op by op, so
+    that the first op at fault is the one named."""
+    ops = program.ops
+    kinds = set(map(_KIND, ops))
+    if "checkpoint" in kinds:
+        return False
+    try:
+        for dtype in set(map(_DTYPE, ops)) if "compute" in kinds else ():
+            prep.topology.gpu.peak(dtype)  # every op's dtype: a superset of those checked
+        for kind, coll, algo, n_group, n_ranks in set(
+            zip(
+                map(_KIND, ops),
+                map(_COLLECTIVE, ops),
+                map(_ALGORITHM, ops),
+                map(len, map(_GROUP, ops)),
+                map(len, map(_RANKS, ops)),
+                strict=True,
+            )
+        ):
+            if kind in ("collective", "p2p"):
+                coll = coll or "send_recv"
+                check_algorithm(coll, algo or algorithms.get(coll), n_group or n_ranks)
+    except Exception:  # the op-by-op checks below raise it again, for the first op at fault
+        return False
+    return True
 
 
 def step_simulator(

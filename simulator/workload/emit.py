@@ -49,12 +49,21 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
-from simulator.workload.flops import BF16_GEMMS, CommCost, OpCost, Phase, layer_program
+from simulator.workload.flops import (
+    BF16_GEMMS,
+    CommCost,
+    OpCost,
+    Phase,
+    embedding_program,
+    layer_program,
+    output_program,
+)
 from simulator.workload.layout import LayoutSpec
 from simulator.workload.model import ModelSpec
 from simulator.workload.placement import CollectiveGroup, SimulatedRanks
-from simulator.workload.program import COMPUTE_STREAM, Op
+from simulator.workload.program import Op, comm_op, compute_op
 
 _LOW_PRECISION = ("fp8", "fp4", "int8")
 _CORE = ("attn_score", "attn_softmax", "attn_value")
@@ -81,6 +90,33 @@ def _is_gradient_reduction(item: CommCost) -> bool:
     return name.startswith("zero3_grad_rs") or (
         item.group in ("dp_cp", "edp") and not name.startswith("zero3_gather")
     )
+
+
+#: the fused compute ops of a segment: (class, dtype, flops, bytes, kernels) of each
+Fused = list[tuple[str, str, float, float, tuple[OpCost, ...]]]
+#: one step of a compiled item run (`_compile`): a code, then its operands
+Step = tuple
+
+
+class CommPlan(NamedTuple):
+    """How one communication item is issued (the same for every micro-batch)."""
+
+    insts: dict[int, CollectiveGroup]  # simulated rank -> its collective instance
+    kind: str  # the collective
+    calls: tuple[tuple[float, str], ...]  # (size in bytes, op id suffix) of each call
+    overhead_s: float
+    tag: str
+    stream: str
+    prefetch: bool  # a ZeRO-3 gather: its first calls start with the previous compute
+    awaited: bool  # the next compute waits for it (not a gradient reduction)
+
+
+def _latest(last: dict[int, str], ranks: tuple[int, ...]) -> tuple[str, ...]:
+    """The ops `last` records for `ranks` (those it has), in rank order."""
+    if len(ranks) == 1:
+        x = last.get(ranks[0])
+        return (x,) if x else ()
+    return tuple(x for x in map(last.get, ranks) if x)
 
 
 @dataclass
@@ -118,7 +154,10 @@ class OpEmitter:
 
     #: segment (ids of its items) -> (its items, kept alive so the ids stay theirs; its fused
     #: ops); made on first use
-    _fused: dict[tuple[int, ...], tuple[tuple[OpCost, ...], list]] | None = None
+    _fused: dict[tuple[int, ...], tuple[tuple[OpCost, ...], Fused]] | None = None
+    #: rank -> (rank,): the `ranks` of its compute ops, one tuple shared by all of them;
+    #: made on first use
+    _alone: dict[int, tuple[int]] | None = None
 
     def __init__(
         self, model: ModelSpec, layout: LayoutSpec, ranks: SimulatedRanks, causal_skip: bool
@@ -131,6 +170,12 @@ class OpEmitter:
         self.attn_dtype = "bf16" if model.dtype in _LOW_PRECISION else model.dtype
         self._item_cache: dict[tuple[str, str], list[OpCost | CommCost]] = {}
         self._n = 0
+        L = layout
+        self.group_sizes = {"tp": L.tp, "cp": L.cp, "ep": L.ep, "dp_cp": L.dp * L.cp, "edp": L.edp * L.cp}
+        #: id of a communication item -> (the item, kept alive; how it is issued)
+        self._plans: dict[int, tuple[CommCost, CommPlan]] = {}
+        #: id of an item list -> (the list, kept alive; its steps, `_compile`)
+        self._runs: dict[int, tuple[list[OpCost | CommCost], list[Step]]] = {}
         #: (rank, stream) -> the latest collective issued there.
         self.last_on: dict[tuple[int, str], str] = {}
 
@@ -144,36 +189,42 @@ class OpEmitter:
     ) -> tuple[str, str] | None:
         """Fuse `items` into at most three compute ops on `rank`; return the first and the
         last op id (None when nothing is left to compute)."""
-        # items are the emitter's cached items, so a segment recurs as the same objects: its
-        # fusion (and each fused op's kernel tuple, shared) is computed once per segment
+        return self.compute_fused(rank, self.fused(items), deps, tag, base)
+
+    def fused(self, items: list[OpCost]) -> Fused:
+        """The fused ops of segment `items` (`_fuse`), computed once per segment: items are
+        the emitter's cached items, so a segment recurs as the same objects, and each fused
+        op's kernel tuple is shared by all its ops."""
         if self._fused is None:
             self._fused = {}
         key = tuple(map(id, items))
         hit = self._fused.get(key)
         if hit is None:
             hit = self._fused[key] = (tuple(items), self._fuse(items))
+        return hit[1]
+
+    def compute_fused(
+        self, rank: int, fused: Fused, deps: tuple[str, ...], tag: str, base: str
+    ) -> tuple[str, str] | None:
+        """Emit the fused ops `fused` of a segment on `rank` (see `compute`)."""
+        if self._alone is None:
+            self._alone = {}
+        alone = self._alone.get(rank)
+        if alone is None:
+            alone = self._alone[rank] = (rank,)
+        ops = self.ops
         first = last = None
-        for cls, dtype, flops, bytes_accessed, kernels in hit[1]:
-            oid = self.op_id(f"{base}.{cls}@{rank}")
-            self.ops.append(
-                Op(
-                    oid,
-                    "compute",
-                    (rank,),
-                    COMPUTE_STREAM,
-                    deps,
-                    tag,
-                    flops=flops,
-                    bytes_accessed=bytes_accessed,
-                    dtype=dtype,
-                    kernels=kernels,
-                )
-            )
+        for cls, dtype, flops, bytes_accessed, kernels in fused:
+            self._n += 1
+            oid = f"{base}.{cls}@{rank}#{self._n}"
+            ops.append(compute_op(oid, alone, deps, tag, flops, bytes_accessed, dtype, kernels))
             deps = ()
-            first, last = first or oid, oid
+            if first is None:
+                first = oid
+            last = oid
         return None if first is None or last is None else (first, last)
 
-    def _fuse(self, items: list[OpCost]) -> list[tuple[str, str, float, float, tuple[OpCost, ...]]]:
+    def _fuse(self, items: list[OpCost]) -> Fused:
         """The fused ops of a segment: (class, dtype, flops, bytes, kernels) of each class
         with any work, in order of first appearance."""
         classes: dict[tuple[str, str], list[float]] = {}
@@ -207,32 +258,31 @@ class OpEmitter:
         overhead_s: float = 0.0,
     ) -> str:
         """Emit collective `kind` of `size_bytes` on instance `inst`; return its op id."""
-        oid = self.op_id(f"{base}@g{inst.group[0]}")
+        self._n += 1
+        oid = f"{base}@g{inst.group[0]}#{self._n}"
+        last_on = self.last_on
         for r in inst.ranks:
-            self.last_on[(r, stream)] = oid
+            last_on[(r, stream)] = oid
         op_kind = "p2p" if kind == "send_recv" else "collective"
+        group, mirrors = inst.group, inst.mirrors
         self.ops.append(
-            Op(
-                oid,
-                op_kind,
-                inst.ranks,
-                stream,
-                deps,
-                tag,
-                collective=kind,
-                group=inst.group,
-                mirrors=inst.mirrors,
-                size_bytes=size_bytes,
-                overhead_s=overhead_s,
-            )
+            comm_op(oid, op_kind, inst.ranks, stream, deps, tag, kind, group, mirrors, size_bytes, overhead_s)
         )
         return oid
 
     def group_size(self, group_kind: str) -> int:
         """Ranks in one group of `group_kind` (1 for a kind the layer items never use)."""
-        L = self.layout
-        sizes = {"tp": L.tp, "cp": L.cp, "ep": L.ep, "dp_cp": L.dp * L.cp, "edp": L.edp * L.cp}
-        return sizes.get(group_kind, 1)
+        return self.group_sizes.get(group_kind, 1)
+
+    def end_items(self, end: str, phase: Phase) -> list[OpCost | CommCost]:
+        """Items of the embedding (`end` "emb") or output ("out") layer in `phase`, made once
+        (the same objects every micro-batch, as `layer_items`)."""
+        key = (end, phase)
+        items = self._item_cache.get(key)
+        if items is None:
+            program = embedding_program if end == "emb" else output_program
+            items = self._item_cache[key] = list(program(self.model, self.layout, phase))
+        return items
 
     def layer_items(self, layer: int, phase: Phase) -> list[OpCost | CommCost]:
         """Items of block `layer` in `phase`, the CP exchange moved right before the core and
@@ -287,36 +337,55 @@ class OpEmitter:
         are issued when the previous layer's compute starts, the others when it ends (the
         layer waits for all); reduce-scatters follow the layer's backward.
         """
-        insts = self.ranks.groups_of(item.group)
-        kind, size_bytes = item.collective, item.bytes
-        if item.group == "cp":  # ring exchange of K/V chunks = ring all-gather of cp chunks
-            kind, size_bytes = "all_gather", item.bytes * self.layout.cp
-        prefetch = _is_zero3_gather(item)
-        zero3 = prefetch or item.name.startswith("zero3_grad_rs")
-        sizes = self.zero3_calls(item) if zero3 else [size_bytes]
-        overhead_s = self.layout.zero3_call_overhead_s if zero3 else 0.0
-        if prefetch:
-            stream = "zero"
-        elif item.group in ("dp_cp", "edp"):
-            stream = "dp"
-        else:
-            stream = _TAG[item.group]
+        plan = self.comm_plan(item)
+        insts = plan.insts
+        n_early = self.layout.zero3_prefetch_buckets if plan.prefetch else 0
         seen: dict[int, str] = {}
         out: dict[int, str] = {}
         for r in ranks:
             inst = insts[r]
             key = id(inst)
             if key not in seen:
-                early = tuple(x for x in (st.prev_first.get(q) for q in inst.ranks) if x)
-                after = tuple(x for x in (st.last_compute.get(q) for q in inst.ranks) if x)
-                for k, size in enumerate(sizes):
-                    cdeps = early if prefetch and k < self.layout.zero3_prefetch_buckets else after
-                    name = f"{base}.{item.name}" + (f"[{k}]" if len(sizes) > 1 else "")
+                early = _latest(st.prev_first, inst.ranks) if n_early else ()
+                after = _latest(st.last_compute, inst.ranks)
+                for k, (size, suffix) in enumerate(plan.calls):
+                    cdeps = early if k < n_early else after
                     seen[key] = self.collective(
-                        inst, kind, size, cdeps, _TAG[item.group], stream, name, overhead_s
+                        inst, plan.kind, size, cdeps, plan.tag, plan.stream, base + suffix, plan.overhead_s
                     )
             out[r] = seen[key]
         return out
+
+    def comm_plan(self, item: CommCost) -> CommPlan:
+        """How `item` is issued (`issue_collective`), worked out once per item."""
+        got = self._plans.get(id(item))
+        if got is not None:
+            return got[1]
+        kind, size_bytes = item.collective, item.bytes
+        if item.group == "cp":  # ring exchange of K/V chunks = ring all-gather of cp chunks
+            kind, size_bytes = "all_gather", item.bytes * self.layout.cp
+        prefetch = _is_zero3_gather(item)
+        zero3 = prefetch or item.name.startswith("zero3_grad_rs")
+        sizes = self.zero3_calls(item) if zero3 else [size_bytes]
+        suffixes = [f".{item.name}" + (f"[{k}]" if len(sizes) > 1 else "") for k in range(len(sizes))]
+        if prefetch:
+            stream = "zero"
+        elif item.group in ("dp_cp", "edp"):
+            stream = "dp"
+        else:
+            stream = _TAG[item.group]
+        plan = CommPlan(
+            self.ranks.groups_of(item.group),
+            kind,
+            tuple(zip(sizes, suffixes, strict=True)),
+            self.layout.zero3_call_overhead_s if zero3 else 0.0,
+            _TAG[item.group],
+            stream,
+            prefetch,
+            not _is_gradient_reduction(item),
+        )
+        self._plans[id(item)] = (item, plan)
+        return plan
 
     def run_items(
         self,
@@ -340,20 +409,88 @@ class OpEmitter:
         Returns:
             `deps` after the items: what the next compute of each rank must wait for.
         """
+        got = self._runs.get(id(items))
+        if got is None:
+            got = self._runs[id(items)] = (items, _compile(self, items))
         run = _ItemRun(self, ranks, tag, base, deps, st)
-        for it in items:
-            if isinstance(it, OpCost):
-                run.add_compute(it)
-            else:
-                run.add_communication(it)
-        run.flush()
-        run.await_async()
+        run.execute(got[1])
         st.prev_first.update(run.first_op)
         return deps
 
 
+#: the steps of a compiled item run (`_compile`), each a tuple led by one of these codes
+_SEGMENT, _AWAIT, _CONTENTION, _AWAIT_KEPT = range(4)
+_ISSUE, _ISSUE_AWAITED, _ISSUE_ASYNC, _ISSUE_CONSUMER, _ISSUE_KEPT = range(4, 9)
+
+
+def _compile(em: OpEmitter, items: list[OpCost | CommCost]) -> list[Step]:
+    """What `OpEmitter.run_items` does with `items`, as steps: the segments, where they are
+    cut, which collective is awaited when. It depends on the items and the layout only, not
+    on the ranks or the ops emitted before, so it is worked out once per item list.
+
+    Compute items are gathered into a segment until a communication item (or, after a CP
+    ring exchange, the first item past the attention core) closes it:
+        * blocking (TP, EP, CP all-gather): the next compute waits for the collective;
+        * a CP ring exchange overlaps the core and is awaited after it;
+        * a gradient reduction is awaited by nothing here;
+        * TP overlap (`layout.tp_comm_overlap`): a reduce-scatter or all-reduce is issued
+          with the last GEMM of the segment, followed by that GEMM's contention op, and
+          awaited after the segment; a Megatron all-gather runs under the next segment, which
+          adds its contention op, and is awaited after it.
+        * a collective over a group of one rank is left out.
+    """
+    steps: list[Step] = []
+    segment: list[OpCost] = []
+    in_core = False
+    mode = em.layout.tp_comm_overlap
+
+    def close(part: list[OpCost]) -> None:
+        if part:
+            steps.append((_SEGMENT, em.fused(part), tuple(x for x in part if x.kind == "gemm")))
+
+    for it in items:
+        if isinstance(it, OpCost):
+            if in_core and not _is_core(it.name):  # leaving the attention core
+                close(segment)
+                segment = []
+                steps.append((_AWAIT,))
+                in_core = False
+            segment.append(it)
+            continue
+        if em.group_sizes.get(it.group, 1) <= 1:
+            continue
+        if it.group == "tp" and mode != "none" and it.name.endswith(_TP_REGION_SUFFIXES):
+            k = max((i for i, x in enumerate(segment) if x.kind == "gemm"), default=-1)
+            if it.collective in ("reduce_scatter", "all_reduce") and k >= 0:
+                # the producer GEMM and the collective together (T3; Megatron's reduce-scatter)
+                close(segment[:k])
+                steps.append((_ISSUE_KEPT, it))
+                close([segment[k]])
+                steps.append((_CONTENTION, (segment[k],)))
+                close(segment[k + 1 :])
+                steps.append((_AWAIT_KEPT,))
+                segment = []
+                continue
+            if it.collective == "all_gather" and mode == "megatron":
+                close(segment)
+                segment = []
+                steps.append((_ISSUE_CONSUMER, it))
+                continue
+        close(segment)
+        segment = []
+        if it.group == "cp" and em.layout.cp_comm == "ring":
+            steps.append((_ISSUE_ASYNC, it))
+            in_core = True
+        else:
+            steps.append((_ISSUE_AWAITED if em.comm_plan(it).awaited else _ISSUE, it))
+    close(segment)
+    steps.append((_AWAIT,))
+    return steps
+
+
 class _ItemRun:
-    """One `OpEmitter.run_items` call: the segment being fused and what is awaited later."""
+    """One `OpEmitter.run_items` call: its compiled steps carried out on the stage's ranks,
+    and what is awaited later."""
 
     def __init__(
         self,
@@ -366,31 +503,57 @@ class _ItemRun:
     ) -> None:
         self.emitter, self.ranks, self.tag, self.base = emitter, ranks, tag, base
         self.deps, self.st = deps, st
-        self.segment: list[OpCost] = []
         self.pending_async: dict[int, tuple[str, ...]] = {}  # CP exchange, awaited after the core
         self.pending_consumer: dict[int, tuple[str, ...]] = {}  # TP all-gather under the next GEMMs
-        self.in_core = False
         self.first_op: dict[int, str] = {}
 
-    def flush(self) -> None:
-        """Emit the gathered compute segment on every rank; a TP all-gather overlapped with
-        this segment (Megatron, consumer side) adds its contention op and is awaited after."""
-        if not self.segment:
-            return
-        for r in self.ranks:
-            ids = self.emitter.compute(r, self.segment, self.deps.get(r, ()), self.tag, self.base)
-            if ids is not None:
-                self.first_op.setdefault(r, ids[0])
-                self.st.last_compute[r] = ids[1]
-                self.deps[r] = ()
-        if self.pending_consumer:
-            self._contention([x for x in self.segment if x.kind == "gemm"])
-            for r, d in self.pending_consumer.items():
-                self.deps[r] = (*self.deps.get(r, ()), *d)
-            self.pending_consumer = {}
-        self.segment = []
+    def execute(self, steps: list[Step]) -> None:
+        """Carry out `steps` (`_compile`) on every rank of the run."""
+        em, ranks, deps, st = self.emitter, self.ranks, self.deps, self.st
+        kept: dict[int, str] = {}
+        for step in steps:
+            code = step[0]
+            if code == _SEGMENT:
+                self.segment(step[1], step[2])
+            elif code == _AWAIT:
+                for r, d in self.pending_async.items():
+                    deps[r] = (*deps.get(r, ()), *d)
+                self.pending_async = {}
+            elif code == _CONTENTION:
+                self.contention(step[1])
+            elif code == _AWAIT_KEPT:
+                for r in ranks:
+                    deps[r] = (*deps.get(r, ()), kept[r])
+            else:
+                issued = em.issue_collective(ranks, step[1], self.base, st)
+                if code == _ISSUE_AWAITED:
+                    for r in ranks:
+                        deps[r] = (*deps.get(r, ()), issued[r])
+                elif code == _ISSUE_ASYNC:
+                    for r in ranks:
+                        self.pending_async[r] = (issued[r],)
+                elif code == _ISSUE_CONSUMER:
+                    self.pending_consumer = {r: (issued[r],) for r in ranks}
+                elif code == _ISSUE_KEPT:
+                    kept = issued
 
-    def _contention(self, gemms: list[OpCost]) -> None:
+    def segment(self, fused: Fused, gemms: tuple[OpCost, ...]) -> None:
+        """Emit a compute segment (its fused ops) on every rank; a TP all-gather overlapped
+        with it (Megatron, consumer side) adds its contention op and is awaited after."""
+        em, deps, last_compute, first_op = self.emitter, self.deps, self.st.last_compute, self.first_op
+        for r in self.ranks:
+            ids = em.compute_fused(r, fused, deps.get(r, ()), self.tag, self.base)
+            if ids is not None:
+                first_op.setdefault(r, ids[0])
+                last_compute[r] = ids[1]
+                deps[r] = ()
+        if self.pending_consumer:
+            self.contention(gemms)
+            for r, d in self.pending_consumer.items():
+                deps[r] = (*deps.get(r, ()), *d)
+            self.pending_consumer = {}
+
+    def contention(self, gemms: tuple[OpCost, ...]) -> None:
         """The compute/memory contention of a collective overlapped with `gemms`: a compute
         op tagged `tp_contention` of `tp_overlap_contention` × their FLOPs and bytes, priced
         as that share of their time (their kernels, `Op.kernel_scale`), after them on the
@@ -404,78 +567,6 @@ class _ItemRun:
         for r in self.ranks:
             oid = em.op_id(f"{self.base}.contention@{r}")
             deps = self.deps.get(r, ())
-            em.ops.append(
-                Op(
-                    oid,
-                    "compute",
-                    (r,),
-                    COMPUTE_STREAM,
-                    deps,
-                    "tp_contention",
-                    flops=flops,
-                    bytes_accessed=nbytes,
-                    dtype=em.dtype,
-                    kernels=tuple(gemms),
-                    kernel_scale=share,
-                )
-            )
+            em.ops.append(compute_op(oid, (r,), deps, "tp_contention", flops, nbytes, em.dtype, gemms, share))
             self.st.last_compute[r] = oid
             self.deps[r] = ()
-
-    def _overlap_producer(self, item: CommCost) -> bool:
-        """Issue TP collective `item` alongside the GEMM that produces its data (T3 and
-        Megatron's reduce-scatter overlap): the segment up to that GEMM, then the collective
-        and the GEMM together, then the contention op; what follows waits for both.
-        Returns False (nothing done) when the segment has no GEMM."""
-        k = max((i for i, x in enumerate(self.segment) if x.kind == "gemm"), default=-1)
-        if k < 0:
-            return False
-        head, gemm, tail = self.segment[:k], self.segment[k], self.segment[k + 1 :]
-        self.segment = head
-        self.flush()
-        issued = self.emitter.issue_collective(self.ranks, item, self.base, self.st)
-        self.segment = [gemm]
-        self.flush()
-        self._contention([gemm])
-        self.segment = tail
-        self.flush()
-        for r in self.ranks:
-            self.deps[r] = (*self.deps.get(r, ()), issued[r])
-        return True
-
-    def await_async(self) -> None:
-        """Make the next compute wait for the pending CP exchange."""
-        for r, d in self.pending_async.items():
-            self.deps[r] = (*self.deps.get(r, ()), *d)
-        self.pending_async = {}
-
-    def add_compute(self, item: OpCost) -> None:
-        """Add `item` to the segment; leaving the attention core closes the segment."""
-        if self.in_core and not _is_core(item.name):
-            self.flush()
-            self.await_async()
-            self.in_core = False
-        self.segment.append(item)
-
-    def add_communication(self, item: CommCost) -> None:
-        """Close the segment and issue `item`: blocking, overlapping the core, or not awaited."""
-        if self.emitter.group_size(item.group) <= 1:
-            return
-        mode = self.emitter.layout.tp_comm_overlap
-        if item.group == "tp" and mode != "none" and item.name.endswith(_TP_REGION_SUFFIXES):
-            if item.collective in ("reduce_scatter", "all_reduce") and self._overlap_producer(item):
-                return
-            if item.collective == "all_gather" and mode == "megatron":
-                self.flush()
-                issued = self.emitter.issue_collective(self.ranks, item, self.base, self.st)
-                self.pending_consumer = {r: (issued[r],) for r in self.ranks}
-                return
-        self.flush()
-        issued = self.emitter.issue_collective(self.ranks, item, self.base, self.st)
-        for r in self.ranks:
-            oid = issued[r]
-            if item.group == "cp" and self.emitter.layout.cp_comm == "ring":
-                self.pending_async[r] = (oid,)
-                self.in_core = True
-            elif not _is_gradient_reduction(item):
-                self.deps[r] = (*self.deps.get(r, ()), oid)

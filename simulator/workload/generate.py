@@ -35,6 +35,9 @@ boundaries carry activations of one fixed size (`pp_send_bytes`). What `emit`,
 
 from __future__ import annotations
 
+import gc
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any, Literal
 
 import networkx as nx
@@ -46,19 +49,13 @@ from simulator.errors import InputError
 from simulator.network.topology import Topology, resolve
 from simulator.units import factor
 from simulator.workload.emit import OpEmitter, StageState
-from simulator.workload.flops import (
-    embedding_program,
-    mfu_flops_per_step,
-    output_program,
-    pp_send_bytes,
-    step_flops,
-)
+from simulator.workload.flops import mfu_flops_per_step, pp_send_bytes, step_flops
 from simulator.workload.gradients import emit_gradient_sync, emit_param_prefetch
 from simulator.workload.layout import LayoutSpec, check_layout, stage_layer_counts
 from simulator.workload.memory import check_memory
 from simulator.workload.model import ModelSpec, load_model
-from simulator.workload.placement import SimulatedRanks, gpus_per_server, server_major_gpus
-from simulator.workload.program import Op, StepProgram
+from simulator.workload.placement import CollectiveGroup, SimulatedRanks, gpus_per_server, server_major_gpus
+from simulator.workload.program import StepProgram, comm_op
 from simulator.workload.schedule import Task, bubble_fraction, chunk_layers, stage_schedule
 
 # ---- the workload file ------------------------------------------------------------------
@@ -164,6 +161,7 @@ def emit_stage(em: OpEmitter, s: int, schedule: list[Task]) -> StageState:
     st = StageState()
     emit_param_prefetch(em, s, st)  # overlap_param_gather: the weights' all-gather first
     last_vs = p * v - 1
+    peers = _Peers(em)
     for phase, mb, c in schedule:
         vs = c * p + s
         deps: dict[int, tuple[str, ...]] = {r: () for r in ranks}
@@ -171,14 +169,40 @@ def emit_stage(em: OpEmitter, s: int, schedule: list[Task]) -> StageState:
         if 0 <= src_vs <= last_vs:  # wait for the transfer from the neighbouring virtual stage
             src_stage = src_vs % p
             for r in ranks:
-                cr = em.ranks.coords[r]
-                src = em.ranks.grid.rank(dp=cr.dp, pp=src_stage, tp=cr.tp, cp=cr.cp)
-                deps[r] = (transfer_id(phase, mb, src_vs, src, r),)
+                deps[r] = (transfer_id(phase, mb, src_vs, peers.rank(r, src_stage), r),)
         if phase == "F":
-            _emit_forward(em, ranks, mb, vs, layers_of[vs], deps, st)
+            _emit_forward(em, ranks, mb, vs, layers_of[vs], deps, st, peers)
         else:
-            _emit_backward(em, ranks, mb, vs, layers_of[vs], deps, st)
+            _emit_backward(em, ranks, mb, vs, layers_of[vs], deps, st, peers)
     return st
+
+
+class _Peers:
+    """The rank of each simulated rank's position in another pipeline stage, and the
+    transfer to it (looked up once, used by every micro-batch)."""
+
+    def __init__(self, em: OpEmitter) -> None:
+        self.em = em
+        self._rank: dict[tuple[int, int], int] = {}
+        self._send: dict[tuple[int, int], tuple[int, CollectiveGroup, str]] = {}
+        self.send_bytes = pp_send_bytes(em.model, em.layout)
+
+    def rank(self, r: int, stage: int) -> int:
+        """The rank at `r`'s dp, tp and cp coordinates in pipeline stage `stage`."""
+        got = self._rank.get((r, stage))
+        if got is None:
+            c = self.em.ranks.coords[r]
+            got = self._rank[(r, stage)] = self.em.ranks.grid.rank(dp=c.dp, pp=stage, tp=c.tp, cp=c.cp)
+        return got
+
+    def send(self, r: int, dst_stage: int) -> tuple[int, CollectiveGroup, str]:
+        """(peer rank, p2p group, stream) of `r`'s transfers to pipeline stage `dst_stage`."""
+        got = self._send.get((r, dst_stage))
+        if got is None:
+            dst = self.rank(r, dst_stage)
+            s = self.em.ranks.coords[r].pp
+            got = self._send[(r, dst_stage)] = (dst, self.em.ranks.p2p_group(r, dst), f"pp{s}>{dst_stage}")
+        return got
 
 
 def _emit_forward(
@@ -189,26 +213,27 @@ def _emit_forward(
     layers: list[int],
     deps: dict[int, tuple[str, ...]],
     st: StageState,
+    peers: _Peers,
 ) -> None:
     """Forward of micro-batch `mb` on virtual stage `vs`: embedding on the first, output
     layer forward and backward on the last, else the send to the next virtual stage."""
-    model, L = em.model, em.layout
+    L = em.layout
     base = f"F{mb}v{vs}"
     if vs == 0:
         deps = _await_params(ranks, "emb", deps, st)
-        deps = em.run_items(ranks, embedding_program(model, L, "fwd"), "fwd", base + ".emb", deps, st)
+        deps = em.run_items(ranks, em.end_items("emb", "fwd"), "fwd", base + ".emb", deps, st)
     for i in layers:
         deps = _await_params(ranks, i, deps, st)
         deps = em.run_items(ranks, em.layer_items(i, "fwd"), "fwd", f"{base}.L{i}", deps, st)
     if vs == L.pp * L.virtual_stages - 1:
         deps = _await_params(ranks, "out", deps, st)
-        deps = em.run_items(ranks, output_program(model, L, "fwd"), "fwd", base + ".out", deps, st)
-        deps = em.run_items(ranks, output_program(model, L, "bwd"), "bwd", base + ".outb", deps, st)
+        deps = em.run_items(ranks, em.end_items("out", "fwd"), "fwd", base + ".out", deps, st)
+        deps = em.run_items(ranks, em.end_items("out", "bwd"), "bwd", base + ".outb", deps, st)
         for r in ranks:
             st.end_bwd[(r, "out")] = (st.pos, st.last_compute[r])
         st.pos += 1
     else:
-        _send(em, ranks, "F", mb, vs, (vs + 1) % L.pp, st, deps)
+        _send(em, ranks, "F", mb, vs, (vs + 1) % L.pp, st, deps, peers)
 
 
 def _await_params(
@@ -229,10 +254,11 @@ def _emit_backward(
     layers: list[int],
     deps: dict[int, tuple[str, ...]],
     st: StageState,
+    peers: _Peers,
 ) -> None:
     """Backward of micro-batch `mb` on virtual stage `vs`, layer by layer (recompute first);
     the embedding on the first virtual stage, else the send to the previous one."""
-    model, L = em.model, em.layout
+    L = em.layout
     base = f"B{mb}v{vs}"
     for i in reversed(layers):
         if L.recompute != "none":
@@ -242,12 +268,12 @@ def _emit_backward(
             st.last_bwd[(r, i)] = (st.pos, st.last_compute[r])
         st.pos += 1
     if vs == 0:
-        deps = em.run_items(ranks, embedding_program(model, L, "bwd"), "bwd", base + ".emb", deps, st)
+        deps = em.run_items(ranks, em.end_items("emb", "bwd"), "bwd", base + ".emb", deps, st)
         for r in ranks:
             st.end_bwd[(r, "emb")] = (st.pos, st.last_compute[r])
         st.pos += 1
     else:
-        _send(em, ranks, "B", mb, vs, (vs - 1) % L.pp, st, deps)
+        _send(em, ranks, "B", mb, vs, (vs - 1) % L.pp, st, deps, peers)
 
 
 def _send(
@@ -259,29 +285,42 @@ def _send(
     dst_stage: int,
     st: StageState,
     deps: dict[int, tuple[str, ...]],
+    peers: _Peers,
 ) -> None:
     """The p2p transfers of micro-batch `mb` out of virtual stage `vs` to `dst_stage`."""
-    s = vs % em.layout.pp
-    size_bytes = pp_send_bytes(em.model, em.layout)
+    size_bytes = peers.send_bytes
     for r in ranks:
-        c = em.ranks.coords[r]
-        dst = em.ranks.grid.rank(dp=c.dp, pp=dst_stage, tp=c.tp, cp=c.cp)
-        inst = em.ranks.p2p_group(r, dst)
+        dst, inst, stream = peers.send(r, dst_stage)
         d = (*deps.get(r, ()), *((st.last_compute[r],) if r in st.last_compute else ()))
         em.ops.append(
-            Op(
+            comm_op(
                 transfer_id(phase, mb, vs, r, dst),
                 "p2p",
                 inst.ranks,
-                f"pp{s}>{dst_stage}",
+                stream,
                 tuple(dict.fromkeys(d)),
                 "pp",
-                collective="send_recv",
-                group=inst.group,
-                mirrors=inst.mirrors,
-                size_bytes=size_bytes,
+                "send_recv",
+                inst.group,
+                inst.mirrors,
+                size_bytes,
             )
         )
+
+
+@contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector while the ops are made: a step of a deep pipeline
+    allocates millions of objects (ops, ids, dep tuples) that all live on, and each pass of
+    the collector over them would be wasted (~10% of the generation of a 1T step). Nothing
+    made here is cyclic garbage; no result depends on this."""
+    paused = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if paused:
+            gc.enable()
 
 
 # ---- public API ---------------------------------------------------------------------------------
@@ -304,10 +343,13 @@ def build_program(
         layout, rank_gpus, graph, representatives=fidelity.representatives, mirrors=fidelity.mirrors
     )
     em = OpEmitter(model, layout, ranks, causal_skip)
-    for s in range(layout.pp):
-        sched = stage_schedule(layout.pp_schedule, layout.pp, layout.micro_batches, layout.virtual_stages, s)
-        st = emit_stage(em, s, sched)
-        emit_gradient_sync(em, s, st)
+    with _collector_paused():
+        for s in range(layout.pp):
+            sched = stage_schedule(
+                layout.pp_schedule, layout.pp, layout.micro_batches, layout.virtual_stages, s
+            )
+            st = emit_stage(em, s, sched)
+            emit_gradient_sync(em, s, st)
     tokens = layout.global_batch_size * model.seq_len
     program = StepProgram(
         name or f"{model.name} {layout_label(layout, model)}",

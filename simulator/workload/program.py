@@ -21,7 +21,10 @@ order.
 
 from __future__ import annotations
 
+import operator
 from dataclasses import dataclass, field
+from itertools import chain
+from operator import attrgetter
 
 import networkx as nx
 import numpy as np
@@ -63,6 +66,45 @@ class Op:
     overhead_s: float = 0.0
 
 
+def compute_op(
+    op_id: str,
+    ranks: tuple[int, ...],
+    deps: tuple[str, ...],
+    tag: str,
+    flops: float,
+    bytes_accessed: float,
+    dtype: str,
+    kernels: tuple[object, ...],
+    kernel_scale: float = 1.0,
+) -> Op:
+    """A compute op on the compute stream, built with positional arguments (a generator
+    makes one per op of a step; keyword arguments cost a third more)."""
+    return Op(
+        op_id, "compute", ranks, COMPUTE_STREAM, deps, tag, None, flops, bytes_accessed, dtype,
+        None, (), (), 0.0, None, None, kernels, kernel_scale, 0.0,
+    )  # fmt: skip
+
+
+def comm_op(
+    op_id: str,
+    kind: str,
+    ranks: tuple[int, ...],
+    stream: str,
+    deps: tuple[str, ...],
+    tag: str,
+    collective: str,
+    group: tuple[int, ...],
+    mirrors: tuple[tuple[int, ...], ...],
+    size_bytes: float,
+    overhead_s: float = 0.0,
+) -> Op:
+    """A collective or p2p op (`kind`), built with positional arguments (see `compute_op`)."""
+    return Op(
+        op_id, kind, ranks, stream, deps, tag, None, 0.0, 0.0, "bf16",
+        collective, group, mirrors, size_bytes, None, None, (), 1.0, overhead_s,
+    )  # fmt: skip
+
+
 @dataclass(slots=True)
 class StepProgram:
     """A step: rank -> GPU placement, the ops, and how many ranks each simulated rank stands for.
@@ -91,29 +133,28 @@ class StepProgram:
         return sorted(seen)
 
     def validate(self) -> None:
-        """Check ids unique, deps known, ranks in range, no cycle. Raises ValueError."""
+        """Check ids unique, deps known, ranks in range, no cycle. Raises ValueError.
+
+        The checks run over columns of the program (op fields gathered by `map`, ranks and
+        dep positions as numpy arrays) rather than one Python test per op; only a program
+        that fails one is walked op by op, to name the first op at fault. Deps are found by
+        the hashes of the ids (`_IdTable`), not a dict of every id.
+        """
+        ops = self.ops
         n = len(self.rank_gpus)
-        index: dict[str, int] = {}
-        for i, op in enumerate(self.ops):
-            if op.id in index:
-                raise ValueError(f"op id {op.id!r} is used twice")
-            if op.kind not in OP_KINDS:
-                raise ValueError(f"op {op.id!r} has kind {op.kind!r}; expected one of {list(OP_KINDS)}")
-            if not _ranks_in_range(op, n):
-                for r in (*op.ranks, *op.group, *(x for m in op.mirrors for x in m)):
-                    if not 0 <= r < n:
-                        raise ValueError(f"op {op.id!r} names rank {r}, but ranks are 0..{n - 1}")
-            index[op.id] = i
-        forward = False  # some op depends on an op after it in program order
-        for i, op in enumerate(self.ops):
-            for d in op.deps:
-                j = index.get(d)
-                if j is None:
-                    raise ValueError(f"op {op.id!r} depends on unknown op {d!r}")
-                forward = forward or j >= i
+        table = _IdTable(list(map(_ID, ops)))
+        unique = table.distinct or len(set(table.ids)) == len(ops)  # equal hashes: equal ids?
+        if not unique or not set(map(_KIND, ops)) <= _KIND_SET or not _all_ranks_in_range(ops, n):
+            self._check_ops_one_by_one()
+        found = table.positions(list(chain.from_iterable(map(_DEPS, ops))))
+        if found is None:  # an unknown dep (or two ids with one hash): the plain lookup names it
+            src, dst = _dep_edges(ops, {op.id: i for i, op in enumerate(ops)})
+        else:
+            counts = np.fromiter(map(len, map(_DEPS, ops)), dtype=np.int64, count=len(ops))
+            src, dst = found, np.repeat(np.arange(len(ops), dtype=np.int64), counts)
         # every dep earlier in program order (and a stream's order is program order): the
         # program order is a topological order, so there is no cycle
-        if not forward or self._acyclic():
+        if not (src >= dst).any() or self._acyclic(src, dst):
             return
         order = self.dependency_graph()
         if not nx.is_directed_acyclic_graph(order):
@@ -122,34 +163,45 @@ class StepProgram:
                 "dependency cycle: " + " -> ".join(str(u) for u, _ in cycle) + f" -> {cycle[0][0]}"
             )
 
-    def _acyclic(self) -> bool:
+    def _check_ops_one_by_one(self) -> None:
+        """Raise for the first op (in program order) with a repeated id, an unknown kind or
+        a rank out of range (the slow walk behind `validate`'s column checks)."""
+        n = len(self.rank_gpus)
+        seen: set[str] = set()
+        for op in self.ops:
+            if op.id in seen:
+                raise ValueError(f"op id {op.id!r} is used twice")
+            if op.kind not in OP_KINDS:
+                raise ValueError(f"op {op.id!r} has kind {op.kind!r}; expected one of {list(OP_KINDS)}")
+            if not _ranks_in_range(op, n):
+                for r in (*op.ranks, *op.group, *(x for m in op.mirrors for x in m)):
+                    if not 0 <= r < n:
+                        raise ValueError(f"op {op.id!r} names rank {r}, but ranks are 0..{n - 1}")
+            seen.add(op.id)
+
+    def _acyclic(self, src: np.ndarray | None = None, dst: np.ndarray | None = None) -> bool:
         """Whether `dependency_graph()` has no cycle: no op depends on itself and every
         strongly connected component is one op (scipy's, on op indices; cheaper than
-        building the networkx graph, which is built only to name a cycle)."""
+        building the networkx graph, which is built only to name a cycle).
+
+        Args:
+            src: the explicit deps as op positions (`_dep_edges`; computed when not given),
+                with `dst` the positions of the ops that depend on them.
+            dst: see `src`.
+        """
         # imported here, not with the module: a small run never needs it, and scipy's import
         # would add to the command line's start-up
         from scipy.sparse import csr_array
         from scipy.sparse.csgraph import connected_components
 
-        index = {op.id: i for i, op in enumerate(self.ops)}
-        src: list[int] = []
-        dst: list[int] = []
-        last: dict[tuple[int, str], int] = {}
-        for i, op in enumerate(self.ops):
-            for d in op.deps:
-                src.append(index[d])
-                dst.append(i)
-            stream = op.stream
-            for r in op.ranks:
-                prev = last.get((r, stream))
-                if prev is not None and prev != i:
-                    src.append(prev)
-                    dst.append(i)
-                last[(r, stream)] = i
-        s, t = np.array(src, dtype=np.int64), np.array(dst, dtype=np.int64)
-        if (s == t).any():
+        ops = self.ops
+        if src is None or dst is None:
+            src, dst = _dep_edges(ops, {op.id: i for i, op in enumerate(ops)})
+        if (src == dst).any():
             return False
-        n = len(self.ops)
+        chain_src, chain_dst = _stream_edges(ops)
+        s, t = np.concatenate((src, chain_src)), np.concatenate((dst, chain_dst))
+        n = len(ops)
         graph = csr_array((np.ones(len(s), dtype=bool), (s, t)), shape=(n, n))  # duplicates: still True
         n_components, _ = connected_components(graph, directed=True, connection="strong")
         return int(n_components) == n
@@ -169,13 +221,25 @@ class StepProgram:
         return dg
 
 
+_ID = attrgetter("id")
+_KIND = attrgetter("kind")
+_DEPS = attrgetter("deps")
+_RANKS = attrgetter("ranks")
+_STREAM = attrgetter("stream")
+_KIND_SET = frozenset(OP_KINDS)
+
+
 def _ranks_in_range(op: Op, n: int) -> bool:
     """Whether every rank `op` names (its ranks, group and mirrors) is in 0..n-1 (min and
     max per tuple, not a Python loop per rank: mirrors can name thousands)."""
     for seq in (op.ranks, op.group):
         if seq and (min(seq) < 0 or max(seq) >= n):
             return False
-    mirrors = op.mirrors
+    return _mirrors_in_range(op.mirrors, n)
+
+
+def _mirrors_in_range(mirrors: tuple[tuple[int, ...], ...], n: int) -> bool:
+    """Whether every rank of `mirrors` is in 0..n-1."""
     if not mirrors:
         return True
     if not all(mirrors):  # an empty mirror names no rank
@@ -183,6 +247,95 @@ def _ranks_in_range(op: Op, n: int) -> bool:
         if not mirrors:
             return True
     return min(map(min, mirrors)) >= 0 and max(map(max, mirrors)) < n
+
+
+def _all_ranks_in_range(ops: list[Op], n: int) -> bool:
+    """Whether every rank every op names is in 0..n-1: the ranks as one array; groups and
+    mirrors once per distinct tuple object (generated programs share them between ops)."""
+    ranks = np.fromiter(chain.from_iterable(map(_RANKS, ops)), dtype=np.int64)
+    if len(ranks) and (ranks.min() < 0 or ranks.max() >= n):
+        return False
+    for name in ("group", "mirrors"):
+        seqs = list(map(attrgetter(name), ops))
+        distinct = dict(zip(map(id, seqs), seqs, strict=True)).values()
+        if name == "group":
+            if not _mirrors_in_range(tuple(distinct), n):
+                return False
+        elif not all(_mirrors_in_range(m, n) for m in distinct):
+            return False
+    return True
+
+
+class _IdTable:
+    """The op ids by their hashes, sorted: where an id is, by a binary search of its hash
+    (numpy) and one string comparison, without a dict of every id.
+
+    Args:
+        ids: the op ids, in program order.
+    """
+
+    def __init__(self, ids: list[str]) -> None:
+        self.ids = ids
+        keys = np.fromiter(map(hash, ids), dtype=np.int64, count=len(ids))
+        self.order = np.argsort(keys, kind="stable")
+        self.keys = keys[self.order]
+        #: no two ids share a hash (so no two are equal)
+        self.distinct = not bool((self.keys[1:] == self.keys[:-1]).any())
+
+    def positions(self, names: list[str]) -> np.ndarray | None:
+        """The position of each of `names` among the ids; None when one is not an id, or
+        when two ids share a hash (then a dict answers)."""
+        if not names:
+            return np.zeros(0, dtype=np.int64)
+        if not self.distinct or not self.ids:
+            return None
+        keys = np.fromiter(map(hash, names), dtype=np.int64, count=len(names))
+        # the needles searched in sorted order: the searches then walk the keys in order
+        # (random searches cost ~3x as much, mostly in cache misses)
+        by_key = np.argsort(keys)
+        at = np.empty_like(by_key)
+        at[by_key] = np.searchsorted(self.keys, keys[by_key])
+        at = np.minimum(at, len(self.ids) - 1)
+        if not (self.keys[at] == keys).all():
+            return None
+        found = self.order[at]
+        # equal hashes; the names must be the ids themselves (usually the same objects)
+        if not all(map(operator.eq, names, map(self.ids.__getitem__, found.tolist()))):
+            return None
+        return found
+
+
+def _dep_edges(ops: list[Op], index: dict[str, int]) -> tuple[np.ndarray, np.ndarray]:
+    """The explicit deps as edges (position of the dep, position of the op), in program
+    order; raises ValueError naming the first op with an unknown dep."""
+    counts = np.fromiter(map(len, map(_DEPS, ops)), dtype=np.int64, count=len(ops))
+    positions = list(map(index.get, chain.from_iterable(map(_DEPS, ops))))
+    if None in positions:
+        k = positions.index(None)
+        i = int(np.searchsorted(np.cumsum(counts), k, side="right"))
+        op = ops[i]
+        unknown = next(d for d in op.deps if d not in index)
+        raise ValueError(f"op {op.id!r} depends on unknown op {unknown!r}")
+    src = np.array(positions, dtype=np.int64)
+    dst = np.repeat(np.arange(len(ops), dtype=np.int64), counts)
+    return src, dst
+
+
+def _stream_edges(ops: list[Op]) -> tuple[np.ndarray, np.ndarray]:
+    """The implicit order of ops on each (rank, stream): an edge from each op to the next
+    op of the same rank and stream (none from an op to itself)."""
+    n = len(ops)
+    counts = np.fromiter(map(len, map(_RANKS, ops)), dtype=np.int64, count=n)
+    ranks = np.fromiter(chain.from_iterable(map(_RANKS, ops)), dtype=np.int64)
+    streams = list(map(_STREAM, ops))
+    codes = {s: i for i, s in enumerate(dict.fromkeys(streams))}
+    stream = np.fromiter(map(codes.__getitem__, streams), dtype=np.int64, count=n)
+    op_of = np.repeat(np.arange(n, dtype=np.int64), counts)
+    key = (ranks - ranks.min(initial=0)) * max(len(codes), 1) + stream[op_of]
+    order = np.argsort(key, kind="stable")  # stable: program order within a (rank, stream)
+    key, op_of = key[order], op_of[order]
+    next_same = (key[1:] == key[:-1]) & (op_of[1:] != op_of[:-1])
+    return op_of[:-1][next_same], op_of[1:][next_same]
 
 
 def stream_ops(program: StepProgram) -> dict[tuple[int, str], list[Op]]:
