@@ -11,7 +11,9 @@ traffic). Steps run back to back; step k+1 starts when every rank has finished s
 A program whose every (rank, stream) holds one communication op without deps (concurrent
 collectives, as in collective benchmarks) starts each collective directly when its last
 member is counted, without a process per (rank, stream): the same records and flows, in
-the same order, for a fraction of the events.
+the same order, for a fraction of the events. A program with collectives solved in closed
+form on one simulated rank has its fixed-duration ops timed by arithmetic
+(`simulator.engine.chains`), with the same results.
 """
 
 from __future__ import annotations
@@ -24,7 +26,8 @@ from typing import NamedTuple, Protocol
 import numpy as np
 import simpy
 
-from simulator.engine.context import SimContext, run_gc
+from simulator.engine.chains import ChainRunner, ChainsTied, FixedComm
+from simulator.engine.context import SimContext, StepEnvironment, run_gc
 from simulator.engine.cost import ComputeCost
 from simulator.engine.records import OpRecord, OpTable, StepRecord
 from simulator.errors import SimulationError
@@ -105,6 +108,9 @@ class StepSettings:
     alpha_s: float = 0.0  # per-step software overhead added to every latency step
     collective_params: CollectiveParams | None = None  # None: the library's constants for the GPU
     record_links: bool = True
+    #: fixed-duration ops timed by arithmetic (`simulator.engine.chains`); False: an event
+    #: per op (the same results; kept to check that they are)
+    chains: bool = True
 
 
 class StepSimulator:
@@ -167,6 +173,11 @@ class StepSimulator:
         self._direct = fabric is None and all(
             len(ops) == 1 and ops[0].kind != "compute" and not ops[0].deps for ops in self._streams.values()
         )
+        self._own_fabric = fabric is None
+        self._chains: ChainRunner | None = None
+        self._use_chains = False  # set by `run` on a fresh environment and fabric
+        #: whether the last `run` timed fixed-duration ops by arithmetic (to the end)
+        self.chained = False
         used = sorted({program.rank_gpus[r] for op in program.ops for r in (*op.ranks, *op.group)})
         cluster.check_gpus_reachable(used)
 
@@ -317,10 +328,68 @@ class StepSimulator:
 
     # -- processes -----------------------------------------------------------------
     def run(self, steps: int = 1, on_step: Callable[[int], None] | None = None) -> None:
-        """Simulate `steps` steps back to back."""
+        """Simulate `steps` steps back to back.
+
+        On a fresh environment and fabric of its own, fixed-duration ops are timed by
+        arithmetic (`simulator.engine.chains`); if two events of one instant could then be
+        ordered otherwise than with an event per op (`ChainsTied`), the run starts again
+        from scratch with an event per op (each step is reported to `on_step` once).
+        """
+        reported: list[int] = []
+
+        def report(k: int) -> None:
+            if on_step is not None and k >= len(reported):
+                reported.append(k)
+                on_step(k)
+
         with run_gc():
-            proc = self.start(steps, on_step)
-            self.env.run(until=proc)
+            self._use_chains = self.settings.chains and self._fresh()
+            proc = self.start(steps, report)
+            self._use_chains = False
+            try:
+                self.env.run(until=proc)
+                tie = "events of one instant" if getattr(self.env, "ties", 0) else ""
+            except ChainsTied as tied:
+                tie = str(tied)
+            self.chained = self._chains is not None and not tie
+            if tie:
+                log.debug("an event per op from the start: %s", tie)
+                self._restart()
+                proc = self.start(steps, report)
+                self.env.run(until=proc)
+
+    def _fresh(self) -> bool:
+        """Whether nothing has run yet: no event queued, no flow started, no record."""
+        env = self.env
+        return (
+            isinstance(env, StepEnvironment)
+            and env.now == 0
+            and env.peek() == float("inf")
+            and self.fabric.recomputations == 0
+            and len(self.fabric.flow_records) == 0
+            and len(self.op_rows) == 0
+            and not self.step_rows
+        )
+
+    def _restart(self) -> None:
+        """A new environment and fabric, no record: the state before `run` (the plans kept;
+        their flow batches made again, since class keys are the fabric's)."""
+        old = self.fabric
+        self.env = self.ctx.env = StepEnvironment()
+        self.fabric = Fabric(
+            self.env,
+            self.cluster.links.capacity_bytes_per_s,
+            record_links=self.settings.record_links,
+            link_factors=self.cluster.capacity_factors(),
+        )
+        self.fabric.compiled_after = old.compiled_after
+        for p in self._prepared.values():
+            for ph in p.phases:
+                ph.batch = None
+        self.op_rows = OpTable()
+        self.step_rows = []
+        self.forwarded_bytes = 0.0
+        self._chains = None
 
     def start(
         self, steps: int = 1, on_step: Callable[[int], None] | None = None, delay_s: float = 0.0
@@ -332,6 +401,7 @@ class StepSimulator:
         for op in self.program.ops:
             if op.kind != "compute":
                 self.prepare(op)
+        self._chains = self._chain_runner() if self._use_chains else None
         return self.env.process(self._steps(steps, on_step, delay_s))
 
     def _steps(self, steps: int, on_step: Callable[[int], None] | None, delay_s: float = 0.0):  # noqa: ANN202 - SimPy generator
@@ -340,10 +410,12 @@ class StepSimulator:
         for k in range(steps):
             start = self.env.now
             # an event per op something waits for (a compute op no op depends on signals nothing)
-            done = {i: self.env.event() for i in self._signalled}
+            done = {} if self._chains is not None else {i: self.env.event() for i in self._signalled}
             arrivals: dict[str, dict[int, float]] = {}
             if self._direct:
                 yield self.env.all_of(self._start_direct(k, done, arrivals))
+            elif self._chains is not None:
+                yield self._chains.run_step(k)
             else:
                 procs = [
                     self.env.process(self._stream(k, rank, stream, ops, done, arrivals))
@@ -353,6 +425,59 @@ class StepSimulator:
             self.step_rows.append(StepRecord(step=k, started_at_s=start, finished_at_s=self.env.now))
             if on_step is not None:
                 on_step(k)
+
+    def _flow_fidelity(self, prepared: PreparedOp) -> bool:
+        """Whether an op's flows run on the fabric (else they are solved alone, in closed form)."""
+        return self.settings.fidelity == "flow" and not (
+            prepared.intra_node and self.settings.intra_node == "analytic"
+        )
+
+    def _chain_runner(self) -> ChainRunner | None:
+        """A runner that times fixed-duration ops by arithmetic (`simulator.engine.chains`),
+        where its results are those of an event per op (no compute jitter, a fabric of the
+        simulator's own, not the direct start of concurrent collectives) and where it saves
+        most: some collective is solved in closed form (each is several events)."""
+        env = self.env
+        if self._direct or not self._own_fabric or self.cost.jitter_cv > 0:
+            return None
+        if not isinstance(env, StepEnvironment):
+            return None
+        fixed: dict[str, FixedComm] = {}
+        for op in self.program.ops:
+            if op.kind == "compute" or self._members[op.id] != 1:
+                continue
+            p = self._prepared[op.id]
+            if self._flow_fidelity(p) or p.forwarded_bytes:
+                continue
+            incs = [op.overhead_s] if op.overhead_s > 0 else []
+            for ph in p.phases:
+                if ph.latency_s > 0:
+                    incs.append(ph.latency_s)
+                if ph.flows:
+                    incs.append(ph.isolated_s)
+            plan = p.plan
+            fixed[op.id] = (
+                FixedComm(tuple(incs), plan.kind, plan.algorithm, plan.protocol, plan.n_ranks)
+                if plan is not None
+                else FixedComm(tuple(incs), "checkpoint", "direct", "", 1)
+            )
+        if not fixed:  # compute chains alone: too little saved to risk a run made twice (docs)
+            return None
+        rank_deps = self._rank_deps
+        deps = {
+            (rank, name): [
+                rank_deps.get((op.id, rank), op.deps) if len(op.ranks) > 1 else op.deps for op in ops
+            ]  # fmt: skip
+            for (rank, name), ops in self._streams.items()
+        }
+        needed = frozenset(d for op in self.program.ops for d in op.deps)
+        return ChainRunner(
+            env, self._streams, self.program.rank_gpus, deps, fixed, self._members, needed, self.cost,
+            self.op_rows, self._start_collective,
+        )  # fmt: skip
+
+    def _start_collective(self, step: int, op: Op, done: simpy.Event, arrivals: dict[int, float]) -> None:
+        self.env.process(self._communicate(step, op, done, arrivals))
 
     def _start_direct(self, step: int, done: dict, arrivals: dict) -> list[simpy.Event]:
         """Every member reaches its one op now: start each collective as its last member
@@ -401,9 +526,7 @@ class StepSimulator:
         env = self.env
         start = env.now
         prepared = self._prepared[op.id]
-        flow_fidelity = self.settings.fidelity == "flow" and not (
-            prepared.intra_node and self.settings.intra_node == "analytic"
-        )
+        flow_fidelity = self._flow_fidelity(prepared)
         if op.overhead_s > 0:
             yield env.timeout(op.overhead_s)
         for ph in prepared.phases:
