@@ -182,7 +182,13 @@ def run(
         # checked writable and locked before anything is simulated; replaced whole at the end
         with ResultsFolder(out) as folder:
             with progress_bar(f"simulating {prep.scenario.name}", n_steps, unit="steps") as on_done:
-                result = execute(prep, lambda k: on_done(k, None), seed, overrides(steps=steps, seed=seed))
+                result = execute(
+                    prep,
+                    lambda k: on_done(k, None),
+                    seed,
+                    overrides(steps=steps, seed=seed),
+                    release_ops=True,
+                )
             freeze_long_lived()  # the frames and summary, written next
             log.info("writing results to %s", out)
             result.write(folder.stage(), dashboard=dashboard)

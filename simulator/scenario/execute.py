@@ -14,7 +14,7 @@ import copy
 import gc
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -104,6 +104,7 @@ def execute(
     on_step: Callable[[int], None] | None = None,
     seed: int | None = None,
     overrides: dict[str, Any] | None = None,
+    release_ops: bool = False,
 ) -> RunResult:
     """Simulate the prepared run and collect its frames and summary.
 
@@ -113,6 +114,10 @@ def execute(
         seed: the seed (default: the scenario's).
         overrides: the command-line overrides given (dotted key -> value), recorded in
             the resolved scenario.
+        release_ops: the caller will not simulate `prep` again: once the step is simulated,
+            `prep.program` keeps everything but its ops (which nothing after the simulation
+            reads), so that their memory is free before the frames are built. Ignored when
+            the scenario has a run level, which simulates the step again.
     """
     sc = prep.scenario.spec
     seed = sc.seed if seed is None else seed
@@ -123,6 +128,9 @@ def execute(
         frames, summary = run_jobs(prep, seed, on_step) if prep.jobs else run_cluster(prep, seed)
         return RunResult(sc.name, frames, summary, _resolved(prep, seed, overrides), prep.topology.graph)
     out = _simulate(prep, seed, on_step)
+    n_simulated = len(prep.program.simulated_ranks)
+    if release_ops and not sc.run_level:
+        prep.program = replace(prep.program, ops=[])
     if sum(map(len, out.tables.values())) > COLLECT_AFTER_RECORDS:
         # the engine (SimPy processes, the fabric) is garbage in cycles: freed here, before
         # the frames are built, not at the collector's next full pass (0.05 CPU s at 1T)
@@ -142,7 +150,7 @@ def execute(
     meta: dict[str, Any] = {
         **run_identity(prep, seed),
         "gpus_in_job": n_job,
-        "simulated_ranks": len(program.simulated_ranks),
+        "simulated_ranks": n_simulated,
         "fidelity": sc.network.fidelity,
         **out.meta,
     }
