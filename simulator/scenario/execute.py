@@ -136,7 +136,8 @@ def execute(
         # the frames are built, not at the collector's next full pass (0.05 CPU s at 1T)
         gc.collect()
     program = prep.program
-    # each table's columns handed over: a record column is released as soon as it is framed;
+    # each table's columns handed over: a record column is released as soon as it is framed
+    # (in a smaller run, at the collector's next pass over the dropped engine);
     # the steps before the flows, whose frame is then not yet alive beside the breakdown's arrays
     ops = fr.ops_frame(out.tables.pop("ops").columns(), program.rank_gpus, program.role)
     steps = fr.steps_frame(ops, out.step_rows, program.weight)

@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from simulator.engine.records import OpRecord, OpTable
 from simulator.metrics import frames as fr
 
 
@@ -65,3 +66,11 @@ def test_comparisons_on_distinct_values_are_those_on_objects(values) -> None:
     assert got.dtype == object
     assert [type(v) for v in got] == [type(v) for v in want]
     assert [v if v == v else "nan" for v in got] == [v if v == v else "nan" for v in want]
+
+
+def test_no_op_records_give_an_empty_ops_frame_with_every_column():
+    """A program without ops simulates no op: its ops frame has no row and the ops columns
+    (the record's fields, then duration, wait, GPU and role), not an error."""
+    df = fr.ops_frame(OpTable().columns(), ["gpu0"], {})
+    assert len(df) == 0
+    assert list(df.columns) == [*OpRecord._fields, "duration_s", "wait_s", "gpu", "role"]
