@@ -165,8 +165,8 @@ class StepSimulator:
             if op.kind != "compute"
         }
         self._rank_deps = self._split_deps(program)
-        needed = {d for op in program.ops for d in op.deps}
-        self._signalled = [op.id for op in program.ops if op.kind != "compute" or op.id in needed]
+        self._needed = frozenset(d for op in program.ops for d in op.deps)  # ops some op waits for
+        self._signalled = [op.id for op in program.ops if op.kind != "compute" or op.id in self._needed]
         # every stream one communication op without deps (concurrent collectives): the
         # collectives start directly, not through a process per (rank, stream); on a fabric
         # of its own only, so that no other job's events interleave differently
@@ -389,7 +389,6 @@ class StepSimulator:
         self.op_rows = OpTable()
         self.step_rows = []
         self.forwarded_bytes = 0.0
-        self._chains = None
 
     def start(
         self, steps: int = 1, on_step: Callable[[int], None] | None = None, delay_s: float = 0.0
@@ -470,9 +469,8 @@ class StepSimulator:
             ]  # fmt: skip
             for (rank, name), ops in self._streams.items()
         }
-        needed = frozenset(d for op in self.program.ops for d in op.deps)
         return ChainRunner(
-            env, self._streams, self.program.rank_gpus, deps, fixed, self._members, needed, self.cost,
+            env, self._streams, self.program.rank_gpus, deps, fixed, self._members, self._needed, self.cost,
             self.op_rows, self._start_collective,
         )  # fmt: skip
 
