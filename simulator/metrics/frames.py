@@ -162,6 +162,31 @@ def _column(values: np.ndarray, rows: np.ndarray) -> np.ndarray | pd.api.extensi
     return values[rows]
 
 
+def text_array(values: np.ndarray) -> np.ndarray | pd.api.extensions.ExtensionArray:
+    """Strings of an object array as the text column pandas makes of them in a frame
+    (pyarrow strings when pandas uses them: their bytes in Arrow's buffers, no Python object
+    per row), or `values` itself when pandas would keep them as objects.
+
+    A record column converted so holds none of the engine's string objects: a run that
+    drops its program (`execute(release_ops=True)`) then frees the memory those shared.
+    `_column` takes rows of either, with the same result. Repeated values (a flow's op id)
+    are converted once each and taken for the rows, as `_column` does.
+    """
+    if values.dtype != object or not len(values):
+        return values
+    sample = values[:: max(1, len(values) // _SAMPLE_ROWS)]
+    if 2 * len(pd.unique(sample)) > len(sample):  # mostly distinct: converted row by row
+        text = pd.Series(values, copy=False).array
+    else:
+        codes, distinct = pd.factorize(values)
+        if codes.min() < 0:  # a missing value: left as pandas would type it
+            return values
+        text = pd.Series(distinct).array
+        if isinstance(text, pd.arrays.ArrowStringArray):
+            text = text.take(codes)
+    return text if isinstance(text, pd.arrays.ArrowStringArray) else values
+
+
 def _equals(col: pd.Series, value: str) -> np.ndarray:
     """`col.to_numpy(dtype=object) == value`, compared on the distinct values."""
     codes, distinct = pd.factorize(col)

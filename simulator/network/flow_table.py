@@ -15,8 +15,8 @@ the interval of every link whose rate changes at an update of the fabric.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
-from typing import NamedTuple, Protocol
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, NamedTuple, Protocol
 
 import numpy as np
 
@@ -91,7 +91,7 @@ class ColumnChunks:
     def _merge_pieces(self) -> None:
         pieces = self._pieces
         if len(pieces) == 1:
-            self._chunks.append(pieces[0])
+            self._chunks.append(dict(pieces[0]))  # the table's own (`columns` empties chunks)
         else:
             self._chunks.append({k: np.concatenate([p[k] for p in pieces]) for k in self._fields})
         self._n_chunked += self._piece_rows
@@ -115,13 +115,24 @@ class ColumnChunks:
     def __len__(self) -> int:
         return self._n_chunked + self._piece_rows + len(self._rows)
 
+    def convert(self, name: str, convert: Callable[[np.ndarray], Any]) -> None:
+        """Replace column `name` (over all rows) by `convert(column)`: the text of the
+        records moved out of Python objects (`simulator.metrics.frames.text_array`), so that
+        the objects it was shared with can be freed while the records live on."""
+        cols = self.columns()
+        if len(cols[name]):
+            self._chunks[0][name] = convert(cols[name])
+
     def columns(self) -> dict[str, np.ndarray]:
         """Every column (named and ordered as the fields) over all rows, in order."""
         self._flush()
         if not self._chunks:
             return {k: np.empty(0, dtype=object) for k in self._fields}
         if len(self._chunks) > 1:
-            self._chunks = [{k: np.concatenate([c[k] for c in self._chunks]) for k in self._fields}]
+            # column by column, each chunk's piece released once copied (not the whole
+            # table twice at once)
+            chunks = self._chunks
+            self._chunks = [{k: np.concatenate([c.pop(k) for c in chunks]) for k in self._fields}]
         return dict(self._chunks[0])
 
 

@@ -11,6 +11,7 @@ imported only by a run that uses them, so that a plain step run starts faster.
 from __future__ import annotations
 
 import copy
+import ctypes
 import gc
 import time
 from collections.abc import Callable
@@ -34,6 +35,19 @@ from simulator.scenario.prepare import PreparedRun, run_identity, step_simulator
 #: a full pass of the collector costs 0.1-0.3 CPU s in a 16,384-GPU process, worth it
 #: only when the engine's state is large (it grows with the records).
 COLLECT_AFTER_RECORDS = 1 << 20
+
+
+def return_free_memory() -> None:
+    """Hand the C heap's free pages back to the system (glibc's `malloc_trim`; nothing
+    elsewhere). The program and the engine, once dropped, leave free pages scattered
+    through the heap that the frames built next cannot reuse: large arrays are mapped
+    afresh, so without this the process holds both (1T step: 0.4 GB). No result depends
+    on it."""
+    try:
+        trim = ctypes.CDLL(None).malloc_trim
+    except (AttributeError, OSError):
+        return
+    trim(0)
 
 
 @dataclass
@@ -129,12 +143,12 @@ def execute(
         return RunResult(sc.name, frames, summary, _resolved(prep, seed, overrides), prep.topology.graph)
     out = _simulate(prep, seed, on_step)
     n_simulated = len(prep.program.simulated_ranks)
-    if release_ops and not sc.run_level:
-        prep.program = replace(prep.program, ops=[])
     if sum(map(len, out.tables.values())) > COLLECT_AFTER_RECORDS:
         # the engine (SimPy processes, the fabric) is garbage in cycles: freed here, before
         # the frames are built, not at the collector's next full pass (0.05 CPU s at 1T)
         gc.collect()
+    if release_ops and not sc.run_level:
+        _release_ops(prep, out.tables)
     program = prep.program
     # each table's columns handed over: a record column is released as soon as it is framed
     # (in a smaller run, at the collector's next pass over the dropped engine);
@@ -209,6 +223,24 @@ def _simulate(prep: PreparedRun, seed: int, on_step: Callable[[int], None] | Non
         },
         tuned=dict(sim.tuned),
     )
+
+
+def _release_ops(prep: PreparedRun, tables: dict[str, Any]) -> None:
+    """Drop the program's ops (nothing after the simulation reads them) and give their
+    memory back to the system before the frames are built.
+
+    The records' op ids are the program's own string objects, scattered through the memory
+    the ops were built in, so they are moved out of them first (`frames.text_array`: the
+    text column the frame would make of them anyway); each step hands the heap's free pages
+    back (`return_free_memory`), so that the next one does not map fresh memory beside
+    them. 1T step (3,072 GPUs): 2.26 -> 1.8 GiB at the peak.
+    """
+    return_free_memory()
+    for table in tables.values():
+        table.convert("op_id", fr.text_array)
+        return_free_memory()
+    prep.program = replace(prep.program, ops=[])
+    return_free_memory()
 
 
 def _resolved(prep: PreparedRun, seed: int, overrides: dict[str, Any] | None) -> dict[str, Any]:

@@ -38,6 +38,22 @@ def test_a_column_is_the_one_pandas_makes(case) -> None:
     assert got["c"].dtype == want["c"].dtype
 
 
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_text_moved_out_of_python_objects_gives_the_same_column(case) -> None:
+    """`text_array` (a released run's op ids): the column taken from it is the one pandas
+    makes of the objects; values pandas keeps as objects are left as they were."""
+    values = _objects(CASES[case])
+    rows = np.random.default_rng(2).permutation(len(values))[: len(values) - 3]
+    moved = fr.text_array(values)
+    want = pd.DataFrame({"c": values[rows]})
+    got = pd.DataFrame({"c": fr._column(moved, rows)}, copy=False)
+    pd.testing.assert_frame_equal(got, want, check_exact=True)
+    if want["c"].dtype == object:
+        assert moved is values
+    elif not pd.isna(values).any():  # strings only: no Python object per row is kept
+        assert isinstance(moved, pd.arrays.ArrowStringArray)
+
+
 def test_the_ops_order_is_pandas_stable_sort_with_many_ties() -> None:
     """Ties in (step, rank, started) are broken by op id in Python's string order (non-ASCII
     ids included), rows equal in all four keys keep their order."""
@@ -53,8 +69,9 @@ def test_the_ops_order_is_pandas_stable_sort_with_many_ties() -> None:
         }
     )
     want = df.sort_values(["step", "rank", "started_at_s", "op_id"], kind="stable").index.to_numpy()
-    got = fr._ops_order(df["step"].to_numpy(), df["rank"].to_numpy(), df["started_at_s"].to_numpy(), ids)
-    np.testing.assert_array_equal(got, want)
+    keys = df["step"].to_numpy(), df["rank"].to_numpy(), df["started_at_s"].to_numpy()
+    np.testing.assert_array_equal(fr._ops_order(*keys, ids), want)
+    np.testing.assert_array_equal(fr._ops_order(*keys, fr.text_array(ids)), want)  # ids moved to Arrow
 
 
 @pytest.mark.parametrize("values", [["compute", "comm", None, "compute"], ["x", float("nan"), "host"]])

@@ -54,3 +54,27 @@ def test_columns_give_the_frame_of_the_rows(batches):
     assert len(table) == len(rows)
     pd.testing.assert_frame_equal(flows_frame(table), flows_frame(rows), check_exact=True)
     assert [tuple(r) for r in table] == [tuple(r) for r in rows]
+
+
+def test_a_converted_column_and_the_merged_chunks_keep_every_row():
+    """`convert` replaces one column over all rows (the others untouched), and merging the
+    chunks neither loses a row nor empties a mapping the caller handed over."""
+    table = FlowTable(chunk_rows=4)
+    table.add([_flow(i, f"op-{i % 3}", "ring", 2, None, 1.0, 0, 1.5) for i in range(6)])
+    handed = {
+        "flow_id": np.array([6, 7]), "op_id": np.array(["op-9", "op-9"], dtype=object),
+        "label": np.array(["p2p", "p2p"], dtype=object), "n_links": np.array([1, 1]),
+        "link_crossings": np.array([1.0, 1.0]), "size_bytes": np.array([2.0, 2.0]),
+        "started_at_s": np.array([0.5, 0.5]), "finished_at_s": np.array([2.0, 2.0]),
+    }  # fmt: skip
+    table.add_columns(handed)
+    table.add([_flow(8, "op-1", "ring", 1, None, 3.0, 1, 2.5)])
+    before = {k: v.copy() for k, v in table.columns().items()}
+    assert len(handed) == 8 and all(len(v) == 2 for v in handed.values())
+    table.convert("op_id", lambda v: np.array([s.upper() for s in v], dtype=object))
+    after = table.columns()
+    assert after["op_id"].tolist() == [s.upper() for s in before["op_id"].tolist()]
+    for k in before:
+        if k != "op_id":
+            np.testing.assert_array_equal(after[k], before[k])
+    assert len(table) == 9
