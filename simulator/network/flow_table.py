@@ -82,7 +82,8 @@ class ColumnChunks:
     def add_columns(self, columns: dict[str, np.ndarray]) -> None:
         """Append rows given as columns (every field, of equal lengths; a numeric column is
         int64 only if every value was an int, as a column made from the rows would be)."""
-        self._flush()
+        if self._rows:  # rows before these columns (pieces before the rows are chunked already)
+            self._flush()
         self._pieces.append(columns)
         self._piece_rows += len(columns[self._fields[0]])
         if self._piece_rows >= self._chunk_rows:
