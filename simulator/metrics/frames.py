@@ -140,26 +140,26 @@ def _objects(values: list[str]) -> np.ndarray:
 _SAMPLE_ROWS = 4096
 
 
-def _column(values: np.ndarray, rows: np.ndarray) -> np.ndarray | pd.api.extensions.ExtensionArray:
+def _column(
+    values: np.ndarray | pd.api.extensions.ExtensionArray, rows: np.ndarray
+) -> np.ndarray | pd.api.extensions.ExtensionArray:
     """`values[rows]`, as the column pandas makes of it in a frame.
 
     Text (an object array whose values all are strings: op ids, tags, labels, ...) is
     built from its distinct values: they are found by hashing (`pd.factorize`), given the
     text type pandas gives them (pyarrow strings when pandas uses them), and taken for
     the rows by that array (Arrow's take), so no string is converted per row; the column
-    is the one pandas makes of `values[rows]`. Anything else is `values[rows]`, which
-    pandas then types as it would.
+    is the one pandas makes of `values[rows]`. Anything else (numbers, mostly distinct
+    text, text already converted by `text_array`) is `values[rows]`, which pandas then
+    types as it would.
     """
     if values.dtype != object:
         return values[rows]
-    sample = values[:: max(1, len(values) // _SAMPLE_ROWS)]
-    if 2 * len(pd.unique(sample)) > len(sample):  # mostly distinct (op ids): hashing would not pay
+    repeated = _repeated_text(values)  # type: ignore[arg-type]
+    if repeated is None:
         return values[rows]
-    codes, distinct = pd.factorize(values)
-    kind = pd.Series(distinct).array  # the type pandas infers for these values
-    if len(codes) and codes.min() >= 0 and isinstance(kind, pd.arrays.ArrowStringArray):
-        return kind.take(codes[rows])
-    return values[rows]
+    codes, distinct = repeated
+    return distinct.take(codes[rows])
 
 
 def text_array(values: np.ndarray) -> np.ndarray | pd.api.extensions.ExtensionArray:
@@ -174,17 +174,27 @@ def text_array(values: np.ndarray) -> np.ndarray | pd.api.extensions.ExtensionAr
     """
     if values.dtype != object or not len(values):
         return values
-    sample = values[:: max(1, len(values) // _SAMPLE_ROWS)]
-    if 2 * len(pd.unique(sample)) > len(sample):  # mostly distinct: converted row by row
-        text = pd.Series(values, copy=False).array
-    else:
-        codes, distinct = pd.factorize(values)
-        if codes.min() < 0:  # a missing value: left as pandas would type it
-            return values
-        text = pd.Series(distinct).array
-        if isinstance(text, pd.arrays.ArrowStringArray):
-            text = text.take(codes)
+    repeated = _repeated_text(values)
+    if repeated is not None:
+        codes, distinct = repeated
+        return distinct.take(codes)
+    text = pd.Series(values, copy=False).array  # converted row by row
     return text if isinstance(text, pd.arrays.ArrowStringArray) else values
+
+
+def _repeated_text(values: np.ndarray) -> tuple[np.ndarray, pd.arrays.ArrowStringArray] | None:
+    """(code of every row, the distinct values as pandas types them) of an object array of
+    mostly repeated strings (judged on a sample of `_SAMPLE_ROWS`) that pandas makes Arrow
+    text of; None for mostly distinct values (hashing would not pay), a missing value, or
+    values pandas keeps as objects."""
+    sample = values[:: max(1, len(values) // _SAMPLE_ROWS)]
+    if 2 * len(pd.unique(sample)) > len(sample):
+        return None
+    codes, distinct = pd.factorize(values)
+    kind = pd.Series(distinct).array  # the type pandas infers for these values
+    if len(codes) and codes.min() >= 0 and isinstance(kind, pd.arrays.ArrowStringArray):
+        return codes, kind
+    return None
 
 
 def _equals(col: pd.Series, value: str) -> np.ndarray:

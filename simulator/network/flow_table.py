@@ -60,7 +60,8 @@ class ColumnChunks:
 
     Each numeric column keeps the type its values had, as a frame built from the rows
     would: NumPy infers int64 for an all-int list and float64 otherwise. `text` columns
-    are object arrays (the strings are shared, not copied).
+    are object arrays (the strings are shared, not copied), unless `convert` has replaced
+    one (then whatever it made, e.g. Arrow strings).
     """
 
     def __init__(self, fields: tuple[str, ...], text: frozenset[str], chunk_rows: int = _CHUNK_ROWS) -> None:
@@ -119,7 +120,9 @@ class ColumnChunks:
     def convert(self, name: str, convert: Callable[[np.ndarray], Any]) -> None:
         """Replace column `name` (over all rows) by `convert(column)`: the text of the
         records moved out of Python objects (`simulator.metrics.frames.text_array`), so that
-        the objects it was shared with can be freed while the records live on."""
+        the objects it was shared with can be freed while the records live on. For a
+        finished table: rows added afterwards are not converted, and merging them turns the
+        column back into objects."""
         cols = self.columns()
         if len(cols[name]):
             self._chunks[0][name] = convert(cols[name])
@@ -131,9 +134,13 @@ class ColumnChunks:
             return {k: np.empty(0, dtype=object) for k in self._fields}
         if len(self._chunks) > 1:
             # column by column, each chunk's piece released once copied (not the whole
-            # table twice at once)
-            chunks = self._chunks
-            self._chunks = [{k: np.concatenate([c.pop(k) for c in chunks]) for k in self._fields}]
+            # table twice at once); the chunks stay whole until their column is merged
+            chunks, merged = self._chunks, {}
+            for k in self._fields:
+                merged[k] = np.concatenate([c[k] for c in chunks])
+                for c in chunks:
+                    del c[k]
+            self._chunks = [merged]
         return dict(self._chunks[0])
 
 

@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import copy
 import ctypes
+import functools
 import gc
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -38,16 +40,28 @@ COLLECT_AFTER_RECORDS = 1 << 20
 
 
 def return_free_memory() -> None:
-    """Hand the C heap's free pages back to the system (glibc's `malloc_trim`; nothing
-    elsewhere). The program and the engine, once dropped, leave free pages scattered
-    through the heap that the frames built next cannot reuse: large arrays are mapped
-    afresh, so without this the process holds both (1T step: 0.4 GB). No result depends
-    on it."""
+    """Hand the C heap's free pages back to the system: glibc's `malloc_trim`, on Linux
+    only (nothing is done elsewhere, or where the C library has none). The program and the
+    engine, once dropped, leave free pages scattered through the heap that the frames built
+    next cannot reuse: large arrays are mapped afresh, so without this the process holds
+    both. No result depends on it."""
+    trim = _malloc_trim()
+    if trim is not None:
+        trim(0)
+
+
+@functools.cache
+def _malloc_trim() -> Callable[[int], int] | None:
+    """glibc's `malloc_trim(size_t pad)`, or None off Linux or without it."""
+    if not sys.platform.startswith("linux"):
+        return None
     try:
         trim = ctypes.CDLL(None).malloc_trim
-    except (AttributeError, OSError):
-        return
-    trim(0)
+    except (AttributeError, OSError, TypeError):
+        return None
+    trim.argtypes = [ctypes.c_size_t]
+    trim.restype = ctypes.c_int
+    return trim  # type: ignore[no-any-return]
 
 
 @dataclass
@@ -130,8 +144,9 @@ def execute(
             the resolved scenario.
         release_ops: the caller will not simulate `prep` again: once the step is simulated,
             `prep.program` keeps everything but its ops (which nothing after the simulation
-            reads), so that their memory is free before the frames are built. Ignored when
-            the scenario has a run level, which simulates the step again.
+            reads), so that their memory is free before the frames are built (`_release_ops`).
+            Ignored when the scenario has a run level, which simulates the step again, and
+            by runs of several jobs or of a cluster, which release nothing.
     """
     sc = prep.scenario.spec
     seed = sc.seed if seed is None else seed
@@ -233,7 +248,7 @@ def _release_ops(prep: PreparedRun, tables: dict[str, Any]) -> None:
     the ops were built in, so they are moved out of them first (`frames.text_array`: the
     text column the frame would make of them anyway); each step hands the heap's free pages
     back (`return_free_memory`), so that the next one does not map fresh memory beside
-    them. 1T step (3,072 GPUs): 2.26 -> 1.8 GiB at the peak.
+    them. 1T step (3,072 GPUs, `benchmarks/run_all.py 1t`): peak 2.31 -> 1.78 GiB.
     """
     return_free_memory()
     for table in tables.values():

@@ -4,6 +4,8 @@ one pandas makes of the same values, and the order the one of pandas's stable so
 
 from __future__ import annotations
 
+from contextlib import nullcontext
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -38,20 +40,31 @@ def test_a_column_is_the_one_pandas_makes(case) -> None:
     assert got["c"].dtype == want["c"].dtype
 
 
+#: pandas' text settings: its default (Arrow strings), and text stored as Python strings
+TEXT_SETTINGS = {
+    "default": {},
+    "python string storage": {"mode.string_storage": "python"},
+}
+
+
+@pytest.mark.parametrize("setting", sorted(TEXT_SETTINGS))
 @pytest.mark.parametrize("case", sorted(CASES))
-def test_text_moved_out_of_python_objects_gives_the_same_column(case) -> None:
+def test_text_moved_out_of_python_objects_gives_the_same_column(case, setting) -> None:
     """`text_array` (a released run's op ids): the column taken from it is the one pandas
-    makes of the objects; values pandas keeps as objects are left as they were."""
-    values = _objects(CASES[case])
-    rows = np.random.default_rng(2).permutation(len(values))[: len(values) - 3]
-    moved = fr.text_array(values)
-    want = pd.DataFrame({"c": values[rows]})
-    got = pd.DataFrame({"c": fr._column(moved, rows)}, copy=False)
-    pd.testing.assert_frame_equal(got, want, check_exact=True)
-    if want["c"].dtype == object:
-        assert moved is values
-    elif not pd.isna(values).any():  # strings only: no Python object per row is kept
-        assert isinstance(moved, pd.arrays.ArrowStringArray)
+    makes of the objects, under each of pandas' text settings; values pandas keeps as
+    objects are left as they were."""
+    options = [x for kv in TEXT_SETTINGS[setting].items() for x in kv]
+    with pd.option_context(*options) if options else nullcontext():
+        values = _objects(CASES[case])
+        rows = np.random.default_rng(2).permutation(len(values))[: len(values) - 3]
+        moved = fr.text_array(values)
+        want = pd.DataFrame({"c": values[rows]})
+        got = pd.DataFrame({"c": fr._column(moved, rows)}, copy=False)
+        pd.testing.assert_frame_equal(got, want, check_exact=True)
+        if not isinstance(want["c"].array, pd.arrays.ArrowStringArray):
+            assert moved is values
+        elif not pd.isna(values).any():  # strings only: no Python object per row is kept
+            assert isinstance(moved, pd.arrays.ArrowStringArray)
 
 
 def test_the_ops_order_is_pandas_stable_sort_with_many_ties() -> None:

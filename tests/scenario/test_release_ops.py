@@ -5,14 +5,20 @@ from __future__ import annotations
 from pathlib import Path
 
 import pandas as pd
+import pytest
 
+from simulator.scenario import execute as execute_module
 from simulator.scenario.execute import execute
 from simulator.scenario.prepare import prepare
 
 QUICKSTART = Path(__file__).resolve().parents[2] / "scenarios" / "quickstart.yaml"
 
 
-def test_released_ops_give_the_same_frames_and_summary():
+@pytest.mark.parametrize("collect_after", [execute_module.COLLECT_AFTER_RECORDS, 0])
+def test_released_ops_give_the_same_frames_and_summary(collect_after, monkeypatch):
+    """Also with the engine collected first, as a run of more than `COLLECT_AFTER_RECORDS`
+    records does (the records' op ids are moved to Arrow strings after that collection)."""
+    monkeypatch.setattr(execute_module, "COLLECT_AFTER_RECORDS", collect_after)
     kept_prep = prepare(QUICKSTART)
     kept = execute(kept_prep, overrides={"run.steps": 1})
     released_prep = prepare(QUICKSTART)
