@@ -105,3 +105,42 @@ def test_columns_added_call_by_call_are_chunked_by_the_chunk_size():
     cols = table.columns()
     assert cols["flow_id"].tolist() == list(range(22))
     assert cols["op_id"].tolist()[-4:] == ["op-9", "op-9", "op-x", "op-y"]
+
+
+def _piece(ids: list[int]) -> dict[str, np.ndarray]:
+    n = len(ids)
+    return flow_columns(
+        np.array(ids, dtype=np.int64), np.array([f"op-{i % 3}" for i in ids], dtype=object),
+        np.full(n, "p2p", dtype=object), np.ones(n, dtype=np.int64), np.ones(n), np.ones(n), 0.5, 1.0,
+    )  # fmt: skip
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    steps=st.lists(st.tuples(st.sampled_from(["rows", "columns", "merge"]), st.integers(0, 5)), max_size=25),
+    chunk_rows=st.integers(1, 9),
+)
+def test_any_mix_of_rows_columns_and_merges_keeps_every_row_in_order(steps, chunk_rows):
+    """Rows added one by one, rows added as columns and merges (`columns`) in any order and
+    any chunk size: every row, in the order added; a mapping handed over is left whole."""
+    table, next_id, handed = FlowTable(chunk_rows=chunk_rows), 0, []
+    for what, n in steps:
+        ids = list(range(next_id, next_id + n))
+        if what == "rows":
+            table.add([_flow(i, f"op-{i % 3}", "ring", 1, None, 1.0, 0, 2.0) for i in ids])
+            next_id += n
+        elif what == "columns" and n:
+            piece = _piece(ids)
+            handed.append((piece, {k: v.copy() for k, v in piece.items()}))
+            table.add_columns(piece)
+            next_id += n
+        elif what == "merge":
+            table.columns()
+        assert len(table) == next_id
+    cols = table.columns()
+    assert cols["flow_id"].tolist() == list(range(next_id))
+    assert cols["op_id"].tolist() == [f"op-{i % 3}" for i in range(next_id)]
+    for piece, copy in handed:
+        assert piece.keys() == copy.keys()
+        for k in copy:
+            np.testing.assert_array_equal(piece[k], copy[k])
