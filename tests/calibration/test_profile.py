@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from simulator.calibration.build import DEFAULT_OUT, PROFILE_HEADER, PROFILES, build, main
+from simulator.calibration.build import DEFAULT_OUT, PROFILE_HEADER, PROFILES, main
 from simulator.calibration.fit import fit_table
 from simulator.calibration.parser import parse_text, read_benchmark, read_benchmarks
 from simulator.calibration.profile import CalibrationProfile, build_profile, load_profile
@@ -129,24 +129,14 @@ def test_leave_one_out_h100_two_nodes(samples: Path) -> None:
 
 @pytest.mark.parametrize("name", sorted(PROFILES))
 def test_committed_profiles_load_and_match_the_samples(samples: Path, name: str) -> None:
-    """Catalog test: each committed profile validates, names its sources by file name and
-    sha256 (checked against the samples), and equals a fresh regeneration."""
-    path = PROFILE_DIR / f"{name}.yaml"
-    committed = load_profile(path)
+    """Catalog test: each committed profile validates and names its sources by file name
+    and sha256 (checked against the samples). That it equals a fresh regeneration is
+    `test_make_profiles_rebuilds_every_committed_profile`, which fits each profile once."""
+    committed = load_profile(PROFILE_DIR / f"{name}.yaml")
+    assert committed.name == name and committed.sources
     for src in committed.sources:
         assert "/" not in src.file
         assert read_benchmark(samples / src.file)[0].sha256 == src.sha256
-    fresh = build(name, samples)
-    assert (fresh.name, fresh.sources) == (committed.name, committed.sources)
-    assert len(fresh.collectives) == len(committed.collectives)
-    for a, b in zip(fresh.collectives, committed.collectives, strict=False):
-        assert (a.collective, a.scope, a.n_gpus, a.n_nodes, a.source) == (
-            b.collective, b.scope, b.n_gpus, b.n_nodes, b.source,
-        )  # fmt: skip
-        # tolerance: the optimizer's last digits may differ between platforms
-        assert a.alpha_s == pytest.approx(b.alpha_s, rel=1e-3, abs=1e-9)
-        assert a.busbw_bytes_per_s == pytest.approx(b.busbw_bytes_per_s, rel=1e-3)
-        assert a.max_abs_error == pytest.approx(b.max_abs_error, abs=1e-3)
 
 
 def test_make_profiles_rebuilds_every_committed_profile(tmp_path: Path) -> None:
