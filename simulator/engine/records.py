@@ -16,6 +16,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import NamedTuple
 
+import numpy as np
+
 from simulator.network.flow_table import ColumnChunks
 
 
@@ -73,6 +75,19 @@ class OpTable(ColumnChunks):
         """Add records in order (as `append` one by one; chunks may run longer)."""
         self._rows.extend(rows)
         self._added()
+
+    def add_members(self, first: OpRecord, ranks: list[int], ready_at_s: list[float]) -> None:
+        """Add the records of one communication op on each of its member `ranks`: `first`'s
+        fields but rank and ready time, which are each member's (as `extend` with one
+        record per member, given as columns: one row object per member costs more than
+        the columns for a collective of hundreds of ranks)."""
+        n = len(ranks)
+        cols: dict[str, np.ndarray] = {}
+        for k, v in zip(OpRecord._fields, first, strict=True):
+            cols[k] = np.full(n, v, dtype=object if k in _OP_TEXT else None)
+        cols["rank"] = np.array(ranks)
+        cols["ready_at_s"] = np.array(ready_at_s)
+        self.add_columns(cols)
 
     def __iter__(self) -> Iterator[OpRecord]:
         cols = self.columns()

@@ -40,6 +40,9 @@ from simulator.workload.program import Op, StepProgram, stream_ops
 
 log = logging.getLogger(__name__)
 
+#: a communication op with this many simulated members or more records them as columns
+_MEMBER_COLUMNS = 256
+
 
 class CollectiveTuning(Protocol):
     """Calibrated collectives: per-step latency and bandwidth efficiency for a collective."""
@@ -546,12 +549,18 @@ class StepSimulator:
         n = plan.n_ranks if plan else 1
         now, size = env.now, op.size_bytes
         op_id, kind, tag, stream = op.id, op.kind, op.tag, op.stream
-        self.op_rows.extend(  # `OpRecord`'s fields, in order
-            [
-                OpRecord(
-                    step, op_id, kind, tag, rank, stream, ready, start, now, size, 0.0, coll, algo, proto, n
-                )
-                for rank, ready in arrivals.items()
-            ]
-        )
+        if len(arrivals) >= _MEMBER_COLUMNS:  # each member's rank and ready time as columns
+            first = OpRecord(
+                step, op_id, kind, tag, 0, stream, start, start, now, size, 0.0, coll, algo, proto, n
+            )
+            self.op_rows.add_members(first, list(arrivals), list(arrivals.values()))
+        else:
+            self.op_rows.extend(  # `OpRecord`'s fields, in order
+                [
+                    OpRecord(
+                        step, op_id, kind, tag, r, stream, t, start, now, size, 0.0, coll, algo, proto, n
+                    )
+                    for r, t in arrivals.items()
+                ]
+            )
         done.succeed()

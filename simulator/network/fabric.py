@@ -568,13 +568,20 @@ class Fabric:
 
     def _compact(self, links: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(sorted distinct links, index of each entry in them): `np.unique(links,
-        return_inverse=True)` by a sort of the entries and a slot table over the links
-        (nothing here scans the whole link table)."""
-        s = np.sort(links)
-        first = np.empty(len(s), dtype=bool)
-        first[:1] = True
-        np.not_equal(s[1:], s[:-1], out=first[1:])
-        used = s[first]
+        return_inverse=True)` by a slot table over the links, the distinct links found by a
+        sort of the entries when they are few against the link table, else by marking them
+        on it (one pass over the table costs less than the sort then)."""
+        if 4 * len(links) >= len(self._mark):
+            mark = self._mark
+            mark[links] = True
+            used = np.flatnonzero(mark)
+            mark[used] = False
+        else:
+            s = np.sort(links)
+            first = np.empty(len(s), dtype=bool)
+            first[:1] = True
+            np.not_equal(s[1:], s[:-1], out=first[1:])
+            used = s[first]
         slot = self._slot
         slot[used] = np.arange(len(used))
         return used, slot[links]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pandas as pd
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from simulator.engine.records import OpRecord, OpTable
@@ -37,6 +37,40 @@ def test_columns_give_the_frame_of_the_rows(rows):
     table = OpTable(chunk_rows=3)  # several chunks even for a few rows
     for r in rows:
         table.append(r)
+    assert len(table) == len(rows)
+    gpus = ["g0", "g1", "g2", "g3"]
+    pd.testing.assert_frame_equal(
+        ops_frame(table, gpus, {1: "pp1"}), ops_frame(rows, gpus, {1: "pp1"}), check_exact=True
+    )
+    assert [tuple(r) for r in table] == [tuple(r) for r in rows]
+
+
+member_strategy = st.tuples(st.integers(0, 3), number)  # (rank, ready time)
+
+
+_INT_ROW = OpRecord(0, "ar", "collective", "dp", 0, "comm", 0, 0, 2, 64, 0, "all_reduce", "ring", "simple", 2)
+
+
+@settings(max_examples=30, deadline=None)
+@example(groups=[(_INT_ROW, [(0, 0), (1, 1)], True), (_INT_ROW, [(2, 0)], False)])  # int columns stay int
+@given(
+    groups=st.lists(
+        st.tuples(row_strategy, st.lists(member_strategy, min_size=1, max_size=5), st.booleans()),
+        min_size=1,
+        max_size=8,
+    )
+)
+def test_members_added_as_columns_give_the_frame_of_their_rows(groups):
+    """`add_members` between rows: the same frame, dtypes and order as one record per member."""
+    table = OpTable(chunk_rows=4)
+    rows: list[OpRecord] = []
+    for first, members, as_columns in groups:
+        mine = [first._replace(rank=rank, ready_at_s=ready) for rank, ready in members]
+        rows.extend(mine)
+        if as_columns:
+            table.add_members(first, [m[0] for m in members], [m[1] for m in members])
+        else:
+            table.extend(mine)
     assert len(table) == len(rows)
     gpus = ["g0", "g1", "g2", "g3"]
     pd.testing.assert_frame_equal(
