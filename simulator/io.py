@@ -100,6 +100,29 @@ def check_writable_folder(folder: str | Path) -> Path:
     return out
 
 
+#: the file every results folder of a run holds: an existing folder without it is not replaced
+RESULTS_MARK = "summary.json"
+
+
+def foreign_folder_problem(folder: str | Path) -> str | None:
+    """Why replacing `folder` whole would lose files that are not a run's results, or None:
+    it exists, is not empty and holds no `summary.json` (a run writes one in every results
+    folder), so it is someone's folder (`-o .` in a checkout, a folder of papers)."""
+    out = Path(folder)
+    if not out.is_dir() or (out / RESULTS_MARK).is_file():
+        return None
+    try:
+        empty = next(os.scandir(out), None) is None
+    except OSError:
+        return None  # unreadable: the lock and the write report it
+    if empty:
+        return None
+    return (
+        f"output folder {str(folder)!r} holds files that are not a run's results (no {RESULTS_MARK}); "
+        "a run replaces its folder whole, so choose a new or empty folder"
+    )
+
+
 @contextlib.contextmanager
 def folder_lock(folder: str | Path) -> Iterator[Path]:
     """Hold the lock of a results folder (`.NAME.lock` beside it) for the block.
@@ -215,6 +238,9 @@ class ResultsFolder:
             held.enter_context(folder_lock(self.given))
             held.enter_context(stop_signals_raise())
             self.recover()
+            problem = foreign_folder_problem(self.given)
+            if problem is not None:
+                raise InputError(problem)
             self._held = held.pop_all()
         return self
 

@@ -39,7 +39,7 @@ import simpy
 
 from simulator.network.flow_batch import CallGroup, Flow, FlowBatch, flow_batch, succeed_after, usage
 from simulator.network.flow_table import FlowRecord, FlowTable, close_intervals, flow_columns
-from simulator.network.maxmin import class_link_sums, max_min_class_rates, max_min_rates
+from simulator.network.maxmin import class_link_sums, compact_links, max_min_class_rates, max_min_rates
 
 __all__ = ["Fabric", "Flow", "FlowBatch", "FlowRecord", "FlowTable", "max_min_rates", "usage"]
 
@@ -567,24 +567,8 @@ class Fabric:
         ev.callbacks.append(partial(self._on_wakeup, self._version))
 
     def _compact(self, links: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(sorted distinct links, index of each entry in them): `np.unique(links,
-        return_inverse=True)` by a slot table over the links, the distinct links found by a
-        sort of the entries when they are few against the link table, else by marking them
-        on it (one pass over the table costs less than the sort then)."""
-        if 4 * len(links) >= len(self._mark):
-            mark = self._mark
-            mark[links] = True
-            used = np.flatnonzero(mark)
-            mark[used] = False
-        else:
-            s = np.sort(links)
-            first = np.empty(len(s), dtype=bool)
-            first[:1] = True
-            np.not_equal(s[1:], s[:-1], out=first[1:])
-            used = s[first]
-        slot = self._slot
-        slot[used] = np.arange(len(used))
-        return used, slot[links]
+        """`compact_links` over this fabric's scratch arrays."""
+        return compact_links(links, self._mark, self._slot)
 
     def _update_link_rates(self, used: np.ndarray, per_link: np.ndarray, now: float) -> None:
         """Close the rate interval of every link whose rate changes (links of `used`, and

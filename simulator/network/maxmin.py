@@ -182,3 +182,24 @@ def max_min_rates(
     return max_min_class_rates(
         flow_of_entry, link_of_entry, mult_of_entry, capacity, np.ones(n_flows, dtype=np.int64), flows
     )
+
+
+def compact_links(links: np.ndarray, mark: np.ndarray, slot: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(sorted distinct links, index of each entry in them): `np.unique(links,
+    return_inverse=True)` by a slot table over the link table (`slot`, overwritten where
+    used). The distinct links are found by a sort of the entries when they are few against
+    the table, else by marking them on it (`mark`, all False, left so): one pass over the
+    table then costs less than the sort.
+    """
+    if 4 * len(links) >= len(mark):
+        mark[links] = True
+        used = np.flatnonzero(mark)
+        mark[used] = False
+    else:
+        s = np.sort(links)
+        first = np.empty(len(s), dtype=bool)
+        first[:1] = True
+        np.not_equal(s[1:], s[:-1], out=first[1:])
+        used = s[first]
+    slot[used] = np.arange(len(used))
+    return used, slot[links]

@@ -22,6 +22,7 @@ from simulator.engine.context import SimContext
 from simulator.engine.cost import ComputeCost
 from simulator.engine.step import CollectiveTuning, StepSettings, StepSimulator
 from simulator.errors import InputError
+from simulator.io import foreign_folder_problem
 from simulator.network.cluster import Cluster
 from simulator.network.collective import check_algorithm
 from simulator.network.fabric import Fabric
@@ -328,10 +329,14 @@ def default_output(prep: PreparedRun) -> Path:
 
 def output_problem(folder: Path) -> str | None:
     """Why results cannot be written to `folder`, or None: it is a file, it lies under a
-    file, or the nearest folder that exists is not writable."""
+    file, it holds files that are not a run's results (`foreign_folder_problem`), or the
+    nearest folder that exists is not writable."""
     if folder.exists():
         if not folder.is_dir():
             return f"output path {str(folder)!r} exists and is not a folder"
+        foreign = foreign_folder_problem(folder)
+        if foreign is not None:
+            return foreign
         existing = folder
     else:
         existing = folder.absolute().parent

@@ -32,10 +32,11 @@ def _bench():
 
 
 def _old_folder(tmp_path: Path) -> Path:
+    """An old results folder (a run's folders hold a summary.json)."""
     out = tmp_path / "res"
     out.mkdir()
     (out / "a.txt").write_text("old a")
-    (out / "b.txt").write_text("old b")
+    (out / "summary.json").write_text("old b")
     return out
 
 
@@ -47,7 +48,7 @@ def test_commit_swaps_the_new_folder_in_and_leaves_nothing_beside_it(tmp_path: P
     out = _old_folder(tmp_path)
     with ResultsFolder(out) as folder:
         (folder.stage() / "a.txt").write_text("new a")
-        assert _contents(out) == {"a.txt": "old a", "b.txt": "old b"}  # untouched until the swap
+        assert _contents(out) == {"a.txt": "old a", "summary.json": "old b"}  # untouched until the swap
         folder.commit()
     assert _contents(out) == {"a.txt": "new a"}
     assert sorted(p.name for p in tmp_path.iterdir()) == [".res.lock", "res"]
@@ -61,7 +62,7 @@ def test_an_error_or_a_signal_before_the_swap_keeps_the_old_folder(
     with pytest.raises(type(stop)), ResultsFolder(out) as folder:
         (folder.stage() / "a.txt").write_text("new a")
         raise stop
-    assert _contents(out) == {"a.txt": "old a", "b.txt": "old b"}
+    assert _contents(out) == {"a.txt": "old a", "summary.json": "old b"}
     assert sorted(p.name for p in tmp_path.iterdir()) == [".res.lock", "res"]
 
 
@@ -71,7 +72,7 @@ def test_sigterm_inside_the_guard_raises_interrupted_and_cleans_up(tmp_path: Pat
         (folder.stage() / "a.txt").write_text("new a")
         os.kill(os.getpid(), signal.SIGTERM)
     assert caught.value.exit_code == 128 + signal.SIGTERM
-    assert _contents(out) == {"a.txt": "old a", "b.txt": "old b"}
+    assert _contents(out) == {"a.txt": "old a", "summary.json": "old b"}
     assert signal.getsignal(signal.SIGTERM) == signal.SIG_DFL  # handlers restored
 
 
@@ -79,7 +80,7 @@ def test_a_second_writer_is_refused_while_the_lock_is_held(tmp_path: Path) -> No
     out = _old_folder(tmp_path)
     with FileLock(str(tmp_path / ".res.lock")), pytest.raises(FolderBusy, match="another clustersim"):
         ResultsFolder(out).__enter__()
-    assert _contents(out) == {"a.txt": "old a", "b.txt": "old b"}
+    assert _contents(out) == {"a.txt": "old a", "summary.json": "old b"}
 
 
 def test_a_folder_left_aside_by_a_killed_swap_is_put_back(tmp_path: Path) -> None:
@@ -87,7 +88,7 @@ def test_a_folder_left_aside_by_a_killed_swap_is_put_back(tmp_path: Path) -> Non
     out.rename(tmp_path / ".res.old")  # what a SIGKILL between the two renames leaves
     with ResultsFolder(out):
         pass
-    assert _contents(out) == {"a.txt": "old a", "b.txt": "old b"}
+    assert _contents(out) == {"a.txt": "old a", "summary.json": "old b"}
     assert not (tmp_path / ".res.old").exists()
 
 
@@ -109,6 +110,28 @@ def test_unwritable_output_is_one_line_before_anything_runs(
     lines = r.output.strip().splitlines()
     assert len(lines) == 1 and message in lines[0], r.output
     assert "simulating" not in r.output
+
+
+def test_a_folder_of_other_files_is_refused_and_left_as_it_was(tmp_path: Path) -> None:
+    """`-o` at a folder that is not a run's results (no summary.json) would be replaced whole:
+    one line, exit 2, nothing simulated, every file still there; an empty folder is taken."""
+    mine = tmp_path / "papers"
+    (mine / "sub").mkdir(parents=True)
+    (mine / "notes.txt").write_text("keep")
+    r = CliRunner().invoke(app, ["run", str(QUICKSTART), "-o", str(mine), "--steps", "1"])
+    assert r.exit_code == 2
+    lines = r.output.strip().splitlines()
+    assert len(lines) == 1 and "not a run's results (no summary.json)" in lines[0], r.output
+    assert "simulating" not in r.output
+    assert sorted(p.name for p in mine.iterdir()) == ["notes.txt", "sub"]
+    assert (mine / "notes.txt").read_text() == "keep"
+    with pytest.raises(InputError, match="not a run's results"):  # the guard itself, for the API
+        ResultsFolder(mine).__enter__()
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    r = CliRunner().invoke(app, ["run", str(QUICKSTART), "-o", str(empty), "--steps", "1", "--no-dashboard"])
+    assert r.exit_code == 0, r.output
+    assert (empty / "summary.json").is_file()
 
 
 @pytest.mark.skipif(os.geteuid() == 0, reason="root writes into read-only folders")

@@ -28,7 +28,13 @@ def test_output_problems(tmp_path: Path) -> None:
     f = tmp_path / "f.txt"
     f.write_text("x")
     assert output_problem(tmp_path / "new" / "deeper") is None
-    assert output_problem(tmp_path) is None
+    # a folder holding other files would be replaced whole: refused; empty or a run's: taken
+    assert "not a run's results (no summary.json)" in (output_problem(tmp_path) or "")
+    (tmp_path / "empty").mkdir()
+    assert output_problem(tmp_path / "empty") is None
+    (tmp_path / "old").mkdir()
+    (tmp_path / "old" / "summary.json").write_text("{}")
+    assert output_problem(tmp_path / "old") is None
     assert output_problem(f) == f"output path {str(f)!r} exists and is not a folder"
     assert (
         output_problem(f / "x")
