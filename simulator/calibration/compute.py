@@ -36,6 +36,7 @@ from pydantic import Field
 from simulator.calibration.fit import fit_line
 from simulator.calibration.gemm_shape import GemmRow, ShapeFit, fit_shapes
 from simulator.config.base import Spec
+from simulator.config.loader import read_text
 from simulator.errors import InputError
 from simulator.network.hardware import GPUSpec
 
@@ -190,12 +191,7 @@ def _pos(row: dict[str, str], key: str, p: Path, lineno: int) -> float:
 
 def _read_csv(p: Path) -> list[tuple[str, int, dict[str, str]]]:
     """Rows as (kind, line, row); kind from a `kind` column or from the columns present."""
-    try:
-        text = p.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError("file not found", file=p) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"cannot read file: {exc}", file=p) from None
+    text = read_text(p)
     lines = [ln for ln in text.splitlines()]
     reader = csv.DictReader(lines)
     cols = {c.strip() for c in (reader.fieldnames or [])}

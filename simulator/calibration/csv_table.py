@@ -29,6 +29,7 @@ import pandas as pd
 from simulator.calibration.collective import normalize_kind
 from simulator.calibration.inference import infer_collective, infer_gpus, infer_nodes
 from simulator.calibration.table import BenchmarkTable
+from simulator.config.loader import read_input_bytes
 from simulator.errors import InputError
 
 REQUIRED = ("size_bytes", "time_us_oop", "busbw_oop")
@@ -80,12 +81,7 @@ def _constant(rows: list[tuple[int, dict[str, str]]], col: str, path: Path) -> s
 
 
 def _read_rows(path: Path) -> tuple[list[str], list[tuple[int, dict[str, str]]], str]:
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        raise InputError("file not found", file=path) from None
-    except OSError as exc:
-        raise InputError(f"cannot read file: {exc}", file=path) from None
+    data = read_input_bytes(path)
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:

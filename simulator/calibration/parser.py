@@ -34,6 +34,7 @@ from simulator.calibration.inference import infer_collective, infer_gpus, infer_
 from simulator.calibration.nccl_log import RawTable, scan_log
 from simulator.calibration.table import BenchmarkTable
 from simulator.calibration.truncation import cut_warnings
+from simulator.config.loader import read_input_bytes
 from simulator.errors import InputError
 
 #: where the shipped profiles and their sample logs live (`simulator.calibration.build`)
@@ -183,14 +184,7 @@ def read_benchmark(
     p = Path(path)
     if p.suffix.lower() == ".csv" and is_collective_csv(p):
         return [read_csv_table(p, collective=collective, n_gpus=n_gpus, n_nodes=n_nodes)]
-    try:
-        data = p.read_bytes()
-    except FileNotFoundError:
-        raise InputError("file not found", file=p) from None
-    except IsADirectoryError:
-        raise InputError("expected a file, found a folder", file=p) from None
-    except OSError as exc:
-        raise InputError(f"cannot read file: {exc}", file=p) from None
+    data = read_input_bytes(p)
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import copy
 import os
 import re
+import stat
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -61,30 +62,51 @@ def max_file_bytes() -> int:
     return int(mib * 2**20)
 
 
-def read_text(path: Path) -> str:
-    """A file's text, after checking its size against `max_file_bytes()`.
+def read_input_bytes(path: Path) -> bytes:
+    """A file's bytes, after checking that it is a regular file within `max_file_bytes()`
+    (at most that many bytes are read, whatever its size said).
 
     Raises:
-        InputError: the file is missing, a folder, unreadable, not UTF-8 or too large.
+        InputError: the file is missing, a folder, not a regular file (a device, pipe or
+            socket: reading one may never end or never start), unreadable or too large.
     """
     try:
-        size = path.stat().st_size
+        st = path.stat()
+        if stat.S_ISDIR(st.st_mode):
+            raise InputError("expected a file, found a folder", file=path)
+        if not stat.S_ISREG(st.st_mode):
+            raise InputError("not a regular file (a device, pipe or socket)", file=path)
         limit = max_file_bytes()
-        if size > limit:
+        raise_it = f"(raise it with --max-file-mb or {_ENV_MAX_FILE_MB})"
+        if st.st_size > limit:
             raise InputError(
-                f"file is {size:,} bytes, over the limit of {limit:,} bytes "
-                f"(raise it with --max-file-mb or {_ENV_MAX_FILE_MB})",
-                file=path,
+                f"file is {st.st_size:,} bytes, over the limit of {limit:,} bytes {raise_it}", file=path
             )
-        return path.read_text(encoding="utf-8")
+        with path.open("rb") as fh:
+            data = fh.read(limit + 1)
+        if len(data) > limit:  # it grew while being read
+            raise InputError(f"file is over the limit of {limit:,} bytes {raise_it}", file=path)
+        return data
     except FileNotFoundError:
         raise InputError("file not found", file=path) from None
     except IsADirectoryError:
         raise InputError("expected a file, found a folder", file=path) from None
-    except UnicodeDecodeError as exc:
-        raise InputError(f"not UTF-8 text (byte {exc.start})", file=path) from None
     except OSError as exc:
         raise InputError(f"cannot read file: {exc.strerror or exc}", file=path) from None
+
+
+def read_text(path: Path) -> str:
+    """A file's text (`read_input_bytes`, decoded as UTF-8).
+
+    Raises:
+        InputError: the file is missing, a folder, not a regular file, unreadable, not UTF-8
+            or too large.
+    """
+    data = read_input_bytes(path)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(f"not UTF-8 text (byte {exc.start})", file=path) from None
 
 
 class _BoundedComposer(Composer):

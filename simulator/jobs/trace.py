@@ -35,6 +35,7 @@ from pathlib import Path
 
 import numpy as np
 
+from simulator.config.loader import read_text
 from simulator.errors import InputError
 from simulator.streams import stream
 
@@ -134,10 +135,7 @@ def read_job_trace(path: str | Path) -> list[JobRow]:
         InputError: `file:line: column: message` for a bad header, value or duplicate name.
     """
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"cannot read the job trace: {exc}", file=path) from None
+    text = read_text(path)
     numbered = [
         (i + 1, ln)
         for i, ln in enumerate(text.splitlines())

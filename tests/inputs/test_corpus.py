@@ -119,3 +119,22 @@ def test_a_file_over_the_size_limit_is_refused_and_the_flag_sets_the_limit(tmp_p
     assert r.exit_code == 2 and "over the limit of 104 bytes" in r.stderr, r.stderr
     r = CliRunner().invoke(app, ["--max-file-mb", "1", "validate", str(small)])
     assert r.exit_code == 0, r.output
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo") or not Path("/dev/zero").exists(), reason="POSIX special files")
+def test_a_device_or_a_pipe_is_refused_without_reading_it(tmp_path: Path) -> None:
+    """A device's or a pipe's size says 0: reading /dev/zero never ends, opening a pipe with no
+    writer never returns. Each is one line and exit 2, for a scenario, a calibration log and a
+    job trace alike."""
+    fifo = tmp_path / "pipe.yaml"
+    os.mkfifo(fifo)
+    for args in (
+        ["validate", "/dev/zero"],
+        ["validate", str(fifo)],
+        ["calibrate", str(fifo), "-o", str(tmp_path / "p.yaml")],
+    ):
+        r = _cli(args)
+        lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
+        assert r.returncode == 2 and len(lines) == 1, (args, r.stderr)
+        assert "not a regular file (a device, pipe or socket)" in lines[0], r.stderr
+    assert not (tmp_path / "p.yaml").exists()
