@@ -40,13 +40,19 @@ class Interrupted(BaseException):
 
     A `BaseException` (like `KeyboardInterrupt`), so no `except Exception` swallows it.
 
+    Its one argument is the signal number, so that it can be made again from its `args` (as
+    SimPy raises again an exception that a process ended with).
+
     Attributes:
         signum: the signal number; the process exits with 128 + signum.
     """
 
     def __init__(self, signum: int) -> None:
-        super().__init__(f"stopped by {signal.Signals(signum).name}")
+        super().__init__(signum)
         self.signum = signum
+
+    def __str__(self) -> str:
+        return f"stopped by {signal.Signals(self.signum).name}"
 
     @property
     def exit_code(self) -> int:
@@ -146,6 +152,22 @@ def folder_lock(folder: str | Path) -> Iterator[Path]:
         yield out
     finally:
         lock.release()
+
+
+def interrupted_in(err: BaseException) -> Interrupted:
+    """The `Interrupted` behind `err`, which is raised again if there is none.
+
+    A stop signal handled while a compiled function (the fabric's, numba) was calling back
+    into Python reaches the caller wrapped: a `SystemError` whose cause is the `Interrupted`.
+    """
+    seen: set[int] = set()
+    e: BaseException | None = err
+    while e is not None and id(e) not in seen:
+        if isinstance(e, Interrupted):
+            return e
+        seen.add(id(e))
+        e = e.__cause__ or e.__context__
+    raise err
 
 
 @contextlib.contextmanager

@@ -110,7 +110,7 @@ def compare(
     comparison keeps them, and `--resume` runs only the missing ones.
     """
     # the simulator and the figures are imported inside the command, so that `clustersim --help` stays fast
-    from simulator.io import Interrupted, folder_lock, stop_signals_raise
+    from simulator.io import Interrupted, folder_lock, interrupted_in, stop_signals_raise
     from simulator.study import compare as cmpmod
     from simulator.study.executor import LOCAL_DASK, describe
 
@@ -136,6 +136,8 @@ def compare(
         fail(err, file)
     except Interrupted as stop:
         interrupted(stop, out, "keeps the finished variants; continue with --resume")
+    except Exception as err:  # a stop signal that arrived inside compiled code comes wrapped
+        interrupted(interrupted_in(err), out, "keeps the finished variants; continue with --resume")
     print_table(comparison_rich_table(table, cmp.name))
     say(f"results: {out}/ (comparison.html, comparison.csv, one run folder per variant)")
 

@@ -164,7 +164,7 @@ def run(
     dashboard: Annotated[bool, typer.Option(help="Write dashboard.html.")] = True,
 ) -> None:
     """Simulate a scenario and write frames, summary.json and dashboard.html."""
-    from simulator.io import Interrupted, ResultsFolder
+    from simulator.io import Interrupted, ResultsFolder, interrupted_in
     from simulator.scenario.execute import execute
     from simulator.scenario.prepare import check_output_folder, default_output, prepare
 
@@ -198,6 +198,8 @@ def run(
         fail(err, scenario)
     except Interrupted as stop:
         interrupted(stop, out)
+    except Exception as err:  # a stop signal that arrived inside compiled code comes wrapped
+        interrupted(interrupted_in(err), out)
     print_table(summary_table(result.summary, f"{prep.scenario.name}"))
     for warning in result.summary.get("calibration_warnings", []):
         err_console.print(f"warning: {warning}", markup=False, soft_wrap=True)

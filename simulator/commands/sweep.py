@@ -79,7 +79,7 @@ def sweep(
     stopped study keeps them, and `--resume` runs only the missing ones.
     """
     # the simulator and the figures are imported inside the command, so that `clustersim --help` stays fast
-    from simulator.io import Interrupted, stop_signals_raise
+    from simulator.io import Interrupted, interrupted_in, stop_signals_raise
     from simulator.scenario.prepare import prepare
     from simulator.study.store import open_store, run_into_store
     from simulator.study.sweep import load_study
@@ -112,6 +112,8 @@ def sweep(
         fail(err, file)
     except Interrupted as stop:
         interrupted(stop, out, "keeps the finished runs; continue with --resume")
+    except Exception as err:  # a stop signal that arrived inside compiled code comes wrapped
+        interrupted(interrupted_in(err), out, "keeps the finished runs; continue with --resume")
     print_table(_summary_table(study.spec.name, summary, list(runs.attrs.get("axes", []))))
     say(f"wrote {out / 'runs.parquet'}, {out / 'summary.csv'}, {out / 'sweep.html'}, {out / 'dataset'}/")
 

@@ -72,8 +72,35 @@ def test_sigterm_inside_the_guard_raises_interrupted_and_cleans_up(tmp_path: Pat
         (folder.stage() / "a.txt").write_text("new a")
         os.kill(os.getpid(), signal.SIGTERM)
     assert caught.value.exit_code == 128 + signal.SIGTERM
+    again = type(caught.value)(*caught.value.args)  # as SimPy raises a process's exception again
+    assert again.exit_code == caught.value.exit_code and str(again) == "stopped by SIGTERM"
     assert _contents(out) == {"a.txt": "old a", "summary.json": "old b"}
     assert signal.getsignal(signal.SIGTERM) == signal.SIG_DFL  # handlers restored
+
+
+def test_a_signal_wrapped_by_compiled_code_is_the_clean_stop(tmp_path: Path, monkeypatch) -> None:
+    """A SIGTERM handled while numba's code calls back into Python reaches the command as a
+    SystemError caused by `Interrupted`: still one line, exit 143, the old folder kept; any
+    other error is not taken for a stop."""
+    import simulator.scenario.execute as execute
+
+    def stopped(*_a, **_k):
+        try:
+            raise Interrupted(signal.SIGTERM)
+        except Interrupted as stop:
+            raise SystemError("CPUDispatcher(...) returned a result with an exception set") from stop
+
+    out = _old_folder(tmp_path)
+    monkeypatch.setattr(execute, "execute", stopped)
+    r = CliRunner().invoke(app, ["run", str(QUICKSTART), "-o", str(out)])
+    assert r.exit_code == 128 + signal.SIGTERM, r.output
+    assert [ln for ln in r.stderr.splitlines() if ln.strip()] == [
+        f"interrupted (stopped by SIGTERM): {out} left as it was"
+    ]
+    assert _contents(out) == {"a.txt": "old a", "summary.json": "old b"}
+    monkeypatch.setattr(execute, "execute", lambda *_a, **_k: 1 / 0)
+    r = CliRunner().invoke(app, ["run", str(QUICKSTART), "-o", str(out)])
+    assert isinstance(r.exception, ZeroDivisionError)
 
 
 def test_a_second_writer_is_refused_while_the_lock_is_held(tmp_path: Path) -> None:
