@@ -13,10 +13,10 @@ import gc
 import io
 import json
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import typer
 from rich.console import Console
@@ -91,23 +91,27 @@ def table_records(table: Table) -> list[dict[str, str]]:
     return [dict(zip(headers, row, strict=True)) for row in zip(*columns, strict=True)]
 
 
-def print_table(table: Table) -> None:
+def print_table(table: Table, data: Sequence[dict[str, Any]] | None = None) -> None:
     """Print a table on standard output in the chosen `--format`.
 
     `table`: rich; `csv`: a header line and one line per row; `json`: one object with the
-    table's title and its rows as records.
+    table's title and its rows as records. `data`: the rows as records to print instead of
+    the table's cells with `csv` and `json` (numbers as numbers, not as shown).
     """
     fmt = _output["format"]
     if fmt == "table":
         console.print(table)
         return
-    records = table_records(table)
+    records = table_records(table) if data is None else [dict(r) for r in data]
     if fmt == "json":
         title = _plain(table.title) if table.title is not None else ""
         sys.stdout.write(json.dumps({"title": title, "rows": records}, indent=1) + "\n")
         return
     buf = io.StringIO()
-    writer = csv.DictWriter(buf, fieldnames=[_plain(c.header) for c in table.columns], lineterminator="\n")
+    fields = (
+        [_plain(c.header) for c in table.columns] if data is None else list(records[0]) if records else []
+    )
+    writer = csv.DictWriter(buf, fieldnames=fields, lineterminator="\n")
     writer.writeheader()
     writer.writerows(records)
     sys.stdout.write(buf.getvalue())

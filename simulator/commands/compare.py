@@ -125,8 +125,9 @@ def compare(
         with stop_signals_raise(), folder_lock(out):
             done = _open_manifest(out, cmpmod.compare_fingerprint(cmp, steps), resume)
             tasks = cmpmod.variant_tasks(cmp, steps, skip=done)
+            where = describe(executor, len(tasks), workers)
             say(
-                f"comparing {len(cmp.variants)} variant(s) of {cmp.name} on {describe(executor)}"
+                f"comparing {len(cmp.variants)} variant(s) of {cmp.name} on {where}"
                 + (f" ({len(done)} done already)" if done else "")
             )
             with progress_bar(f"simulating {cmp.name}", len(tasks)) as on_done:

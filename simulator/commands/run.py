@@ -6,7 +6,7 @@ import json
 import logging
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, NoReturn
+from typing import TYPE_CHECKING, Annotated, Any, NamedTuple, NoReturn
 
 import typer
 from rich.table import Table
@@ -65,8 +65,36 @@ SUMMARY_ROWS: list[tuple[str, str, Callable[[Any], str]]] = [
     ("work lost to failures", "lost_work_gpu_h", lambda v: f"{v:,.0f} GPU-h"),
     ("GPUs in job", "gpus_in_job", str),
     ("simulated ranks", "simulated_ranks", str),
-    ("host wall time of this run", "wall_time_s", lambda v: f"{v:.2f} s"),
+    ("host wall time of the step simulation", "wall_time_s", lambda v: f"{v:.2f} s"),
 ]
+
+
+#: the unit of each summary key's value in summary.json (SI; fractions are 0-1)
+SUMMARY_UNITS: dict[str, str] = {
+    "step_time_s": "s",
+    "compute_s": "s",
+    "exposed_comm_s": "s",
+    "idle_s": "s",
+    "mfu": "fraction",
+    "tflops_per_gpu": "TFLOP/s",
+    "tokens_per_s": "tokens/s",
+    "pipeline_bubble_fraction": "fraction",
+    "pipeline_bubble_measured": "fraction",
+    "peak_memory_bytes": "bytes",
+    "goodput": "fraction",
+    "ettr": "fraction",
+    "interruptions": "count",
+    "n_jobs": "count",
+    "jobs_finished": "count",
+    "max_slowdown": "ratio",
+    "gpu_utilization": "fraction",
+    "mean_queueing_delay_s": "s",
+    "median_jct_s": "s",
+    "lost_work_gpu_h": "GPU-h",
+    "gpus_in_job": "count",
+    "simulated_ranks": "count",
+    "wall_time_s": "s",
+}
 
 
 def _label(label: str, key: str, cluster: bool, several_jobs: bool) -> str:
@@ -84,28 +112,60 @@ def _label(label: str, key: str, cluster: bool, several_jobs: bool) -> str:
 MAX_JOB_ROWS = 8
 
 
+class SummaryRow(NamedTuple):
+    """One row of the run summary: as shown, and as data (`--format csv|json`)."""
+
+    figure: str
+    value: str  # as shown
+    key: str  # where it is in summary.json ("" for a note)
+    si_value: Any  # the number in summary.json (SI units, fractions 0-1)
+    unit: str
+
+
+def summary_rows(summary: dict[str, Any]) -> list[SummaryRow]:
+    """The headline figures of a run's summary.json, in print order."""
+    rows: list[SummaryRow] = []
+    cluster = "scheduler" in summary  # days of a cluster: goodput is over its jobs, one seed
+    for label, key, fmt in SUMMARY_ROWS:
+        if key in summary:
+            shown = _label(label, key, cluster, "n_jobs" in summary)
+            rows.append(SummaryRow(shown, fmt(summary[key]), key, summary[key], SUMMARY_UNITS[key]))
+        if key == "exposed_comm_s":  # its split by tag, right under it
+            for tag, v in summary.get("exposed_comm_by_tag_s", {}).items():
+                rows.append(SummaryRow(f"  exposed {tag}", _ms(v), f"exposed_comm_by_tag_s.{tag}", v, "s"))
+    jobs = summary.get("jobs", []) if isinstance(summary.get("jobs"), list) else []
+    for i, job in enumerate(jobs[:MAX_JOB_ROWS]):
+        rows.append(
+            SummaryRow(
+                f"  job {job['job']}: step alone -> together",
+                f"{_ms(job['step_time_alone_s'])} -> {_ms(job['step_time_s'])} (x{job['slowdown']:.4f})",
+                f"jobs.{i}.step_time_s",
+                job["step_time_s"],
+                "s",
+            )
+        )
+    if len(jobs) > MAX_JOB_ROWS:
+        rows.append(SummaryRow(f"  ... {len(jobs) - MAX_JOB_ROWS} more jobs", "summary.json", "", "", ""))
+    for i, link in enumerate(summary.get("busiest_links", [])[:3]):
+        rows.append(
+            SummaryRow(
+                f"busy link {link['link']}",
+                f"{link['mean_utilization'] * 100:.1f}%",
+                f"busiest_links.{i}.mean_utilization",
+                link["mean_utilization"],
+                "fraction",
+            )
+        )
+    return rows
+
+
 def summary_table(summary: dict[str, Any], title: str = "summary") -> Table:
     """The headline figures of a run's summary.json, as printed after `clustersim run`."""
     t = Table(title=title, show_header=True)
     t.add_column("figure")
     t.add_column("value", justify="right")
-    cluster = "scheduler" in summary  # days of a cluster: goodput is over its jobs, one seed
-    for label, key, fmt in SUMMARY_ROWS:
-        if key in summary:
-            t.add_row(_label(label, key, cluster, "n_jobs" in summary), fmt(summary[key]))
-        if key == "exposed_comm_s":  # its split by tag, right under it
-            for tag, v in summary.get("exposed_comm_by_tag_s", {}).items():
-                t.add_row(f"  exposed {tag}", _ms(v))
-    jobs = summary.get("jobs", []) if isinstance(summary.get("jobs"), list) else []
-    for job in jobs[:MAX_JOB_ROWS]:
-        t.add_row(
-            f"  job {job['job']}: step alone -> together",
-            f"{_ms(job['step_time_alone_s'])} -> {_ms(job['step_time_s'])} (x{job['slowdown']:.4f})",
-        )
-    if len(jobs) > MAX_JOB_ROWS:
-        t.add_row(f"  ... {len(jobs) - MAX_JOB_ROWS} more jobs", "summary.json")
-    for link in summary.get("busiest_links", [])[:3]:
-        t.add_row(f"busy link {link['link']}", f"{link['mean_utilization'] * 100:.1f}%")
+    for row in summary_rows(summary):
+        t.add_row(row.figure, row.value)
     return t
 
 
@@ -200,12 +260,13 @@ def run(
         interrupted(stop, out)
     except Exception as err:  # a stop signal that arrived inside compiled code comes wrapped
         interrupted(interrupted_in(err), out)
-    print_table(summary_table(result.summary, f"{prep.scenario.name}"))
+    rows = summary_rows(result.summary)
+    print_table(summary_table(result.summary, f"{prep.scenario.name}"), [r._asdict() for r in rows])
     for warning in result.summary.get("calibration_warnings", []):
         err_console.print(f"warning: {warning}", markup=False, soft_wrap=True)
     for note in (result.summary.get("run_level") or {}).get("notes", []):
         err_console.print(f"note: {note}", markup=False, soft_wrap=True)
-    say(f"results: {out}/ (dashboard.html, summary.json, frames)")
+    say(f"results: {out}/ ({'dashboard.html, ' if dashboard else ''}summary.json, frames)")
 
 
 def validate(

@@ -58,10 +58,15 @@ def default_workers(n_tasks: int, max_workers: int | None = None) -> int:
     return max(1, min(cap, n_tasks))
 
 
-def describe(executor: Any) -> str:
-    """A short human label of an executor choice, for progress lines."""
+def describe(executor: Any, n_tasks: int | None = None, max_workers: int | None = None) -> str:
+    """A short human label of an executor choice, for progress lines (with the number of
+    tasks and the cap on workers, the pool as `run_tasks` makes it: one worker is this
+    process)."""
     if executor in (None, "pool"):
-        return f"a local process pool ({os.cpu_count() or 1} CPUs)"
+        if n_tasks is not None and default_workers(n_tasks, max_workers) == 1:
+            return "this process (one worker)"
+        workers = default_workers(n_tasks, max_workers) if n_tasks is not None else os.cpu_count() or 1
+        return f"a local process pool ({workers} workers)"
     if executor == "serial":
         return "this process (serial)"
     if executor == LOCAL_DASK:

@@ -25,27 +25,34 @@ def test_version() -> None:
     assert res.exit_code == 0 and res.stdout == f"clustersim {__version__}\n"
 
 
-def test_run_table_as_csv_and_json_labels_simulated_and_host_time(tmp_path: Path) -> None:
+def test_run_table_as_csv_and_json_gives_the_summary_numbers(tmp_path: Path) -> None:
+    """`--format csv|json`: each row as shown, with its summary.json key, its number as
+    stored (SI units, fractions 0-1) and the unit, so a script reads numbers, not text."""
     runner = CliRunner()
     res = runner.invoke(
         app, ["--format", "csv", "run", str(QUICKSTART), "--steps", "1", "-o", str(tmp_path / "a")]
     )
     assert res.exit_code == 0, res.output
     rows = list(csv.DictReader(io.StringIO(res.stdout)))  # stdout is the table only
-    figures = {r["figure"]: r["value"] for r in rows}
+    assert list(rows[0]) == ["figure", "value", "key", "si_value", "unit"]
+    by_key = {r["key"]: r for r in rows}
     summary = json.loads((tmp_path / "a" / "summary.json").read_text(encoding="utf-8"))
-    assert figures["step time (simulated)"] == f"{summary['step_time_s'] * 1e3:.3f} ms"
-    assert "host wall time of this run" in figures and "wall time" not in figures
+    step = by_key["step_time_s"]
+    assert step["figure"] == "step time (simulated)" and step["unit"] == "s"
+    assert step["value"] == f"{summary['step_time_s'] * 1e3:.3f} ms"
+    assert float(step["si_value"]) == summary["step_time_s"]  # the number, written in full
+    assert by_key["busiest_links.0.mean_utilization"]["unit"] == "fraction"
+    assert float(by_key["tokens_per_s"]["si_value"]) == summary["tokens_per_s"]
+    assert by_key["wall_time_s"]["figure"] == "host wall time of the step simulation"
     assert "results:" in res.stderr and "results:" not in res.stdout
     res = runner.invoke(
         app, ["--format", "json", "run", str(QUICKSTART), "--steps", "1", "-o", str(tmp_path / "b")]
     )
     assert res.exit_code == 0, res.output
     table = json.loads(res.stdout)
-    assert table["title"] == "quickstart" and table["rows"][0] == {
-        "figure": "step time (simulated)",
-        "value": figures["step time (simulated)"],
-    }
+    first = table["rows"][0]
+    assert table["title"] == "quickstart" and first["figure"] == "step time (simulated)"
+    assert first["key"] == "step_time_s" and first["si_value"] == summary["step_time_s"]
 
 
 def test_piped_table_keeps_long_cells_whole(tmp_path: Path) -> None:

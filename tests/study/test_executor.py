@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from simulator.study.executor import default_workers, run_tasks
+from simulator.study.executor import default_workers, describe, run_tasks
 
 
 def square_after(task: tuple[int, float]) -> int:
@@ -148,3 +148,12 @@ def test_pool_workers_exit_when_the_parent_is_killed(tmp_path) -> None:
     while any(_alive(p) for p in pids) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert not any(_alive(p) for p in pids)
+
+
+def test_describe_names_the_executor_the_tasks_will_run_on() -> None:
+    """The progress line says what `run_tasks` / `for_each_task` will do: one worker is this
+    process, not a pool."""
+    assert describe("pool", n_tasks=3, max_workers=1) == "this process (one worker)"
+    assert describe("pool", n_tasks=1) == "this process (one worker)"
+    assert describe("pool", n_tasks=5, max_workers=2) == "a local process pool (2 workers)"
+    assert describe("serial", n_tasks=5) == "this process (serial)"
