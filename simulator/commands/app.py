@@ -11,12 +11,13 @@ from __future__ import annotations
 import gc
 import logging
 import os
+import sys
 
 import typer
 
 from simulator import __version__
 from simulator.commands import calibrate, compare, dashboard, importing, query, run, sweep, topo
-from simulator.commands.common import FORMATS, process_ends_with_command, set_output_format
+from simulator.commands.common import FORMATS, err_console, process_ends_with_command, set_output_format
 
 app = typer.Typer(
     name="clustersim",
@@ -90,9 +91,24 @@ def main() -> None:
     gc.set_threshold(max(CLI_GC_THRESHOLD, old[0]), old[1], old[2])
     process_ends_with_command()  # commands may freeze what lives to the end (`freeze_long_lived`)
     try:
-        app()
+        code = app(standalone_mode=False)
+    except typer.Abort:
+        err_console.print("aborted", markup=False)
+        code = 1
+    except typer.TyperException as err:  # a bad option or argument: one line, as bad files get
+        code = usage_error(err)
     finally:
         gc.freeze()
+    sys.exit(code if isinstance(code, int) else 0)
+
+
+def usage_error(err: typer.TyperException) -> int:
+    """Print a command-line usage error on one line (`error: COMMAND: message`); its exit code."""
+    ctx = getattr(err, "ctx", None)
+    where = f"{ctx.command_path}: " if ctx is not None else ""
+    message = err.format_message() if hasattr(err, "format_message") else str(err)
+    err_console.print(f"error: {where}{' '.join(message.split())}", markup=False, soft_wrap=True)
+    return int(getattr(err, "exit_code", 2))
 
 
 if __name__ == "__main__":

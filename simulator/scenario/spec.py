@@ -506,20 +506,33 @@ def check_references(sc: Scenario, doc: Document, where: str = "") -> None:
     Raises:
         InputError: one line at the key naming the missing file or folder.
     """
-    if not sc.topology_path.is_file():
-        raise doc.error(f"file {str(sc.topology_path)!r} not found{where}", ("topology", "file"))
+    problem = _not_a_file(sc.topology_path, where)
+    if problem:
+        raise doc.error(problem, ("topology", "file"))
     wl, p = sc.spec.workload, sc.workload_path
-    if wl is not None and wl.format is None and not p.is_file():
-        raise doc.error(f"file {str(p)!r} not found{where}", ("workload", "file"))
+    if wl is not None and wl.format is None and (problem := _not_a_file(p, where)):
+        raise doc.error(problem, ("workload", "file"))
     if wl is not None and wl.format == "chakra" and not p.is_dir():
         raise doc.error(f"folder {str(p)!r} of Chakra trace files not found{where}", ("workload", "path"))
     if wl is not None and wl.format == "kineto" and not p.exists():
         raise doc.error(f"PyTorch profiler trace {str(p)!r} not found{where}", ("workload", "path"))
-    if sc.spec.cluster is not None and sc.spec.cluster.trace is not None and not p.is_file():
-        raise doc.error(f"file {str(p)!r} not found{where}", ("cluster", "trace", "file"))
+    has_trace = sc.spec.cluster is not None and sc.spec.cluster.trace is not None
+    if has_trace and (problem := _not_a_file(p, where)):
+        raise doc.error(problem, ("cluster", "trace", "file"))
     for i, jp in enumerate(sc.job_paths):
-        if not jp.is_file():
-            raise doc.error(f"file {str(jp)!r} not found{where}", ("jobs", i, "workload", "file"))
+        if problem := _not_a_file(jp, where):
+            raise doc.error(problem, ("jobs", i, "workload", "file"))
     for i, c in enumerate(sc.calibration_paths):
-        if not c.is_file():
-            raise doc.error(f"file {str(c)!r} not found{where}", ("calibration", i, "file"))
+        if problem := _not_a_file(c, where):
+            raise doc.error(problem, ("calibration", i, "file"))
+
+
+def _not_a_file(p: Path, where: str) -> str | None:
+    """Why a file a scenario names cannot be read as one, or None."""
+    if p.is_file():
+        return None
+    if p.is_dir():
+        return f"{str(p)!r} is a folder; expected a file{where}"
+    if p.exists():
+        return f"{str(p)!r} is not a regular file (a device, pipe or socket){where}"
+    return f"file {str(p)!r} not found{where}"

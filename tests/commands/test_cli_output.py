@@ -7,10 +7,12 @@ from __future__ import annotations
 import csv
 import io
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from simulator import __version__
@@ -127,3 +129,30 @@ def test_run_table_shows_each_job_and_the_cluster_figures() -> None:
     out = text(cluster)
     assert "goodput (jobs of the cluster)" in out and "mean over seeds" not in out
     assert "70.0%" in out and "2.00 h" in out
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (
+            ["run", str(QUICKSTART), "--steps", "0"],
+            "run: Invalid value for '--steps': Input should be greater",
+        ),
+        (["run"], "run: Missing argument 'scenario'."),
+        (["nosuch"], "No such command 'nosuch'."),
+        (["run", str(QUICKSTART), "--bogus"], "run: No such option: --bogus"),
+    ],
+)
+def test_a_bad_option_or_argument_is_one_line_and_exit_2(args: list[str], message: str) -> None:
+    """The command line is input too: one `error:` line on stderr, nothing on stdout, exit 2."""
+    r = subprocess.run(
+        [sys.executable, "-m", "simulator.commands.app", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
+    assert r.returncode == 2 and r.stdout == "", r.stderr
+    assert len(lines) == 1 and lines[0].startswith("error: ") and message in lines[0], r.stderr
