@@ -17,6 +17,7 @@ import copy
 import os
 import re
 import stat
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -304,6 +305,39 @@ def read_document(path: str | Path) -> Document:
     if doc.data is None:
         raise InputError("file is empty", file=p, line=1)
     return doc
+
+
+#: what each kind of input file holds at its top level, and how it is used
+_FILE_KINDS: tuple[tuple[str, Callable[[dict[Any, Any]], bool], str], ...] = (
+    ("compare", lambda d: "variants" in d and "base" in d, "run it with `clustersim compare FILE`"),
+    ("study", lambda d: "job" in d and "step" in d, "run it with `clustersim sweep FILE`"),
+    (
+        "scenario",
+        lambda d: "topology" in d and any(k in d for k in ("workload", "jobs", "cluster")),
+        "run it with `clustersim run FILE`",
+    ),
+    (
+        "topology",
+        lambda d: "generator" in d or ("graph" in d and "gpu" in d),
+        "a scenario names it as `topology: {file: FILE}`; `clustersim topo FILE` describes it",
+    ),
+    ("workload", lambda d: "model" in d and "layout" in d, "a scenario names it as `workload: {file: FILE}`"),
+    ("GPU", lambda d: "peak_tflops" in d and "arch" in d, "a topology names it as `gpu: {file: FILE}`"),
+)
+
+
+def check_file_kind(doc: Document, expected: str) -> None:
+    """Raise one line if `doc` is plainly a file of another kind than `expected` (one of
+    compare, study, scenario, topology, workload, GPU), told by its top-level keys.
+
+    Raises:
+        InputError: `this is a KIND file, not a EXPECTED file; how KIND is used`.
+    """
+    if not isinstance(doc.data, dict):
+        return
+    for kind, holds, use in _FILE_KINDS:
+        if kind != expected and holds(doc.data):
+            raise doc.error(f"this is a {kind} file, not a {expected} file; {use}")
 
 
 def _message(err: Any) -> str:

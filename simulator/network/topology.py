@@ -26,7 +26,7 @@ import networkx as nx
 from pydantic import Field
 
 from simulator.config.base import FileRef, Spec
-from simulator.config.loader import Document, load, read_document, validate
+from simulator.config.loader import Document, check_file_kind, read_document, validate
 from simulator.network.design.registry import build_design, generator_names, parse_generator_spec
 from simulator.network.graph import validate_graph
 from simulator.network.graph_file import read_graph_file
@@ -71,7 +71,9 @@ def load_gpu(ref: FileRef | GPUSpec, base: Path) -> GPUSpec:
     """The GPU spec given inline, or loaded from the file `ref` names relative to `base`."""
     if isinstance(ref, GPUSpec):
         return ref
-    return load(GPUSpec, resolve(base, ref.file))
+    doc = read_document(resolve(base, ref.file))
+    check_file_kind(doc, "GPU")
+    return validate(GPUSpec, doc)
 
 
 def _read_graph(spec: GraphFileSpec, base: Path) -> nx.Graph:
@@ -87,6 +89,7 @@ def _read_graph(spec: GraphFileSpec, base: Path) -> nx.Graph:
 def load_topology(path: str | Path, doc: Document | None = None) -> Topology:
     """Load, build and validate a topology file."""
     doc = doc or read_document(path)
+    check_file_kind(doc, "topology")
     data = doc.data
     if not isinstance(data, dict):
         raise doc.error("expected a mapping with name, gpu and a generator or graph")

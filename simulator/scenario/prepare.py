@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import simulator
-from simulator.config.loader import Document, read_document
+from simulator.config.loader import Document, check_file_kind, read_document
 from simulator.engine.context import SimContext
 from simulator.engine.cost import ComputeCost
 from simulator.engine.step import CollectiveTuning, StepSettings, StepSimulator
@@ -102,6 +102,7 @@ def load_workload(scenario: Scenario, topology: Topology, cluster: Cluster) -> S
 
 def _load_workload_file(scenario: Scenario, topology: Topology, cluster: Cluster) -> StepProgram:
     doc = read_document(scenario.workload_path)
+    check_file_kind(doc, "workload")
     if not isinstance(doc.data, dict):
         raise doc.error("expected a mapping: a step trace (format: clustersim-step/1) or a model workload")
     if "format" in doc.data:

@@ -20,7 +20,7 @@ from typing import Any, Literal
 from pydantic import ConfigDict, Field, field_validator, model_validator
 
 from simulator.config.base import FileRef, Spec
-from simulator.config.loader import Document, read_document, validate
+from simulator.config.loader import Document, check_file_kind, read_document, validate
 from simulator.errors import FieldError, InputError, InputErrors, SimulationError
 from simulator.faults.degradation import DegradationSpec
 from simulator.faults.failure import FailureSpec
@@ -477,11 +477,7 @@ def check_jobs(spec: ScenarioSpec, doc: Document) -> None:
 def load_scenario(path: str | Path) -> Scenario:
     """Parse and validate a scenario file; check its references exist."""
     doc = read_document(path)
-    if isinstance(doc.data, dict):
-        if "variants" in doc.data and "base" in doc.data:
-            raise doc.error("this is a compare file, not a scenario; run it with `clustersim compare FILE`")
-        if "job" in doc.data and "step" in doc.data:
-            raise doc.error("this is a study file, not a scenario; run it with `clustersim sweep FILE`")
+    check_file_kind(doc, "scenario")
     # `workload` is required unless `jobs` or `cluster` stands in for it
     no_workload = isinstance(doc.data, dict) and not any(
         k in doc.data for k in ("workload", "jobs", "cluster")

@@ -48,7 +48,7 @@ from pydantic import Field, field_validator
 
 import simulator
 from simulator.config.base import FileRef, Spec
-from simulator.config.loader import Document, Loc, read_document, validate
+from simulator.config.loader import Document, Loc, check_file_kind, read_document, validate
 from simulator.errors import ClustersimError, InputError
 from simulator.metrics.run_cost import cost_columns
 from simulator.network.cost import DEFAULT_PRICES, PriceSpec, cost_summary, estimate_cost, load_prices
@@ -303,6 +303,7 @@ def load_comparison(path: str | Path) -> Comparison:
     """Parse, validate and prepare a compare file and every variant (nothing runs)."""
     path = Path(path)
     doc = read_document(path)
+    check_file_kind(doc, "compare")
     spec: CompareSpec = validate(CompareSpec, doc)
     seen: dict[str, int] = {}
     for i, v in enumerate(spec.variants):

@@ -32,7 +32,7 @@ import pandas as pd
 from pydantic import ConfigDict, Field, model_validator
 
 from simulator.config.base import Spec
-from simulator.config.loader import Document, read_document, validate
+from simulator.config.loader import Document, check_file_kind, read_document, validate
 from simulator.errors import InputError, InputErrors
 from simulator.faults.checks import job_problems
 from simulator.faults.degradation import DegradationSpec
@@ -355,7 +355,9 @@ def check_study(spec: StudySpec, doc: Document) -> None:
 
 def load_study(path: str | Path) -> Study:
     """Read, validate and expand a study file."""
-    return study_from_document(read_document(path))
+    doc = read_document(path)
+    check_file_kind(doc, "study")
+    return study_from_document(doc)
 
 
 def study_from_data(data: dict[str, Any], path: str | Path = "<study>") -> Study:

@@ -156,3 +156,25 @@ def test_a_bad_option_or_argument_is_one_line_and_exit_2(args: list[str], messag
     lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
     assert r.returncode == 2 and r.stdout == "", r.stderr
     assert len(lines) == 1 and lines[0].startswith("error: ") and message in lines[0], r.stderr
+
+
+@pytest.mark.parametrize(
+    ("command", "file", "message"),
+    [
+        ("topo", "scenarios/quickstart.yaml", "this is a scenario file, not a topology file; run it with"),
+        ("compare", "scenarios/quickstart.yaml", "this is a scenario file, not a compare file"),
+        ("sweep", "scenarios/quickstart.yaml", "this is a scenario file, not a study file"),
+        ("run", "topologies/h100-rail-clos-2n.yaml", "this is a topology file, not a scenario file"),
+        ("run", "scenarios/compare-rail-only-vs-clos.yaml", "this is a compare file, not a scenario file"),
+        ("run", "workloads/gpt3-175b-tp8-pp8-dp2.yaml", "this is a workload file, not a scenario file"),
+        ("topo", "topologies/gpus/h100-sxm.yaml", "this is a GPU file, not a topology file"),
+    ],
+)
+def test_a_file_of_another_kind_is_named_as_such(command: str, file: str, message: str, tmp_path: Path) -> None:
+    """Handing a command the wrong kind of file says which kind it is and how that kind is
+    used, on one line (not a missing or unknown key of the schema it was read against)."""
+    r = CliRunner().invoke(app, [command, str(ROOT / file), "-o", str(tmp_path / "out")])
+    lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
+    assert r.exit_code == 2 and len(lines) == 1, r.output
+    assert message in lines[0] and f"{ROOT / file}:" in lines[0], lines[0]
+    assert not (tmp_path / "out").exists()
