@@ -170,7 +170,7 @@ def test_a_bad_option_or_argument_is_one_line_and_exit_2(args: list[str], messag
         ("topo", "topologies/gpus/h100-sxm.yaml", "this is a GPU file, not a topology file"),
     ],
 )
-def test_a_file_of_another_kind_is_named_as_such(command: str, file: str, message: str, tmp_path: Path) -> None:
+def test_a_file_of_another_kind_is_named_as_such(command: str, file: str, message: str, tmp_path: Path):
     """Handing a command the wrong kind of file says which kind it is and how that kind is
     used, on one line (not a missing or unknown key of the schema it was read against)."""
     r = CliRunner().invoke(app, [command, str(ROOT / file), "-o", str(tmp_path / "out")])
