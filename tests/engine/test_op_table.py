@@ -30,6 +30,16 @@ row_strategy = st.builds(
 )
 
 
+def _assert_same_records(table: OpTable, rows: list[OpRecord]) -> None:
+    """The table gives the frame of the rows (values, dtypes, order) and the rows back."""
+    assert len(table) == len(rows)
+    gpus = ["g0", "g1", "g2", "g3"]
+    pd.testing.assert_frame_equal(
+        ops_frame(table, gpus, {1: "pp1"}), ops_frame(rows, gpus, {1: "pp1"}), check_exact=True
+    )
+    assert [tuple(r) for r in table] == [tuple(r) for r in rows]
+
+
 @settings(max_examples=30, deadline=None)
 @given(rows=st.lists(row_strategy, min_size=1, max_size=12))
 def test_columns_give_the_frame_of_the_rows(rows):
@@ -37,12 +47,7 @@ def test_columns_give_the_frame_of_the_rows(rows):
     table = OpTable(chunk_rows=3)  # several chunks even for a few rows
     for r in rows:
         table.append(r)
-    assert len(table) == len(rows)
-    gpus = ["g0", "g1", "g2", "g3"]
-    pd.testing.assert_frame_equal(
-        ops_frame(table, gpus, {1: "pp1"}), ops_frame(rows, gpus, {1: "pp1"}), check_exact=True
-    )
-    assert [tuple(r) for r in table] == [tuple(r) for r in rows]
+    _assert_same_records(table, rows)
 
 
 member_strategy = st.tuples(st.integers(0, 3), number)  # (rank, ready time)
@@ -71,9 +76,4 @@ def test_members_added_as_columns_give_the_frame_of_their_rows(groups):
             table.add_members(first, [m[0] for m in members], [m[1] for m in members])
         else:
             table.extend(mine)
-    assert len(table) == len(rows)
-    gpus = ["g0", "g1", "g2", "g3"]
-    pd.testing.assert_frame_equal(
-        ops_frame(table, gpus, {1: "pp1"}), ops_frame(rows, gpus, {1: "pp1"}), check_exact=True
-    )
-    assert [tuple(r) for r in table] == [tuple(r) for r in rows]
+    _assert_same_records(table, rows)
