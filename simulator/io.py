@@ -221,8 +221,14 @@ def replace_folder(folder: str | Path, fill: Callable[[Path], object]) -> Path:
 
     The caller holds whatever lock guards the folder. If `fill` raises (or a signal turned
     into an exception arrives), the temporary folder is removed and `folder` is untouched.
+
+    Raises:
+        InputError: `folder` holds files that are not a run's results (`foreign_folder_problem`).
     """
     out = Path(folder)
+    problem = foreign_folder_problem(out)
+    if problem is not None:
+        raise InputError(problem)
     out.parent.mkdir(parents=True, exist_ok=True)
     staged = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
     os.chmod(staged, 0o755)
@@ -259,10 +265,10 @@ class ResultsFolder:
         with contextlib.ExitStack() as held:
             held.enter_context(folder_lock(self.given))
             held.enter_context(stop_signals_raise())
-            self.recover()
-            problem = foreign_folder_problem(self.given)
+            problem = foreign_folder_problem(self.given)  # before `recover` touches anything
             if problem is not None:
                 raise InputError(problem)
+            self.recover()
             self._held = held.pop_all()
         return self
 

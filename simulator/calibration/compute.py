@@ -191,7 +191,7 @@ def _pos(row: dict[str, str], key: str, p: Path, lineno: int) -> float:
 
 def _read_csv(p: Path) -> list[tuple[str, int, dict[str, str]]]:
     """Rows as (kind, line, row); kind from a `kind` column or from the columns present."""
-    text = read_text(p)
+    text = read_text(p, bounded=False)
     lines = [ln for ln in text.splitlines()]
     reader = csv.DictReader(lines)
     cols = {c.strip() for c in (reader.fieldnames or [])}

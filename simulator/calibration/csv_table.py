@@ -40,7 +40,10 @@ BYTES_PER_GB = 1e9
 
 def is_collective_csv(path: Path) -> bool:
     """True when the first line of `path` names a `size_bytes` column (a collective table,
-    not a GEMM or memory-kernel CSV); False for unreadable files (read errors come later)."""
+    not a GEMM or memory-kernel CSV); False for unreadable files and anything but a regular
+    file, which is not opened (read errors come later)."""
+    if not path.is_file():
+        return False
     try:
         with path.open(encoding="utf-8", newline="") as fh:
             header = next(csv.reader(fh), [])
@@ -81,7 +84,7 @@ def _constant(rows: list[tuple[int, dict[str, str]]], col: str, path: Path) -> s
 
 
 def _read_rows(path: Path) -> tuple[list[str], list[tuple[int, dict[str, str]]], str]:
-    data = read_input_bytes(path)
+    data = read_input_bytes(path, bounded=False)
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:

@@ -12,6 +12,7 @@ import csv
 import gc
 import io
 import json
+import math
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -91,6 +92,11 @@ def table_records(table: Table) -> list[dict[str, str]]:
     return [dict(zip(headers, row, strict=True)) for row in zip(*columns, strict=True)]
 
 
+def _json_value(v: Any) -> Any:
+    """A value as strict JSON has it: NaN and infinities (no such number in JSON) are null."""
+    return None if isinstance(v, float) and not math.isfinite(v) else v
+
+
 def print_table(table: Table, data: Sequence[dict[str, Any]] | None = None) -> None:
     """Print a table on standard output in the chosen `--format`.
 
@@ -105,7 +111,8 @@ def print_table(table: Table, data: Sequence[dict[str, Any]] | None = None) -> N
     records = table_records(table) if data is None else [dict(r) for r in data]
     if fmt == "json":
         title = _plain(table.title) if table.title is not None else ""
-        sys.stdout.write(json.dumps({"title": title, "rows": records}, indent=1) + "\n")
+        rows = [{k: _json_value(v) for k, v in r.items()} for r in records]
+        sys.stdout.write(json.dumps({"title": title, "rows": rows}, indent=1, allow_nan=False) + "\n")
         return
     buf = io.StringIO()
     fields = (

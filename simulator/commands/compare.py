@@ -110,7 +110,13 @@ def compare(
     comparison keeps them, and `--resume` runs only the missing ones.
     """
     # the simulator and the figures are imported inside the command, so that `clustersim --help` stays fast
-    from simulator.io import Interrupted, folder_lock, interrupted_in, stop_signals_raise
+    from simulator.io import (
+        Interrupted,
+        folder_lock,
+        foreign_folder_problem,
+        interrupted_in,
+        stop_signals_raise,
+    )
     from simulator.study import compare as cmpmod
     from simulator.study.executor import LOCAL_DASK, describe
 
@@ -125,6 +131,10 @@ def compare(
         with stop_signals_raise(), folder_lock(out):
             done = _open_manifest(out, cmpmod.compare_fingerprint(cmp, steps), resume)
             tasks = cmpmod.variant_tasks(cmp, steps, skip=done)
+            for task in tasks:  # each variant's run folder is replaced whole when it is done
+                problem = foreign_folder_problem(out / task.variant)
+                if problem is not None:
+                    raise InputError(problem)
             where = describe(executor, len(tasks), workers)
             say(
                 f"comparing {len(cmp.variants)} variant(s) of {cmp.name} on {where}"

@@ -65,7 +65,7 @@ SUMMARY_ROWS: list[tuple[str, str, Callable[[Any], str]]] = [
     ("work lost to failures", "lost_work_gpu_h", lambda v: f"{v:,.0f} GPU-h"),
     ("GPUs in job", "gpus_in_job", str),
     ("simulated ranks", "simulated_ranks", str),
-    ("host wall time of the step simulation", "wall_time_s", lambda v: f"{v:.2f} s"),
+    ("host wall time of the simulation", "wall_time_s", lambda v: f"{v:.2f} s"),
 ]
 
 
@@ -145,7 +145,7 @@ def summary_rows(summary: dict[str, Any]) -> list[SummaryRow]:
             )
         )
     if len(jobs) > MAX_JOB_ROWS:
-        rows.append(SummaryRow(f"  ... {len(jobs) - MAX_JOB_ROWS} more jobs", "summary.json", "", "", ""))
+        rows.append(SummaryRow(f"  ... {len(jobs) - MAX_JOB_ROWS} more jobs", "summary.json", "", None, ""))
     for i, link in enumerate(summary.get("busiest_links", [])[:3]):
         rows.append(
             SummaryRow(

@@ -63,20 +63,39 @@ def max_file_bytes() -> int:
     return int(mib * 2**20)
 
 
-def read_input_bytes(path: Path) -> bytes:
-    """A file's bytes, after checking that it is a regular file within `max_file_bytes()`
-    (at most that many bytes are read, whatever its size said).
+def check_regular_file(path: Path) -> None:
+    """Raise unless `path` is a regular file (opening a pipe with no writer never returns;
+    reading a device may never end).
 
     Raises:
-        InputError: the file is missing, a folder, not a regular file (a device, pipe or
-            socket: reading one may never end or never start), unreadable or too large.
+        InputError: the file is missing, a folder, or a device, pipe or socket.
     """
     try:
         st = path.stat()
-        if stat.S_ISDIR(st.st_mode):
-            raise InputError("expected a file, found a folder", file=path)
-        if not stat.S_ISREG(st.st_mode):
-            raise InputError("not a regular file (a device, pipe or socket)", file=path)
+    except FileNotFoundError:
+        raise InputError("file not found", file=path) from None
+    except OSError as exc:
+        raise InputError(f"cannot read file: {exc.strerror or exc}", file=path) from None
+    if stat.S_ISDIR(st.st_mode):
+        raise InputError("expected a file, found a folder", file=path)
+    if not stat.S_ISREG(st.st_mode):
+        raise InputError("not a regular file (a device, pipe or socket)", file=path)
+
+
+def read_input_bytes(path: Path, bounded: bool = True) -> bytes:
+    """A file's bytes, after checking that it is a regular file (`check_regular_file`) and,
+    when `bounded` (the input files a user writes: scenarios, topologies, profiles), within
+    `max_file_bytes()` (at most that many bytes are read, whatever its size said). Data
+    files (benchmark logs, job traces, GEMM tables) are read whole.
+
+    Raises:
+        InputError: the file is missing, a folder, not a regular file, unreadable or too large.
+    """
+    check_regular_file(path)
+    try:
+        if not bounded:
+            return path.read_bytes()
+        st = path.stat()
         limit = max_file_bytes()
         raise_it = f"(raise it with --max-file-mb or {_ENV_MAX_FILE_MB})"
         if st.st_size > limit:
@@ -96,14 +115,14 @@ def read_input_bytes(path: Path) -> bytes:
         raise InputError(f"cannot read file: {exc.strerror or exc}", file=path) from None
 
 
-def read_text(path: Path) -> str:
+def read_text(path: Path, bounded: bool = True) -> str:
     """A file's text (`read_input_bytes`, decoded as UTF-8).
 
     Raises:
         InputError: the file is missing, a folder, not a regular file, unreadable, not UTF-8
-            or too large.
+            or (`bounded`) too large.
     """
-    data = read_input_bytes(path)
+    data = read_input_bytes(path, bounded)
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:

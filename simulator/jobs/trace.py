@@ -135,7 +135,7 @@ def read_job_trace(path: str | Path) -> list[JobRow]:
         InputError: `file:line: column: message` for a bad header, value or duplicate name.
     """
     path = Path(path)
-    text = read_text(path)
+    text = read_text(path, bounded=False)
     numbered = [
         (i + 1, ln)
         for i, ln in enumerate(text.splitlines())

@@ -45,7 +45,7 @@ def test_run_table_as_csv_and_json_gives_the_summary_numbers(tmp_path: Path) -> 
     assert float(step["si_value"]) == summary["step_time_s"]  # the number, written in full
     assert by_key["busiest_links.0.mean_utilization"]["unit"] == "fraction"
     assert float(by_key["tokens_per_s"]["si_value"]) == summary["tokens_per_s"]
-    assert by_key["wall_time_s"]["figure"] == "host wall time of the step simulation"
+    assert by_key["wall_time_s"]["figure"] == "host wall time of the simulation"
     assert "results:" in res.stderr and "results:" not in res.stdout
     res = runner.invoke(
         app, ["--format", "json", "run", str(QUICKSTART), "--steps", "1", "-o", str(tmp_path / "b")]
@@ -178,3 +178,19 @@ def test_a_file_of_another_kind_is_named_as_such(command: str, file: str, messag
     assert r.exit_code == 2 and len(lines) == 1, r.output
     assert message in lines[0] and f"{ROOT / file}:" in lines[0], lines[0]
     assert not (tmp_path / "out").exists()
+
+
+def test_json_has_null_where_a_figure_is_not_a_number(capsys) -> None:
+    """Strict JSON has no NaN: a summary figure that is NaN (no job finished) is null."""
+    from simulator.commands import common
+    from simulator.commands.run import summary_rows, summary_table
+
+    summary = {"step_time_s": 0.5, "median_jct_s": float("nan")}
+    old = common._output["format"]
+    common.set_output_format("json")
+    try:
+        common.print_table(summary_table(summary), [r._asdict() for r in summary_rows(summary)])
+    finally:
+        common.set_output_format(old)
+    rows = json.loads(capsys.readouterr().out, parse_constant=lambda c: pytest.fail(f"not JSON: {c}"))["rows"]
+    assert [(r["key"], r["si_value"]) for r in rows] == [("step_time_s", 0.5), ("median_jct_s", None)]

@@ -209,3 +209,29 @@ def test_kill_during_the_write_phase_leaves_wholly_old_or_wholly_new_3_points() 
 @pytest.mark.slow
 def test_kill_during_the_write_phase_leaves_wholly_old_or_wholly_new_20_points() -> None:
     _assert_points(20, seed=0, in_process=False)
+
+
+def test_compare_refuses_a_variant_folder_of_other_files(small_compare: Path, tmp_path: Path) -> None:
+    """Each variant's run folder is replaced whole: a folder of that name holding other files
+    stops the comparison before anything runs, one line, exit 2, and the files stay."""
+    out = tmp_path / "cmp"
+    (out / "tree").mkdir(parents=True)
+    (out / "tree" / "thesis.txt").write_text("keep")
+    r = CliRunner().invoke(app, ["compare", str(small_compare), "-o", str(out), "--serial"])
+    lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
+    assert r.exit_code == 2 and "not a run's results (no summary.json)" in lines[-1], r.output
+    assert (out / "tree" / "thesis.txt").read_text() == "keep"
+    assert not (out / "ring").exists()  # nothing ran
+
+
+def test_a_refused_folder_keeps_a_folder_left_aside(tmp_path: Path) -> None:
+    """The check comes before the recovery of a killed swap, which would drop `.NAME.old`."""
+    mine = tmp_path / "res"
+    mine.mkdir()
+    (mine / "notes.txt").write_text("keep")
+    aside = tmp_path / ".res.old"
+    aside.mkdir()
+    (aside / "summary.json").write_text("{}")
+    with pytest.raises(InputError, match="not a run's results"):
+        ResultsFolder(mine).__enter__()
+    assert (aside / "summary.json").exists() and (mine / "notes.txt").exists()

@@ -128,13 +128,31 @@ def test_a_device_or_a_pipe_is_refused_without_reading_it(tmp_path: Path) -> Non
     job trace alike."""
     fifo = tmp_path / "pipe.yaml"
     os.mkfifo(fifo)
+    csv_fifo = tmp_path / "pipe.csv"
+    os.mkfifo(csv_fifo)
     for args in (
         ["validate", "/dev/zero"],
         ["validate", str(fifo)],
         ["calibrate", str(fifo), "-o", str(tmp_path / "p.yaml")],
+        ["calibrate", str(csv_fifo), "-o", str(tmp_path / "p.yaml")],  # sniffed as CSV first
+        ["import", "kineto", str(fifo), "-o", str(tmp_path / "t.yaml")],
     ):
         r = _cli(args)
         lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
         assert r.returncode == 2 and len(lines) == 1, (args, r.stderr)
         assert "not a regular file (a device, pipe or socket)" in lines[0], r.stderr
     assert not (tmp_path / "p.yaml").exists()
+
+
+def test_data_files_are_read_whole_whatever_the_input_limit(tmp_path: Path, monkeypatch) -> None:
+    """The size limit is for the files a user writes (scenarios, topologies): a benchmark
+    log or a job trace is data, read whole, as before the limit was shared."""
+    from simulator.calibration.parser import read_benchmark
+    from simulator.jobs.trace import read_job_trace
+
+    monkeypatch.setenv("CLUSTERSIM_MAX_FILE_MB", "0.0001")  # 104 bytes
+    log = ROOT / "topologies/calibration/samples/h100-8gpu-1node-allreduce-dgx-nvidia-dgxc.txt"
+    assert log.stat().st_size > 104 and read_benchmark(log)
+    trace = tmp_path / "jobs.csv"
+    trace.write_text("job,submit_h,gpus,duration_h\n" + "".join(f"j{i},{i},8,1\n" for i in range(50)))
+    assert trace.stat().st_size > 104 and len(read_job_trace(trace)) == 50

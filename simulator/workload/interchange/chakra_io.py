@@ -19,6 +19,7 @@ from typing import Any
 
 from google.protobuf.message import DecodeError
 
+from simulator.config.loader import check_regular_file
 from simulator.errors import InputError
 from simulator.workload.interchange import chakra_et_pb2 as pb
 
@@ -70,6 +71,7 @@ def read_et(path: Path) -> tuple[pb.GlobalMetadata, list[pb.Node]]:
         InputError: naming the file and the record (metadata, or the node after node id N)
             when a length prefix or message is cut short or does not parse.
     """
+    check_regular_file(path)
     try:
         buf = path.read_bytes()
     except OSError as exc:

@@ -53,6 +53,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from simulator.config.loader import check_regular_file
 from simulator.errors import InputError
 from simulator.workload.interchange.tracebuild import RankOp, replicate_data_parallel, trace_dict
 from simulator.workload.program import HOST_STREAM
@@ -101,6 +102,7 @@ class _Kernel:
 
 def load_events(path: Path) -> dict[str, Any]:
     """The JSON object of a Kineto trace file; not a trace: one-line InputError."""
+    check_regular_file(path)
     try:
         raw = gzip.decompress(path.read_bytes()) if path.suffix == ".gz" else path.read_bytes()
         data = json.loads(raw)
