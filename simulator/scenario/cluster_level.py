@@ -174,9 +174,12 @@ def run_cluster(prep: PreparedRun, seed: int) -> tuple[dict[str, pd.DataFrame], 
         "failures": len(failures),
         "interruptions": int(table["restarts"].sum()),
         "gpu_utilization": run.utilization(),
-        # a job that never started waited at least to the end of the run (a lower bound)
+        # over the jobs submitted during the run; one that never started waited at least to
+        # the end of the run (a lower bound); one submitted after the end never queued in it
         "mean_queueing_delay_s": float(
-            table["queueing_delay_s"].fillna(rel.duration_s - table["submit_s"]).mean()
+            table["queueing_delay_s"]
+            .fillna(rel.duration_s - table["submit_s"])[table["submit_s"] < rel.duration_s]
+            .mean()
         ),
         "jobs_never_started": int(table["queueing_delay_s"].isna().sum()),
         "mean_jct_s": float(done["jct_s"].mean()) if len(done) else math.nan,
