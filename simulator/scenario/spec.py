@@ -81,11 +81,12 @@ class NetworkSettings(Spec):
     def _algos(cls, v: dict[str, str]) -> dict[str, str]:
         for kind, algo in v.items():
             if kind not in COLLECTIVES:
-                raise ValueError(f"unknown collective {kind!r}; expected one of {list(COLLECTIVES)}")
+                expected = list(COLLECTIVES)
+                raise FieldError(f"unknown collective {kind!r}; expected one of {expected}", field=kind)
             try:
                 parse_algorithm(kind, algo)
             except SimulationError as exc:
-                raise ValueError(str(exc)) from None
+                raise FieldError(str(exc), field=kind) from None
         return v
 
 
