@@ -118,7 +118,8 @@ def foreign_folder_problem(folder: str | Path) -> str | None:
     if not out.is_dir() or (out / RESULTS_MARK).is_file():
         return None
     try:
-        empty = next(os.scandir(out), None) is None
+        with os.scandir(out) as entries:
+            empty = next(entries, None) is None
     except OSError:
         return None  # unreadable: the lock and the write report it
     if empty:

@@ -106,10 +106,9 @@ def usage_error(err: typer.TyperException) -> int:
     """Print a command-line usage error on one line (`error: COMMAND: message`); its exit code."""
     ctx = getattr(err, "ctx", None)
     where = f"{ctx.command_path}: " if ctx is not None else ""
-    message = err.format_message() if hasattr(err, "format_message") else str(err)
-    if not message.strip():  # no arguments at all: the help was printed, nothing to add
-        return int(getattr(err, "exit_code", 2))
-    err_console.print(f"error: {where}{' '.join(message.split())}", markup=False, soft_wrap=True)
+    message = " ".join((err.format_message() if hasattr(err, "format_message") else str(err)).split())
+    if message:  # none for a bare command: its help was printed, nothing to add
+        err_console.print(f"error: {where}{message}", markup=False, soft_wrap=True)
     return int(getattr(err, "exit_code", 2))
 
 

@@ -115,9 +115,7 @@ def print_table(table: Table, data: Sequence[dict[str, Any]] | None = None) -> N
         sys.stdout.write(json.dumps({"title": title, "rows": rows}, indent=1, allow_nan=False) + "\n")
         return
     buf = io.StringIO()
-    fields = (
-        [_plain(c.header) for c in table.columns] if data is None else list(records[0]) if records else []
-    )
+    fields = list(records[0]) if data is not None and records else [_plain(c.header) for c in table.columns]
     writer = csv.DictWriter(buf, fieldnames=fields, lineterminator="\n")
     writer.writeheader()
     writer.writerows(records)

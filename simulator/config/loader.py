@@ -63,9 +63,9 @@ def max_file_bytes() -> int:
     return int(mib * 2**20)
 
 
-def check_regular_file(path: Path) -> None:
-    """Raise unless `path` is a regular file (opening a pipe with no writer never returns;
-    reading a device may never end).
+def check_regular_file(path: Path) -> os.stat_result:
+    """`path`'s status, if it is a regular file (opening a pipe with no writer never
+    returns; reading a device may never end).
 
     Raises:
         InputError: the file is missing, a folder, or a device, pipe or socket.
@@ -80,6 +80,7 @@ def check_regular_file(path: Path) -> None:
         raise InputError("expected a file, found a folder", file=path)
     if not stat.S_ISREG(st.st_mode):
         raise InputError("not a regular file (a device, pipe or socket)", file=path)
+    return st
 
 
 def read_input_bytes(path: Path, bounded: bool = True) -> bytes:
@@ -91,11 +92,10 @@ def read_input_bytes(path: Path, bounded: bool = True) -> bytes:
     Raises:
         InputError: the file is missing, a folder, not a regular file, unreadable or too large.
     """
-    check_regular_file(path)
+    st = check_regular_file(path)
     try:
         if not bounded:
             return path.read_bytes()
-        st = path.stat()
         limit = max_file_bytes()
         raise_it = f"(raise it with --max-file-mb or {_ENV_MAX_FILE_MB})"
         if st.st_size > limit:
