@@ -36,8 +36,10 @@ from rich.text import Text
 from simulator.errors import ClustersimError, InputErrors, SimulationError
 
 if TYPE_CHECKING:
-    # a type only: importing the executor at run time would load concurrent.futures.process
-    # for `clustersim --help`
+    # types only: importing the executor at run time would load concurrent.futures.process
+    # for `clustersim --help`, and pandas is imported by the commands that use it
+    import pandas as pd
+
     from simulator.study.executor import OnDone
 
 #: width of a table written to a file or a pipe: wide enough that no cell is cut ("GP…")
@@ -95,6 +97,15 @@ def table_records(table: Table) -> list[dict[str, str]]:
 def _json_value(v: Any) -> Any:
     """A value as strict JSON has it: NaN and infinities (no such number in JSON) are null."""
     return None if isinstance(v, float) and not math.isfinite(v) else v
+
+
+def frame_records(df: pd.DataFrame, columns: Sequence[str] | None = None) -> list[dict[str, Any]]:
+    """The rows of a results frame as records of plain Python values (the `data` of
+    `print_table`): the numbers the frame holds, not their printed form."""
+    part = df if columns is None else df[list(columns)]
+    return [
+        {k: (v.item() if hasattr(v, "item") else v) for k, v in r.items()} for r in part.to_dict("records")
+    ]
 
 
 def print_table(table: Table, data: Sequence[dict[str, Any]] | None = None) -> None:

@@ -15,7 +15,7 @@ import typer
 import yaml
 from rich.table import Table
 
-from simulator.commands.common import fail, print_table, progress_bar, say
+from simulator.commands.common import fail, frame_records, print_table, progress_bar, say
 from simulator.commands.run import interrupted
 from simulator.errors import ClustersimError, InputError
 from simulator.io import write_atomic
@@ -149,7 +149,7 @@ def compare(
         interrupted(stop, out, "keeps the finished variants; continue with --resume")
     except Exception as err:  # a stop signal that arrived inside compiled code comes wrapped
         interrupted(interrupted_in(err), out, "keeps the finished variants; continue with --resume")
-    print_table(comparison_rich_table(table, cmp.name))
+    print_table(comparison_rich_table(table, cmp.name), frame_records(table))
     say(f"results: {out}/ (comparison.html, comparison.csv, one run folder per variant)")
 
 

@@ -17,7 +17,7 @@ import typer
 import yaml
 from rich.table import Table
 
-from simulator.commands.common import fail, phased_progress, print_table, say
+from simulator.commands.common import fail, frame_records, phased_progress, print_table, say
 from simulator.commands.run import interrupted
 from simulator.errors import ClustersimError, InputError
 from simulator.io import write_atomic
@@ -114,7 +114,8 @@ def sweep(
         interrupted(stop, out, "keeps the finished runs; continue with --resume")
     except Exception as err:  # a stop signal that arrived inside compiled code comes wrapped
         interrupted(interrupted_in(err), out, "keeps the finished runs; continue with --resume")
-    print_table(_summary_table(study.spec.name, summary, list(runs.attrs.get("axes", []))))
+    table = _summary_table(study.spec.name, summary, list(runs.attrs.get("axes", [])))
+    print_table(table, frame_records(summary))
     say(f"wrote {out / 'runs.parquet'}, {out / 'summary.csv'}, {out / 'sweep.html'}, {out / 'dataset'}/")
 
 

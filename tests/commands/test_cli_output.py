@@ -194,3 +194,33 @@ def test_json_has_null_where_a_figure_is_not_a_number(capsys) -> None:
         common.set_output_format(old)
     rows = json.loads(capsys.readouterr().out, parse_constant=lambda c: pytest.fail(f"not JSON: {c}"))["rows"]
     assert [(r["key"], r["si_value"]) for r in rows] == [("step_time_s", 0.5), ("median_jct_s", None)]
+
+
+def test_compare_as_csv_prints_the_comparison_numbers(small_compare: Path, tmp_path: Path) -> None:
+    """`--format csv compare`: the numbers of comparison.csv, not the printed cells."""
+    import pandas as pd
+
+    out = tmp_path / "cmp"
+    args = ["--format", "csv", "compare", str(small_compare), "-o", str(out), "--serial", "--no-dashboards"]
+    res = CliRunner().invoke(app, args)
+    assert res.exit_code == 0, res.output
+    printed = pd.read_csv(io.StringIO(res.stdout))
+    written = pd.read_csv(out / "comparison.csv")
+    assert list(printed.columns) == list(written.columns)
+    pd.testing.assert_frame_equal(printed, written, check_exact=True)
+
+
+def test_sweep_as_json_prints_the_summary_numbers(tmp_path: Path) -> None:
+    """`--format json sweep`: the rows of the written summary (means and intervals as numbers)."""
+    import pandas as pd
+
+    out = tmp_path / "sw"
+    study = ROOT / "tests" / "study" / "data" / "interval_study.yaml"
+    res = CliRunner().invoke(
+        app, ["--format", "json", "sweep", str(study), "-o", str(out), "--seeds", "2", "--serial"]
+    )
+    assert res.exit_code == 0, res.output
+    rows = json.loads(res.stdout)["rows"]
+    written = pd.read_csv(out / "summary.csv")
+    assert [r["goodput_mean"] for r in rows] == written["goodput_mean"].tolist()
+    assert list(rows[0]) == list(written.columns)
