@@ -34,7 +34,7 @@ from simulator.calibration.inference import infer_collective, infer_gpus, infer_
 from simulator.calibration.nccl_log import RawTable, scan_log
 from simulator.calibration.table import BenchmarkTable
 from simulator.calibration.truncation import cut_warnings
-from simulator.config.loader import check_regular_file, read_input_bytes
+from simulator.config.loader import read_input_bytes
 from simulator.errors import InputError
 
 #: where the shipped profiles and their sample logs live (`simulator.calibration.build`)
@@ -182,7 +182,6 @@ def read_benchmark(
         InputError: missing or unreadable file, or anything `parse_text` rejects.
     """
     p = Path(path)
-    check_regular_file(p)  # before the CSV sniff opens it
     if p.suffix.lower() == ".csv" and is_collective_csv(p):
         return [read_csv_table(p, collective=collective, n_gpus=n_gpus, n_nodes=n_nodes)]
     data = read_input_bytes(p, bounded=False)

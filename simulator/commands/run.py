@@ -41,60 +41,33 @@ def _percent(fraction: float) -> str:
     return f"{fraction * 100:.1f}%"
 
 
-#: Rows of the run summary table: (label, summary key, formatter), in print order.
-SUMMARY_ROWS: list[tuple[str, str, Callable[[Any], str]]] = [
-    ("step time (simulated)", "step_time_s", _ms),
-    ("compute per rank", "compute_s", _ms),
-    ("exposed communication", "exposed_comm_s", _ms),
-    ("idle", "idle_s", _ms),
-    ("MFU", "mfu", _percent),
-    ("TFLOP/s per GPU", "tflops_per_gpu", lambda v: f"{v:.1f}"),
-    ("tokens/s", "tokens_per_s", lambda v: f"{v:,.0f}"),
-    ("pipeline bubble (schedule)", "pipeline_bubble_fraction", _percent),
-    ("pipeline bubble (measured idle)", "pipeline_bubble_measured", _percent),
-    ("peak memory per GPU", "peak_memory_bytes", lambda v: f"{v / 2**30:.1f} GiB"),
-    ("goodput (mean over seeds)", "goodput", _percent),
-    ("ETTR", "ettr", _percent),
-    ("interruptions per run", "interruptions", lambda v: f"{v:.1f}"),
-    ("jobs", "n_jobs", str),
-    ("jobs finished", "jobs_finished", str),
-    ("worst slowdown next to other jobs", "max_slowdown", lambda v: f"x{v:.4f}"),
-    ("cluster GPU utilisation", "gpu_utilization", _percent),
-    ("mean queueing delay", "mean_queueing_delay_s", lambda v: f"{v / 3600:.2f} h"),
-    ("median job completion time", "median_jct_s", lambda v: f"{v / 3600:.2f} h"),
-    ("work lost to failures", "lost_work_gpu_h", lambda v: f"{v:,.0f} GPU-h"),
-    ("GPUs in job", "gpus_in_job", str),
-    ("simulated ranks", "simulated_ranks", str),
-    ("host wall time of the simulation", "wall_time_s", lambda v: f"{v:.2f} s"),
+#: Rows of the run summary table: (label, summary key, formatter, unit of the key's value in
+#: summary.json: SI, fractions 0-1), in print order.
+SUMMARY_ROWS: list[tuple[str, str, Callable[[Any], str], str]] = [
+    ("step time (simulated)", "step_time_s", _ms, "s"),
+    ("compute per rank", "compute_s", _ms, "s"),
+    ("exposed communication", "exposed_comm_s", _ms, "s"),
+    ("idle", "idle_s", _ms, "s"),
+    ("MFU", "mfu", _percent, "fraction"),
+    ("TFLOP/s per GPU", "tflops_per_gpu", lambda v: f"{v:.1f}", "TFLOP/s"),
+    ("tokens/s", "tokens_per_s", lambda v: f"{v:,.0f}", "tokens/s"),
+    ("pipeline bubble (schedule)", "pipeline_bubble_fraction", _percent, "fraction"),
+    ("pipeline bubble (measured idle)", "pipeline_bubble_measured", _percent, "fraction"),
+    ("peak memory per GPU", "peak_memory_bytes", lambda v: f"{v / 2**30:.1f} GiB", "bytes"),
+    ("goodput (mean over seeds)", "goodput", _percent, "fraction"),
+    ("ETTR", "ettr", _percent, "fraction"),
+    ("interruptions per run", "interruptions", lambda v: f"{v:.1f}", "count"),
+    ("jobs", "n_jobs", str, "count"),
+    ("jobs finished", "jobs_finished", str, "count"),
+    ("worst slowdown next to other jobs", "max_slowdown", lambda v: f"x{v:.4f}", "ratio"),
+    ("cluster GPU utilisation", "gpu_utilization", _percent, "fraction"),
+    ("mean queueing delay", "mean_queueing_delay_s", lambda v: f"{v / 3600:.2f} h", "s"),
+    ("median job completion time", "median_jct_s", lambda v: f"{v / 3600:.2f} h", "s"),
+    ("work lost to failures", "lost_work_gpu_h", lambda v: f"{v:,.0f} GPU-h", "GPU-h"),
+    ("GPUs in job", "gpus_in_job", str, "count"),
+    ("simulated ranks", "simulated_ranks", str, "count"),
+    ("host wall time of the simulation", "wall_time_s", lambda v: f"{v:.2f} s", "s"),
 ]
-
-
-#: the unit of each summary key's value in summary.json (SI; fractions are 0-1)
-SUMMARY_UNITS: dict[str, str] = {
-    "step_time_s": "s",
-    "compute_s": "s",
-    "exposed_comm_s": "s",
-    "idle_s": "s",
-    "mfu": "fraction",
-    "tflops_per_gpu": "TFLOP/s",
-    "tokens_per_s": "tokens/s",
-    "pipeline_bubble_fraction": "fraction",
-    "pipeline_bubble_measured": "fraction",
-    "peak_memory_bytes": "bytes",
-    "goodput": "fraction",
-    "ettr": "fraction",
-    "interruptions": "count",
-    "n_jobs": "count",
-    "jobs_finished": "count",
-    "max_slowdown": "ratio",
-    "gpu_utilization": "fraction",
-    "mean_queueing_delay_s": "s",
-    "median_jct_s": "s",
-    "lost_work_gpu_h": "GPU-h",
-    "gpus_in_job": "count",
-    "simulated_ranks": "count",
-    "wall_time_s": "s",
-}
 
 
 def _label(label: str, key: str, cluster: bool, several_jobs: bool) -> str:
@@ -126,10 +99,10 @@ def summary_rows(summary: dict[str, Any]) -> list[SummaryRow]:
     """The headline figures of a run's summary.json, in print order."""
     rows: list[SummaryRow] = []
     cluster = "scheduler" in summary  # days of a cluster: goodput is over its jobs, one seed
-    for label, key, fmt in SUMMARY_ROWS:
+    for label, key, fmt, unit in SUMMARY_ROWS:
         if key in summary:
             shown = _label(label, key, cluster, "n_jobs" in summary)
-            rows.append(SummaryRow(shown, fmt(summary[key]), key, summary[key], SUMMARY_UNITS[key]))
+            rows.append(SummaryRow(shown, fmt(summary[key]), key, summary[key], unit))
         if key == "exposed_comm_s":  # its split by tag, right under it
             for tag, v in summary.get("exposed_comm_by_tag_s", {}).items():
                 rows.append(SummaryRow(f"  exposed {tag}", _ms(v), f"exposed_comm_by_tag_s.{tag}", v, "s"))
@@ -159,12 +132,13 @@ def summary_rows(summary: dict[str, Any]) -> list[SummaryRow]:
     return rows
 
 
-def summary_table(summary: dict[str, Any], title: str = "summary") -> Table:
-    """The headline figures of a run's summary.json, as printed after `clustersim run`."""
+def summary_table(summary: dict[str, Any] | list[SummaryRow], title: str = "summary") -> Table:
+    """The headline figures of a run's summary.json (or its `summary_rows`), as printed
+    after `clustersim run`."""
     t = Table(title=title, show_header=True)
     t.add_column("figure")
     t.add_column("value", justify="right")
-    for row in summary_rows(summary):
+    for row in summary_rows(summary) if isinstance(summary, dict) else summary:
         t.add_row(row.figure, row.value)
     return t
 
@@ -261,7 +235,7 @@ def run(
     except Exception as err:  # a stop signal that arrived inside compiled code comes wrapped
         interrupted(interrupted_in(err), out)
     rows = summary_rows(result.summary)
-    print_table(summary_table(result.summary, f"{prep.scenario.name}"), [r._asdict() for r in rows])
+    print_table(summary_table(rows, f"{prep.scenario.name}"), [r._asdict() for r in rows])
     for warning in result.summary.get("calibration_warnings", []):
         err_console.print(f"warning: {warning}", markup=False, soft_wrap=True)
     for note in (result.summary.get("run_level") or {}).get("notes", []):

@@ -81,13 +81,13 @@ class OpTable(ColumnChunks):
         fields but rank and ready time, which are each member's (as `extend` with one
         record per member, given as columns: one row object per member costs more than
         the columns for a collective of hundreds of ranks)."""
-        n = len(ranks)
-        cols: dict[str, np.ndarray] = {}
-        for k, v in zip(OpRecord._fields, first, strict=True):
-            cols[k] = np.full(n, v, dtype=object if k in _OP_TEXT else None)
-        cols["rank"] = np.array(ranks)
-        cols["ready_at_s"] = np.array(ready_at_s)
-        self.add_columns(cols)
+        own = {"rank": np.array(ranks), "ready_at_s": np.array(ready_at_s)}
+        self.add_columns(
+            {
+                k: own[k] if k in own else np.full(len(ranks), v, dtype=object if k in _OP_TEXT else None)
+                for k, v in zip(OpRecord._fields, first, strict=True)
+            }
+        )
 
     def __iter__(self) -> Iterator[OpRecord]:
         cols = self.columns()
