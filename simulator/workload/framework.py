@@ -90,6 +90,14 @@ class FrameworkSettings(Spec):
         "false: one bucketed reduction after the last micro-batch, as for ZeRO-0/1. The "
         "updated weights' all-gather is the same either way. Ignored for other stages.",
     )
+    zero1_grad_collective: Literal["reduce_scatter", "all_reduce"] = Field(
+        "reduce_scatter",
+        description="ZeRO-1: how the gradients reach each rank's optimizer shard: "
+        "reduce_scatter (Megatron-LM's distributed optimizer, DeepSpeed's ZeRO-1 optimizer) or "
+        "all_reduce of the whole gradient, each rank then updating its shard (DeepSpeed's "
+        "BF16_Optimizer under pipeline parallelism, `_bf16_reduce_grads`); the updated weights "
+        "are all-gathered either way. Ignored for other stages.",
+    )
     overlap_param_gather: bool = Field(
         False,
         description="ZeRO-1/2: the all-gather of the updated weights is prefetched under the "
@@ -168,6 +176,14 @@ class FrameworkSettings(Spec):
         """Whether every layer's gradients are reduce-scattered after each micro-batch's
         backward (ZeRO-3, or ZeRO-2 with `zero2_reduce_per_micro_batch`)."""
         return self.zero_stage == 3 or (self.zero_stage == 2 and self.zero2_reduce_per_micro_batch)
+
+    @property
+    def grad_reduce_kind(self) -> str:
+        """The collective that reduces the gradients over dp: all_reduce (ZeRO 0, or ZeRO-1
+        with `zero1_grad_collective: all_reduce`) or reduce_scatter."""
+        if self.zero_stage == 0 or (self.zero_stage == 1 and self.zero1_grad_collective == "all_reduce"):
+            return "all_reduce"
+        return "reduce_scatter"
 
     def grad_element_bytes(self, weight_bytes: int) -> int:
         """Bytes of one accumulated / reduced gradient element (`main_grads`)."""

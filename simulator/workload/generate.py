@@ -50,7 +50,14 @@ from simulator.network.topology import Topology, resolve
 from simulator.units import factor
 from simulator.workload.emit import OpEmitter, StageState
 from simulator.workload.flops import mfu_flops_per_step, pp_send_bytes, step_flops
-from simulator.workload.gradients import emit_gradient_sync, emit_param_prefetch
+from simulator.workload.gradients import (
+    emit_gradient_reduction,
+    emit_gradient_sync,
+    emit_optimizer,
+    emit_param_prefetch,
+    emit_tied_embedding_sync,
+    syncs_tied_embedding,
+)
 from simulator.workload.layout import LayoutSpec, check_layout, stage_layer_counts
 from simulator.workload.memory import check_memory
 from simulator.workload.model import ModelSpec, load_model
@@ -343,13 +350,24 @@ def build_program(
         layout, rank_gpus, graph, representatives=fidelity.representatives, mirrors=fidelity.mirrors
     )
     em = OpEmitter(model, layout, ranks, causal_skip)
+    tied = syncs_tied_embedding(em)
+    ends: dict[int, tuple[StageState, list[tuple[str, float]]]] = {}  # first and last stage
     with _collector_paused():
         for s in range(layout.pp):
             sched = stage_schedule(
                 layout.pp_schedule, layout.pp, layout.micro_batches, layout.virtual_stages, s
             )
             st = emit_stage(em, s, sched)
-            emit_gradient_sync(em, s, st)
+            if not tied or 0 < s < layout.pp - 1:
+                emit_gradient_sync(em, s, st)
+                continue
+            # the ends' optimizers wait for the tied embedding's all-reduce, which waits for
+            # the last stage's backward
+            ends[s] = (st, emit_gradient_reduction(em, s, st))
+            if s == layout.pp - 1:
+                emit_tied_embedding_sync(em, ends[0][0], st)
+                for end in (0, s):
+                    emit_optimizer(em, end, ends[end][1])
     tokens = layout.global_batch_size * model.seq_len
     program = StepProgram(
         name or f"{model.name} {layout_label(layout, model)}",

@@ -9,10 +9,19 @@ Models what follows the last backward of a step on the simulated ranks of a stag
       gradients, twice the bytes of bf16); the weights' all-gather in the weights' dtype.
     * All-reduce (ZeRO 0) or reduce-scatter then, after the optimizer, all-gather of the
       updated weights (ZeRO 1/2; ZeRO 3: embedding and output weights only, the layers'
-      gathers and reduce-scatters are per layer, see `emit`). ZeRO-2 with
-      `zero2_reduce_per_micro_batch` reduce-scatters every layer after each micro-batch's
-      backward (`flops._zero2_reduce`, issued like ZeRO-3's); only the embedding and
-      output weights' gradients are left for the end of the step.
+      gathers and reduce-scatters are per layer, see `emit`). ZeRO-1 with
+      `zero1_grad_collective: all_reduce` all-reduces the whole gradient and then gathers
+      the updated weights (DeepSpeed's BF16_Optimizer under pipeline parallelism). ZeRO-2
+      with `zero2_reduce_per_micro_batch` reduce-scatters every layer after each
+      micro-batch's backward (`flops._zero2_reduce`, issued like ZeRO-3's); only the
+      embedding and output weights' gradients are left for the end of the step.
+    * Tied embeddings with pp > 1: the first stage's input embedding and the last stage's
+      copy of it (the output projection) are kept equal by an all-reduce of its gradient
+      (vocab·h/tp elements, in the gradients' precision) between the two stages' ranks at
+      the same dp, tp and cp coordinates (Megatron-LM `_allreduce_embedding_grads`,
+      DeepSpeed's `ReduceTiedGrads`). It is issued on the dp stream after both stages'
+      gradient buckets (Megatron-LM's order) and both optimizer steps wait for it
+      (`emit_tied_embedding_sync`).
     * With `overlap_param_gather` (ZeRO 1/2) that all-gather belongs to the next step: one
       step in steady state starts with the all-gather of the previous optimizer's weights,
       in buckets (same element count as the gradient buckets) in the order the forward
@@ -24,8 +33,9 @@ Models what follows the last backward of a step on the simulated ranks of a stag
 
 Simplifies: the prefetched buckets are all issued at the step's start and run one after
 another on the dp stream (Megatron issues the next bucket from the current one's forward
-hook; with one stream the order and overlap are the same); tied-embedding gradient sync
-between the first and last stage is not modeled; ZeRO-3 embedding/output weights are
+hook; with one stream the order and overlap are the same); the tied embedding's all-reduce
+follows both stages' buckets also where the framework issues it before them (DeepSpeed:
+after the backward, on one stream, the same total); ZeRO-3 embedding/output weights are
 gathered after the optimizer (as ZeRO-1/2 do) rather than before the forward; the
 optimizer's FLOPs are a fixed count per parameter.
 """
@@ -75,6 +85,12 @@ def emit_gradient_sync(em: OpEmitter, stage: int, st: StageState) -> None:
         stage: the pipeline stage.
         st: the record of the stage's forward and backward emission.
     """
+    emit_optimizer(em, stage, emit_gradient_reduction(em, stage, st))
+
+
+def emit_gradient_reduction(em: OpEmitter, stage: int, st: StageState) -> list[tuple[str, float]]:
+    """Emit the data-parallel gradient buckets of pipeline `stage`; return (group kind,
+    weight bytes) of what the weights' all-gather moves after the optimizer (`emit_optimizer`)."""
     ranks = em.ranks.stage_ranks[stage]
     L = em.layout
     ready = _ready_gradients(em, stage, st, with_layers=not L.reduces_layers_per_micro_batch)
@@ -83,9 +99,43 @@ def emit_gradient_sync(em: OpEmitter, stage: int, st: StageState) -> None:
     if L.zero_stage == 2 and L.reduces_layers_per_micro_batch:
         # the layers were reduced per micro-batch; the updated weights are gathered whole
         gathers = _weight_buckets(em, _ready_gradients(em, stage, st, with_layers=True))
+    return gathers
+
+
+def emit_optimizer(em: OpEmitter, stage: int, gathers: list[tuple[str, float]]) -> None:
+    """Emit the optimizer step of pipeline `stage` (after everything on its ranks' dp
+    streams) and, ZeRO 1-3, the all-gather of the updated weights `gathers`."""
     optimizer_ops = _optimizer_step(em, stage)
     if em.layout.zero_stage >= 1 and not prefetches_params(em):
         _gather_weights(em, stage, gathers, optimizer_ops)
+
+
+def syncs_tied_embedding(em: OpEmitter) -> bool:
+    """Whether the step all-reduces a tied embedding's gradient between first and last stage."""
+    return em.model.tied_embeddings and em.layout.pp > 1
+
+
+def emit_tied_embedding_sync(em: OpEmitter, first: StageState, last: StageState) -> None:
+    """Emit the all-reduce of the tied embedding's gradient between the first and the last
+    pipeline stage (see the module docstring), after both stages' gradient buckets.
+
+    One op per simulated first-stage rank and its peer at the same dp, tp and cp
+    coordinates in the last stage (those pairs are the groups, as Megatron-LM's embedding
+    groups); the pairs the representatives stand for are its mirrors.
+    """
+    L, ranks = em.layout, em.ranks
+    last_stage = L.pp - 1
+    size_bytes = em.model.embedding_params()["input"] / L.tp * L.grad_element_bytes(em.model.element_bytes)
+    for r in ranks.stage_ranks[0]:
+        c = ranks.coords[r]
+        peer = ranks.grid.rank(dp=c.dp, pp=last_stage, tp=c.tp, cp=c.cp)
+        deps = tuple(
+            state.end_bwd[key][1] if key in state.end_bwd else state.last_compute[key[0]]
+            for state, key in ((first, (r, "emb")), (last, (peer, "out")))
+        )
+        em.collective(
+            ranks.p2p_group(r, peer), "all_reduce", size_bytes, deps, "dp", "dp", "tied_embedding_grad"
+        )
 
 
 def prefetches_params(em: OpEmitter) -> bool:
@@ -185,7 +235,7 @@ def _reduce_gradients(
     L = em.layout
     element_bytes = L.grad_element_bytes(em.model.element_bytes)
     to_weight_bytes = em.model.element_bytes / element_bytes
-    reduce_kind = "all_reduce" if L.zero_stage == 0 else "reduce_scatter"
+    reduce_kind = L.grad_reduce_kind
     sizes = {"dp_cp": L.dp * L.cp, "edp": L.edp * L.cp}
     buckets: list[tuple[str, float]] = []
     for group_kind in ("dp_cp", "edp"):
