@@ -17,9 +17,10 @@ the next step's forward (`prefetched`: `overlap_param_gather`, only where the so
 so, e.g. MegaScale §3.2). A fourth, `grad_reduce`, says whether the data-parallel gradient
 buckets are reduced as their layers' last backward ends (`overlapped`) or after the whole
 backward (`after_backward`: `overlap_grad_reduce` false; DeepSpeed's pipeline engine, whose
-schedule issues ReduceGrads after the last micro-batch; `all_reduce_after_backward`: the same
-with the whole gradient all-reduced under ZeRO-1, `zero1_grad_collective: all_reduce`, as
-DeepSpeed's BF16_Optimizer does) or, under ZeRO-2, after every
+schedule issues ReduceGrads after the last micro-batch; `deepspeed_bf16_pipeline`: the same
+with DeepSpeed's BF16_Optimizer, which all-reduces the whole gradient under ZeRO-1,
+`zero1_grad_collective: all_reduce`, after the tied embedding's all-reduce,
+`tied_embedding_sync: before_dp`) or, under ZeRO-2, after every
 micro-batch's backward (`per_micro_batch`: `zero2_reduce_per_micro_batch`; sharded
 gradients, as Llama 3's FSDP). A fifth, `cp_comm`, says how
 context parallelism exchanges K/V: `ring` (under the attention core) or `all_gather`
@@ -87,12 +88,12 @@ MAIN_GRADS = {"model": ("model", True), "fp32": ("fp32", True), "fp32_unfused": 
 #: `param_gather` column -> the layout's overlap_param_gather.
 PARAM_GATHER = {"after_optimizer": False, "prefetched": True}
 #: `grad_reduce` column -> the layout's (overlap_grad_reduce, zero2_reduce_per_micro_batch,
-#: zero1_grad_collective).
+#: zero1_grad_collective, tied_embedding_sync).
 GRAD_REDUCE = {
-    "overlapped": (True, False, "reduce_scatter"),
-    "after_backward": (False, False, "reduce_scatter"),
-    "all_reduce_after_backward": (False, False, "all_reduce"),
-    "per_micro_batch": (True, True, "reduce_scatter"),
+    "overlapped": (True, False, "reduce_scatter", "after_dp"),
+    "after_backward": (False, False, "reduce_scatter", "after_dp"),
+    "deepspeed_bf16_pipeline": (False, False, "all_reduce", "before_dp"),
+    "per_micro_batch": (True, True, "reduce_scatter", "after_dp"),
 }
 #: `cp_comm` column values (the layout's cp_comm; ignored at CP 1).
 CP_COMM = ("ring", "all_gather")
@@ -214,6 +215,7 @@ def layout_of(row: dict[str, str]) -> dict[str, Any]:
         "overlap_grad_reduce": GRAD_REDUCE[row["grad_reduce"]][0],
         "zero2_reduce_per_micro_batch": GRAD_REDUCE[row["grad_reduce"]][1],
         "zero1_grad_collective": GRAD_REDUCE[row["grad_reduce"]][2],
+        "tied_embedding_sync": GRAD_REDUCE[row["grad_reduce"]][3],
         "cp_comm": row["cp_comm"],
         "tp_comm_overlap": row["tp_overlap"],
     }

@@ -98,6 +98,14 @@ class FrameworkSettings(Spec):
         "BF16_Optimizer under pipeline parallelism, `_bf16_reduce_grads`); the updated weights "
         "are all-gathered either way. Ignored for other stages.",
     )
+    tied_embedding_sync: Literal["after_dp", "before_dp"] = Field(
+        "after_dp",
+        description="Tied embeddings with pp > 1: where the all-reduce of the embedding's "
+        "gradient between the first and last stage runs on their dp streams: after_dp (after "
+        "the stage's data-parallel gradient buckets: Megatron-LM's finalize_model_grads) or "
+        "before_dp (before them: DeepSpeed's pipeline schedule, ReduceTiedGrads before "
+        "ReduceGrads). Ignored for untied models and pp = 1.",
+    )
     overlap_param_gather: bool = Field(
         False,
         description="ZeRO-1/2: the all-gather of the updated weights is prefetched under the "

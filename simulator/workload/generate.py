@@ -51,11 +51,9 @@ from simulator.units import factor
 from simulator.workload.emit import OpEmitter, StageState
 from simulator.workload.flops import mfu_flops_per_step, pp_send_bytes, step_flops
 from simulator.workload.gradients import (
-    emit_gradient_reduction,
+    emit_end_stages_sync,
     emit_gradient_sync,
-    emit_optimizer,
     emit_param_prefetch,
-    emit_tied_embedding_sync,
     syncs_tied_embedding,
 )
 from simulator.workload.layout import LayoutSpec, check_layout, stage_layer_counts
@@ -351,7 +349,7 @@ def build_program(
     )
     em = OpEmitter(model, layout, ranks, causal_skip)
     tied = syncs_tied_embedding(em)
-    ends: dict[int, tuple[StageState, list[tuple[str, float]]]] = {}  # first and last stage
+    first = StageState()
     with _collector_paused():
         for s in range(layout.pp):
             sched = stage_schedule(
@@ -360,14 +358,10 @@ def build_program(
             st = emit_stage(em, s, sched)
             if not tied or 0 < s < layout.pp - 1:
                 emit_gradient_sync(em, s, st)
-                continue
-            # the ends' optimizers wait for the tied embedding's all-reduce, which waits for
-            # the last stage's backward
-            ends[s] = (st, emit_gradient_reduction(em, s, st))
-            if s == layout.pp - 1:
-                emit_tied_embedding_sync(em, ends[0][0], st)
-                for end in (0, s):
-                    emit_optimizer(em, end, ends[end][1])
+            elif s == 0:  # its gradients wait for the tied embedding's, known at the last stage
+                first = st
+            else:
+                emit_end_stages_sync(em, first, st)
     tokens = layout.global_batch_size * model.seq_len
     program = StepProgram(
         name or f"{model.name} {layout_label(layout, model)}",

@@ -19,9 +19,10 @@ Models what follows the last backward of a step on the simulated ranks of a stag
       copy of it (the output projection) are kept equal by an all-reduce of its gradient
       (vocab·h/tp elements, in the gradients' precision) between the two stages' ranks at
       the same dp, tp and cp coordinates (Megatron-LM `_allreduce_embedding_grads`,
-      DeepSpeed's `ReduceTiedGrads`). It is issued on the dp stream after both stages'
-      gradient buckets (Megatron-LM's order) and both optimizer steps wait for it
-      (`emit_tied_embedding_sync`).
+      DeepSpeed's `ReduceTiedGrads`). It runs on the dp stream after both stages' gradient
+      buckets (`tied_embedding_sync: after_dp`, Megatron-LM's order) or before them
+      (`before_dp`, DeepSpeed's pipeline schedule), and both optimizer steps wait for it
+      (`emit_end_stages_sync`).
     * With `overlap_param_gather` (ZeRO 1/2) that all-gather belongs to the next step: one
       step in steady state starts with the all-gather of the previous optimizer's weights,
       in buckets (same element count as the gradient buckets) in the order the forward
@@ -34,8 +35,9 @@ Models what follows the last backward of a step on the simulated ranks of a stag
 Simplifies: the prefetched buckets are all issued at the step's start and run one after
 another on the dp stream (Megatron issues the next bucket from the current one's forward
 hook; with one stream the order and overlap are the same); the tied embedding's all-reduce
-follows both stages' buckets also where the framework issues it before them (DeepSpeed:
-after the backward, on one stream, the same total); ZeRO-3 embedding/output weights are
+carries the whole vocab·h/tp gradient whatever the ZeRO stage (Megatron-LM all-reduces the
+whole embedding gradient after its distributed optimizer's reduce-scatter; DeepSpeed's
+pipeline engine refuses ZeRO-2/3); ZeRO-3 embedding/output weights are
 gathered after the optimizer (as ZeRO-1/2 do) rather than before the forward; the
 optimizer's FLOPs are a fixed count per parameter.
 """
@@ -115,13 +117,29 @@ def syncs_tied_embedding(em: OpEmitter) -> bool:
     return em.model.tied_embeddings and em.layout.pp > 1
 
 
-def emit_tied_embedding_sync(em: OpEmitter, first: StageState, last: StageState) -> None:
+def emit_end_stages_sync(em: OpEmitter, first: StageState, last: StageState) -> None:
+    """`emit_gradient_sync` of the first and the last pipeline stage of a tied model (pp > 1):
+    both stages' gradient buckets, the tied embedding's all-reduce before or after them
+    (`tied_embedding_sync`), then both optimizer steps, which wait for it."""
+    before = em.layout.tied_embedding_sync == "before_dp"
+    if before:
+        _tied_embedding_all_reduce(em, first, last)
+    gathers = [emit_gradient_reduction(em, stage, st) for stage, st in ((0, first), (em.layout.pp - 1, last))]
+    if not before:
+        _tied_embedding_all_reduce(em, first, last)
+    for stage, stage_gathers in zip((0, em.layout.pp - 1), gathers, strict=True):
+        emit_optimizer(em, stage, stage_gathers)
+
+
+def _tied_embedding_all_reduce(em: OpEmitter, first: StageState, last: StageState) -> None:
     """Emit the all-reduce of the tied embedding's gradient between the first and the last
-    pipeline stage (see the module docstring), after both stages' gradient buckets.
+    pipeline stage (see the module docstring) on the ranks' dp streams.
 
     One op per simulated first-stage rank and its peer at the same dp, tp and cp
     coordinates in the last stage (those pairs are the groups, as Megatron-LM's embedding
-    groups); the pairs the representatives stand for are its mirrors.
+    groups); the pairs the representatives stand for are its mirrors, kept as a gradient
+    collective's are. It waits for the embedding's last backward on the first stage and the
+    output layer's on the last.
     """
     L, ranks = em.layout, em.ranks
     last_stage = L.pp - 1
@@ -129,13 +147,9 @@ def emit_tied_embedding_sync(em: OpEmitter, first: StageState, last: StageState)
     for r in ranks.stage_ranks[0]:
         c = ranks.coords[r]
         peer = ranks.grid.rank(dp=c.dp, pp=last_stage, tp=c.tp, cp=c.cp)
-        deps = tuple(
-            state.end_bwd[key][1] if key in state.end_bwd else state.last_compute[key[0]]
-            for state, key in ((first, (r, "emb")), (last, (peer, "out")))
-        )
-        em.collective(
-            ranks.p2p_group(r, peer), "all_reduce", size_bytes, deps, "dp", "dp", "tied_embedding_grad"
-        )
+        deps = (first.end_bwd[(r, "emb")][1], last.end_bwd[(peer, "out")][1])
+        inst = ranks.p2p_group(r, peer, "dp_cp")
+        em.collective(inst, "all_reduce", size_bytes, deps, "dp", "dp", "tied_embedding_grad")
 
 
 def prefetches_params(em: OpEmitter) -> bool:

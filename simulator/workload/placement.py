@@ -127,7 +127,7 @@ class SimulatedRanks:
         self._leaves: _Leaves | None = None
         self._leaf_hits: dict[tuple[int, ...], tuple[set[str], dict[str, bool]]] = {}
         self._groups: dict[str, dict[int, CollectiveGroup]] = {}
-        self._p2p: dict[tuple[int, int], CollectiveGroup] = {}
+        self._p2p: dict[tuple[int, int, str], CollectiveGroup] = {}
         self.stage_ranks = {
             s: [r for r in self.simulated if self.coords[r].pp == s] for s in range(layout.pp)
         }
@@ -194,15 +194,17 @@ class SimulatedRanks:
         self._groups[kind] = out
         return out
 
-    def p2p_group(self, src: int, dst: int) -> CollectiveGroup:
-        """The pipeline transfer src -> dst (simulated ranks) and its mirrors (cached: the same
-        for every micro-batch)."""
-        got = self._p2p.get((src, dst))
+    def p2p_group(self, src: int, dst: int, kind: str = "pp") -> CollectiveGroup:
+        """The pair src, dst (simulated ranks of two pipeline stages) and its mirrors: the
+        pairs at the other dp and tp coordinates it stands for (cached: the same for every
+        micro-batch). `kind` decides which mirrors are kept (`_keep_mirror`): "pp" for a
+        pipeline transfer, "dp_cp" for a gradient collective (always kept)."""
+        got = self._p2p.get((src, dst, kind))
         if got is None:
-            got = self._p2p[(src, dst)] = self._p2p_group(src, dst)
+            got = self._p2p[(src, dst, kind)] = self._p2p_group(src, dst, kind)
         return got
 
-    def _p2p_group(self, src: int, dst: int) -> CollectiveGroup:
+    def _p2p_group(self, src: int, dst: int, kind: str) -> CollectiveGroup:
         if not self.representatives:
             return CollectiveGroup((src, dst), (src, dst))
         cs, cd = self.coords[src], self.coords[dst]
@@ -217,6 +219,6 @@ class SimulatedRanks:
                 if edp == 0 and tp == 0:
                     continue
                 pair = (a0 + tp * s_tp, b0 + tp * s_tp)
-                if self._keep_mirror(pair, (src, dst), "pp"):
+                if self._keep_mirror(pair, (src, dst), kind):
                     mirrors.append(pair)
         return CollectiveGroup((src, dst), (src, dst), tuple(mirrors))

@@ -163,6 +163,19 @@ def test_grad_reduce_after_backward_only_for_deepspeeds_pipeline_engine(tmp_path
     backward; every other row overlaps its buckets. A bad value is named by line and column."""
     after = {r["id"] for r in ROWS if not SV.layout_of(r)["overlap_grad_reduce"]}
     assert after == {"bloom-176b-384"}
+    # its BF16_Optimizer all-reduces the whole gradient, after the tied embedding's
+    # all-reduce (ReduceTiedGrads before ReduceGrads); every other row: the defaults
+    deepspeed = {
+        r["id"]
+        for r in ROWS
+        if (SV.layout_of(r)["zero1_grad_collective"], SV.layout_of(r)["tied_embedding_sync"])
+        == ("all_reduce", "before_dp")
+    }
+    assert deepspeed == after
+    others = {
+        (SV.layout_of(r)["zero1_grad_collective"], SV.layout_of(r)["tied_embedding_sync"]) for r in ROWS
+    }
+    assert others - {("all_reduce", "before_dp")} == {("reduce_scatter", "after_dp")}
     text = (ROOT / "benchmarks/data/published_training.csv").read_text().splitlines()
     bad = text[1].replace(",overlapped,", ",sometimes,", 1)
     (tmp_path / "t.csv").write_text("\n".join([text[0], bad]) + "\n")
