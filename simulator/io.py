@@ -22,7 +22,7 @@ import shutil
 import signal
 import tempfile
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from types import FrameType
 from typing import Any
@@ -66,19 +66,57 @@ class FolderBusy(ClustersimError):
 
 
 def write_atomic(path: str | Path, data: str | bytes) -> None:
-    """Write a file through a temporary sibling and a rename, so a crash never leaves half a file."""
+    """Write a file through a temporary sibling and a rename, so a crash never leaves half a file.
+
+    Raises:
+        InputError: the file cannot be written there (a folder or a device in its place, a
+            parent that is not a folder, no permission, a full disk): one line, not a traceback.
+    """
     p = Path(path)
-    p.parent.mkdir(parents=True, exist_ok=True)
     payload = data if isinstance(data, bytes) else data.encode("utf-8")
-    fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", dir=p.parent)
+    if p.is_dir() or (p.exists() and not p.is_file()):
+        raise InputError("cannot write a file here: the path is a folder or a device, not a file", file=p)
+    try:
+        p.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", dir=p.parent)
+    except OSError as exc:
+        raise InputError(f"cannot write a file here: {exc.strerror or exc}", file=p) from None
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(payload)
         os.chmod(tmp, 0o644)
         os.replace(tmp, p)
+    except OSError as exc:
+        Path(tmp).unlink(missing_ok=True)
+        raise InputError(f"cannot write a file here: {exc.strerror or exc}", file=p) from None
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def check_output_file(path: str | Path, inputs: Iterable[str | Path] = ()) -> Path:
+    """Refuse an output file that would destroy something: a folder, a device or pipe, one
+    of the command's `inputs`, or a file of a run's results folder (`is_results_folder`).
+
+    Raises:
+        InputError: one of those; the message names the output path.
+    """
+    out = Path(path)
+    if out.is_dir():
+        raise InputError("the output is a folder; give a file name", file=out)
+    if out.exists() and not out.is_file():
+        raise InputError("the output is a device or a pipe, not a file", file=out)
+    if out.is_file():
+        for given in inputs:
+            try:
+                same = os.path.samefile(out, given)
+            except OSError:
+                same = False
+            if same:
+                raise InputError(f"the output would overwrite the input {str(given)!r}", file=out)
+        if is_results_folder(out.parent) and (out.name in _RUN_DATA or out.name.endswith(_FRAME_SUFFIXES)):
+            raise InputError("the output would overwrite a run's results; write it elsewhere", file=out)
+    return out
 
 
 def check_writable_folder(folder: str | Path) -> Path:
@@ -108,25 +146,92 @@ def check_writable_folder(folder: str | Path) -> Path:
 
 #: the file every results folder of a run holds: an existing folder without it is not replaced
 RESULTS_MARK = "summary.json"
+#: the list of what a run wrote into its results folder, one name per line (`mark_results`)
+RESULTS_INDEX = ".clustersim-results"
+#: the data a run writes into its folder (with its frames, `_FRAME_SUFFIXES`): no output
+#: file of another command may replace one (`check_output_file`)
+_RUN_DATA = frozenset({RESULTS_MARK, RESULTS_INDEX, "scenario.resolved.yaml", "topology.json"})
+_FRAME_SUFFIXES = (".parquet", ".csv")
+#: pages written into a run's folder, by the run or later (`clustersim dashboard`, `trace`)
+_RUN_PAGES = frozenset({"dashboard.html", "plotly.min.js", "trace.json"})
+
+
+def is_results_folder(folder: str | Path) -> bool:
+    """Whether `folder` is a run's results folder (it holds `RESULTS_MARK`)."""
+    return (Path(folder) / RESULTS_MARK).is_file()
+
+
+def mark_results(staged: Path) -> None:
+    """Record in `staged` (a results folder about to be swapped in) the names it holds, so
+    that the next writer knows which files are the run's (`foreign_folder_problem`)."""
+    names = sorted(e.name for e in staged.iterdir() if e.name != RESULTS_INDEX)
+    (staged / RESULTS_INDEX).write_text("".join(f"{n}\n" for n in names), encoding="utf-8")
 
 
 def foreign_folder_problem(folder: str | Path) -> str | None:
-    """Why replacing `folder` whole would lose files that are not a run's results, or None:
-    it exists, is not empty and holds no `summary.json` (a run writes one in every results
-    folder), so it is someone's folder (`-o .` in a checkout, a folder of papers)."""
+    """Why replacing `folder` whole would lose files that are not a run's results, or None.
+
+    A folder that does not exist or is empty can be written. Otherwise it must be a run's
+    results folder (it holds `summary.json`) and hold nothing else than what that run wrote
+    (the names listed in its `RESULTS_INDEX`; in a folder written before the index existed,
+    the names a run writes: frames, summary, resolved scenario, topology) and the pages
+    written into it later (`dashboard.html`, `plotly.min.js`, `trace.json`). A file added by
+    hand, or a folder of papers with a `summary.json` of its own, is not replaced.
+    """
     out = Path(folder)
-    if not out.is_dir() or (out / RESULTS_MARK).is_file():
+    if not out.is_dir():
         return None
     try:
-        with os.scandir(out) as entries:
-            empty = next(entries, None) is None
+        names = sorted(os.listdir(out))
     except OSError:
         return None  # unreadable: the lock and the write report it
-    if empty:
+    if not names:
         return None
+    if RESULTS_MARK not in names:
+        return (
+            f"output folder {str(folder)!r} holds files that are not a run's results (no {RESULTS_MARK}); "
+            "a run replaces its folder whole, so choose a new or empty folder"
+        )
+    index = out / RESULTS_INDEX
+    try:
+        own = (
+            set(index.read_text(encoding="utf-8").splitlines()) | {RESULTS_INDEX} if index.is_file() else None
+        )
+    except (OSError, UnicodeDecodeError):
+        own = None
+    if own is None:  # written before the index: what a run writes
+        own = set(_RUN_DATA) | {n for n in names if n.endswith(_FRAME_SUFFIXES)}
+    extra = [n for n in names if n not in own and n not in _RUN_PAGES]
+    if not extra:
+        return None
+    more = f" (and {len(extra) - 1} more)" if len(extra) > 1 else ""
     return (
-        f"output folder {str(folder)!r} holds files that are not a run's results (no {RESULTS_MARK}); "
-        "a run replaces its folder whole, so choose a new or empty folder"
+        f"output folder {str(folder)!r} holds {extra[0]!r}{more}, which no run wrote; a run replaces its "
+        "folder whole, so move it out or choose a new or empty folder"
+    )
+
+
+def foreign_study_problem(folder: str | Path, kind: str) -> str | None:
+    """Why writing a `kind` ("compare" or "study") folder into `folder` could overwrite or
+    remove someone's files, or None: it exists, is not empty and holds no manifest of a
+    `kind` (a comparison or study writes `manifest.json` first)."""
+    import json
+
+    out = Path(folder)
+    if not out.is_dir():
+        return None
+    try:
+        if not os.listdir(out):
+            return None
+        manifest = json.loads((out / "manifest.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        manifest = None
+    if isinstance(manifest, dict) and manifest.get("kind") == kind:
+        return None
+    what = "comparison" if kind == "compare" else "study"
+    return (
+        f"output folder {str(folder)!r} holds files that are not a {what}'s results (no {kind} "
+        "manifest.json); choose a new or empty folder"
     )
 
 
@@ -235,6 +340,7 @@ def replace_folder(folder: str | Path, fill: Callable[[Path], object]) -> Path:
     os.chmod(staged, 0o755)
     try:
         fill(staged)
+        mark_results(staged)
         return swap_in(staged, out)
     except BaseException:
         with signals_blocked():
@@ -292,6 +398,7 @@ class ResultsFolder:
         """Swap the staged folder in for the results folder; the old one is removed afterwards."""
         if self._tmp is None:
             raise RuntimeError("commit() before stage()")
+        mark_results(self._tmp)
         tmp, self._tmp = self._tmp, None
         return swap_in(tmp, self.folder)
 

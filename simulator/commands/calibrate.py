@@ -20,6 +20,11 @@ fails (exit 2, one line per table: `FILE: no entry of PROFILE matches KIND on N 
 Both forms print a `warning:` line (stderr) for a table that looks cut short: largest size
 under 1 MiB, or a complete header whose rows stop before its maxBytes with no
 `# Avg bus bandwidth` trailer (see `simulator.calibration.truncation.cut_warnings`).
+
+With `clustersim --format csv|json calibrate ...` standard output holds one table and
+every other line goes to stderr: the fit error per table (`fit_records`: one record per
+table, errors as fractions 0-1), or with --check the error at every size of every table
+checked (`check_records`: one record per table and size).
 """
 
 from __future__ import annotations
@@ -30,9 +35,17 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.table import Table
 
-from simulator.commands.common import console, err_console, fail, progress_bar
+from simulator.commands.common import (
+    console,
+    err_console,
+    fail,
+    output_format,
+    print_table,
+    progress_bar,
+    say,
+)
 from simulator.errors import ClustersimError, InputError, InputErrors
-from simulator.io import write_atomic
+from simulator.io import check_output_file, write_atomic
 
 if TYPE_CHECKING:
     import numpy as np
@@ -77,6 +90,9 @@ def _fit_and_write(
     from simulator.calibration.profile import build_profile
     from simulator.viz.calibration import profile_dashboard_html
 
+    inputs = [*logs, *csvs, *(f for f in (gpu_file, topology) if f is not None)]
+    check_output_file(output, inputs)  # before any work: never an input, a folder or a device
+    check_output_file(html or output.with_suffix(".html"), [*inputs, output])
     tables = read_benchmarks(logs, collective=collective, n_gpus=gpus, n_nodes=nodes)
     fits = []
     with progress_bar("fitting", len(tables)) as on_done:
@@ -99,7 +115,7 @@ def _fit_and_write(
         profile = profile.model_copy(update={"collective_params": block})
         _print_joint(block)
     elif tables:
-        console.print("no collective_params: give --topology FILE to fit them", markup=False)
+        say("no collective_params: give --topology FILE to fit them")
     write_atomic(output, profile.to_yaml())
     html_path = html or output.with_suffix(".html")
     if fits:
@@ -108,26 +124,31 @@ def _fit_and_write(
         folders = list(dict.fromkeys(p.resolve().parent for p in logs))
         write_atomic(html_path, profile_dashboard_html(output, samples=folders))
     _print_fits(output.name, fits, tables, compute)
-    console.print(f"wrote {output}" + (f" and {html_path}" if fits else ""), markup=False)
+    say(f"wrote {output}" + (f" and {html_path}" if fits else ""))
 
 
 def _print_joint(block: CollectiveParamsFit | None) -> None:
-    """The jointly fitted physical parameters, their clamps and the fit error per table."""
+    """The jointly fitted physical parameters, their clamps and the fit error per table (lines
+    for the reader: on stderr with `--format csv|json`; the values are in the profile)."""
     if block is None:
-        console.print("no collective_params: no table the collective model prices", markup=False)
+        say("no collective_params: no table the collective model prices")
         return
     values = ", ".join(f"{k} {v:.4g}" for k, v in block.values.items())
-    console.print(f"collective_params (joint fit on {block.topology}): {values}", markup=False)
+    say(f"collective_params (joint fit on {block.topology}): {values}")
     for k, b in block.at_bounds.items():
-        console.print(f"warning: {k} ended on its physical bound {b:g} (clamped)", markup=False)
+        say(f"warning: {k} ended on its physical bound {b:g} (clamped)")
     for label, err in block.table_errors.items():
-        console.print(f"  joint fit {label}: median |error| {_pct(err)}", markup=False)
+        say(f"  joint fit {label}: median |error| {_pct(err)}")
 
 
 def _print_fits(
     profile_name: str, fits: list[TableFit], tables: list[BenchmarkTable], compute: ComputeCalibration | None
 ) -> None:
-    """The fit error of every table, what was inferred about each, and the compute fits."""
+    """The fit error of every table, what was inferred about each, and the compute fits.
+
+    With `--format csv|json` the table is the data (`fit_records`: errors as fractions 0-1)
+    and every other line goes to stderr.
+    """
     table = Table(title=f"fit error per table ({profile_name})")
     cols = ("#", "kind", "GPUs", "nodes", "alpha us", "busbw GB/s", "med>=1MiB", "max", "line")
     for col in cols:
@@ -145,42 +166,44 @@ def _print_fits(
             _pct(float(s["max_abs_error"])),  # type: ignore[arg-type]
             _pct(float(s["line_max_abs_error"])),  # type: ignore[arg-type]
         )
-    console.print(table)
-    console.print(
+    print_table(table, fit_records(fits))
+    say(
         "med: median |model/measured - 1| over sizes >= 1 MiB; max: over every size; "
         "line: max without the efficiency curve",
-        markup=False,
         style="dim",
     )
     for i, f in enumerate(fits, start=1):
-        console.print(f"#{i} {f.table.label}", markup=False)
+        say(f"#{i} {f.table.label}")
     for t in tables:
         inferred = [n for n in t.notes if "inferred" in n or "file name" in n or "ratio" in n]
         if inferred:
-            console.print(f"{t.label}: " + "; ".join(inferred), markup=False, style="dim")
+            say(f"{t.label}: " + "; ".join(inferred), style="dim")
     if compute is not None:
         for dtype, fit in compute.gemm.items():
-            console.print(
+            say(
                 f"GEMM {dtype}: overhead {fit.overhead_s * 1e6:.1f} us, "
-                f"{fit.rate_per_s / 1e12:.2f} TFLOP/s sustained, max error {_pct(fit.max_abs_error)}",
-                markup=False,
+                f"{fit.rate_per_s / 1e12:.2f} TFLOP/s sustained, max error {_pct(fit.max_abs_error)}"
             )
         for dtype, sf in compute.shape.items():
             given = sf.gpu.gemm_fraction(dtype)
-            console.print(
+            say(
                 f"GEMM {dtype} shape model on {sf.gpu.name}: {100 * sf.peak_fraction:.1f}% of peak "
                 f"achievable (GPU file: {'-' if given is None else f'{100 * given:.1f}%'}), "
                 f"{sf.overhead_s * 1e6:.1f} us per kernel; median error {_pct(sf.median_abs_error)}, "
-                f"max {_pct(sf.max_abs_error)} over {sf.n_points} shapes",
-                markup=False,
+                f"max {_pct(sf.max_abs_error)} over {sf.n_points} shapes"
             )
         if compute.memory is not None:
             m = compute.memory
-            console.print(
+            say(
                 f"memory: overhead {m.overhead_s * 1e6:.1f} us, {m.rate_per_s / 1e9:.1f} GB/s "
-                f"sustained, max error {_pct(m.max_abs_error)}",
-                markup=False,
+                f"sustained, max error {_pct(m.max_abs_error)}"
             )
+
+
+def fit_records(fits: list[TableFit]) -> list[dict[str, object]]:
+    """The fit error table as data (`--format csv|json`): one record per table, `index` (the
+    `#` shown) and `TableFit.summary` (alpha in us, busbw in GB/s, errors as fractions 0-1)."""
+    return [{"index": i, **f.summary()} for i, f in enumerate(fits, start=1)]
 
 
 def check_tables(
@@ -258,17 +281,20 @@ def _check(profile_path: Path, logs: list[Path], collective: str | None, gpus: i
         skipped.append(InputError(why + label, file=path))
     if len(skipped) == len(results):
         raise InputErrors(skipped)
-    console.print(
+    say(
         f"scoring {half.replace('_', '-')} times"
-        + (" (--in-place scores the in-place half)" if half == "out_of_place" else ""),
-        markup=False,
+        + (" (--in-place scores the in-place half)" if half == "out_of_place" else "")
     )
     worst: list[tuple[str, float]] = []
+    records: list[dict[str, object]] = []
     for t, source, errors in results:
         if errors is not None:
             worst.append((t.label, _print_check(t, source, errors)))
+            records += check_records(t, source, errors, half)
+    if output_format() != "table":  # one table of every size checked, as data
+        print_table(Table(*records[0], title=f"error per size: {profile_path.name}"), records)
     for err in skipped:
-        console.print(f"note: {err}; not checked", markup=False)
+        say(f"note: {err}; not checked")
     if max_error is not None:
         over = [(label, med) for label, med in worst if not med <= max_error]
         if over:
@@ -288,9 +314,10 @@ class CheckFailed(ClustersimError):
 
 def _print_check(t: BenchmarkTable, source: str, errors: object) -> float:
     """Print the error per size of one table; return its scored median |error| (sizes >= 1 MiB,
-    every size when none is that large)."""
-    console.print(f"\n{t.label}: {t.collective}, {t.n_gpus} GPUs / {t.n_nodes} node(s)", markup=False)
-    console.print(f"  using {source}", markup=False, style="dim")
+    every size when none is that large). With `--format csv|json` only the lines, on stderr
+    (the sizes are in the one table of `check_records` that `_check` prints)."""
+    say(f"\n{t.label}: {t.collective}, {t.n_gpus} GPUs / {t.n_nodes} node(s)")
+    say(f"  using {source}", style="dim")
     table = Table(show_header=True)
     for col in ("size (B)", "measured (us)", "predicted (us)", "error"):
         table.add_column(col, justify="right")
@@ -301,16 +328,40 @@ def _print_check(t: BenchmarkTable, source: str, errors: object) -> float:
             f"{r['model_time_s'] * 1e6:.1f}",
             f"{100 * r['rel_error']:+.1f}%",
         )
-    console.print(table)
+    if output_format() == "table":
+        console.print(table)
     e = errors
     rel = e["rel_error"].abs()  # type: ignore[index]
     big = rel[e["size_bytes"] >= 2**20]  # type: ignore[index]
-    console.print(
+    say(
         f"  median |error| >= 1 MiB: {_pct(float(big.median()) if len(big) else float('nan'))}, "
-        f"max |error|: {_pct(float(rel.max()))}",
-        markup=False,
+        f"max |error|: {_pct(float(rel.max()))}"
     )
     return float(big.median()) if len(big) else float(rel.median())
+
+
+def check_records(t: BenchmarkTable, source: str, errors: object, half: str) -> list[dict[str, object]]:
+    """The error per size of one checked table as data (`--format csv|json`): the table's
+    label, collective, GPUs, nodes, the half scored and the fit used, then per size the
+    measured and predicted times (s) and the relative error (model/measured - 1)."""
+    head = {
+        "table": t.label,
+        "collective": t.collective,
+        "n_gpus": t.n_gpus,
+        "n_nodes": t.n_nodes,
+        "half": half,
+        "source": source,
+    }
+    return [
+        {
+            **head,
+            "size_bytes": int(r["size_bytes"]),
+            "measured_time_s": float(r["measured_time_s"]),
+            "model_time_s": float(r["model_time_s"]),
+            "rel_error": float(r["rel_error"]),
+        }
+        for _, r in errors.iterrows()  # type: ignore[attr-defined]
+    ]
 
 
 #: The collectives `--collective` accepts, for its help text (the help must not import the

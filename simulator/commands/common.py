@@ -95,8 +95,15 @@ def table_records(table: Table) -> list[dict[str, str]]:
 
 
 def _json_value(v: Any) -> Any:
-    """A value as strict JSON has it: NaN and infinities (no such number in JSON) are null."""
-    return None if isinstance(v, float) and not math.isfinite(v) else v
+    """A value as strict JSON has it: NaN and infinities (no such number in JSON) are null,
+    inside lists and objects too."""
+    if isinstance(v, float):
+        return v if math.isfinite(v) else None
+    if isinstance(v, dict):
+        return {k: _json_value(x) for k, x in v.items()}
+    if isinstance(v, list | tuple):
+        return [_json_value(x) for x in v]
+    return v
 
 
 def frame_records(df: pd.DataFrame, columns: Sequence[str] | None = None) -> list[dict[str, Any]]:
@@ -108,23 +115,23 @@ def frame_records(df: pd.DataFrame, columns: Sequence[str] | None = None) -> lis
     ]
 
 
-def print_table(table: Table, data: Sequence[dict[str, Any]] | None = None) -> None:
-    """Print a table on standard output in the chosen `--format`.
+def output_format() -> str:
+    """How tables are printed now: one of `FORMATS` (the root `--format` option)."""
+    return _output["format"]
 
-    `table`: rich; `csv`: a header line and one line per row; `json`: one object with the
-    table's title and its rows as records. `data`: the rows as records to print instead of
-    the table's cells with `csv` and `json` (numbers as numbers, not as shown).
-    """
-    fmt = _output["format"]
-    if fmt == "table":
-        console.print(table)
-        return
+
+def _json_table(table: Table, data: Sequence[dict[str, Any]] | None) -> dict[str, Any]:
     records = table_records(table) if data is None else [dict(r) for r in data]
-    if fmt == "json":
-        title = _plain(table.title) if table.title is not None else ""
-        rows = [{k: _json_value(v) for k, v in r.items()} for r in records]
-        sys.stdout.write(json.dumps({"title": title, "rows": rows}, indent=1, allow_nan=False) + "\n")
-        return
+    title = _plain(table.title) if table.title is not None else ""
+    return {"title": title, "rows": [{k: _json_value(v) for k, v in r.items()} for r in records]}
+
+
+def _write_json(document: dict[str, Any]) -> None:
+    sys.stdout.write(json.dumps(document, indent=1, allow_nan=False) + "\n")
+
+
+def _write_csv(table: Table, data: Sequence[dict[str, Any]] | None) -> None:
+    records = table_records(table) if data is None else [dict(r) for r in data]
     buf = io.StringIO()
     fields = list(records[0]) if data is not None and records else [_plain(c.header) for c in table.columns]
     writer = csv.DictWriter(buf, fieldnames=fields, lineterminator="\n")
@@ -133,11 +140,55 @@ def print_table(table: Table, data: Sequence[dict[str, Any]] | None = None) -> N
     sys.stdout.write(buf.getvalue())
 
 
-def say(text: str) -> None:
-    """A line for the reader (where results went, what runs): standard output with rich
-    tables, standard error with `--format csv|json` so that standard output stays data."""
+def print_table(table: Table, data: Sequence[dict[str, Any]] | None = None) -> None:
+    """Print a table on standard output in the chosen `--format`.
+
+    `table`: rich; `csv`: a header line and one line per row; `json`: one object with the
+    table's title and its rows as records, `{"title": ..., "rows": [{...}, ...]}`. `data`: the
+    rows as records to print instead of the table's cells with `csv` and `json` (numbers as
+    numbers, not as shown). A command prints at most one table (or one `print_tables`), so
+    that standard output parses as one CSV table or one JSON document.
+    """
+    fmt = _output["format"]
+    if fmt == "table":
+        console.print(table)
+    elif fmt == "json":
+        _write_json(_json_table(table, data))
+    else:
+        _write_csv(table, data)
+
+
+def print_tables(
+    title: str, tables: Sequence[tuple[Table, Sequence[dict[str, Any]] | None]], primary: int = 0
+) -> None:
+    """Print several tables of one command as ONE document in the chosen `--format`.
+
+    `tables`: (rich table, its records or None) pairs, as `print_table` takes them.
+    `table`: each rich table on standard output, in order (as many `print_table` calls);
+    `json`: one object, `{"title": title, "tables": [{"title": ..., "rows": [...]}, ...]}`,
+    each table as `print_table` prints it alone; `csv`: the `tables[primary]` only (one CSV
+    table on standard output), the others as rich tables on standard error (notes).
+    """
+    fmt = _output["format"]
+    if fmt == "table":
+        for table, _ in tables:
+            console.print(table)
+    elif fmt == "json":
+        _write_json({"title": title, "tables": [_json_table(t, d) for t, d in tables]})
+    else:
+        for i, (table, data) in enumerate(tables):
+            if i == primary:
+                _write_csv(table, data)
+            else:
+                err_console.print(table)
+
+
+def say(text: str, style: str | None = None) -> None:
+    """A line for the reader (where results went, what runs, notes around a table): standard
+    output with rich tables, standard error with `--format csv|json` so that standard output
+    stays data. `style`: a rich style for the whole line (`"dim"`)."""
     target = console if _output["format"] == "table" else err_console
-    target.print(text, markup=False, soft_wrap=True)
+    target.print(text, markup=False, soft_wrap=True, style=style)
 
 
 def first_per_file(err: ClustersimError, source: Path | None = None) -> list[str]:

@@ -114,6 +114,7 @@ def compare(
         Interrupted,
         folder_lock,
         foreign_folder_problem,
+        foreign_study_problem,
         interrupted_in,
         stop_signals_raise,
     )
@@ -129,6 +130,9 @@ def compare(
         cmp = cmpmod.load_comparison(file)
         out = output or Path("results") / cmp.name
         with stop_signals_raise(), folder_lock(out):
+            problem = foreign_study_problem(out, "compare")  # before the manifest is written
+            if problem is not None:
+                raise InputError(problem)
             done = _open_manifest(out, cmpmod.compare_fingerprint(cmp, steps), resume)
             tasks = cmpmod.variant_tasks(cmp, steps, skip=done)
             for task in tasks:  # each variant's run folder is replaced whole when it is done

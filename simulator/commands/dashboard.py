@@ -18,6 +18,7 @@ import typer
 
 from simulator.commands.common import console, fail
 from simulator.errors import ClustersimError, InputError
+from simulator.io import check_output_file
 
 
 def _size(n: int) -> str:
@@ -55,6 +56,8 @@ def dashboard(
             raise InputError(
                 "-o/--output takes one results folder; without it each folder is rebuilt in place"
             )
+        if output is not None:
+            check_output_file(output, results)
         for folder in results:
             t = time.perf_counter()
             rebuilt = rebuild_dashboard(folder, samples or ())
@@ -90,8 +93,8 @@ def trace(
             raise InputError(
                 "no ops frame (ops.parquet / ops.csv): not a step-level run folder", file=results
             )
+        path = check_output_file(output or results / "trace.json")
         frames, _ = read_run_folder(results)
-        path = output or results / "trace.json"
         counts = write_chrome_trace(frames, path, steps=step or None, top_links=links)
     except ClustersimError as err:
         fail(err)

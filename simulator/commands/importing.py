@@ -16,6 +16,7 @@ import typer
 
 from simulator.commands.common import console, err_console, fail, progress_bar
 from simulator.errors import ClustersimError, InputError
+from simulator.io import check_output_file, check_writable_folder
 
 import_app = typer.Typer(help="Turn traces of other tools into clustersim step traces.", no_args_is_help=True)
 export_app = typer.Typer(help="Write a scenario's step in the formats of other tools.", no_args_is_help=True)
@@ -44,6 +45,7 @@ def import_chakra_command(
     try:
         if unknown not in ("reject", "compute"):
             raise InputError(f"--unknown must be reject or compute, not {unknown!r}")
+        check_output_file(output, [folder])
         n = _count_rank_files(folder)
         with progress_bar("reading ranks", n, unit="ranks") as on_done:
             result = import_chakra(
@@ -80,6 +82,7 @@ def import_kineto_command(
     from simulator.workload.interchange.tracebuild import program_from_dict, write_trace_yaml
 
     try:
+        check_output_file(output, files)
         with progress_bar("reading ranks", len(files), unit="files"):
             result = import_kineto(list(files), step, dp_replicas, host_launches)
         data = result.data
@@ -111,6 +114,7 @@ def export_chakra_command(
     from simulator.workload.interchange.chakra_write import export_chakra
 
     try:
+        check_writable_folder(output)
         prep = prepare(scenario)
         cost = ComputeCost(prep.topology.gpu, prep.compute_calibration)
         paths = export_chakra(prep.program, output, prefix, duration_of=cost.roofline_s)
@@ -131,6 +135,7 @@ def export_chrome_command(
     from simulator.viz.chrome_trace import flow_edges, write_chrome_trace
 
     try:
+        check_output_file(output, [scenario])
         prep = prepare(scenario)
         result = execute(prep)
         counts = write_chrome_trace(result.frames, output, top_links=links, edges=flow_edges(prep.program))

@@ -174,7 +174,9 @@ def _check_file(path: Path) -> str:
 
         study = load_study(path)
         if study.spec.step.from_scenario is not None:
-            prepare(study.base_dir / study.spec.step.from_scenario)  # what sweep loads first
+            from simulator.scenario.oracle import check_step_scenario
+
+            check_step_scenario(study.base_dir / study.spec.step.from_scenario)  # what sweep checks first
         return f"study, {len(study.variants)} variants"
     prep = prepare(path)
     check_output_folder(default_output(prep), prep)
@@ -246,15 +248,31 @@ def run(
 def validate(
     files: Annotated[list[Path], typer.Argument(help="Scenario, compare or study files to check.")],
 ) -> None:
-    """Check scenario, compare and study files and everything they reference, without simulating."""
+    """Check scenario, compare and study files and everything they reference, without simulating.
+
+    With --format csv|json, stdout holds one table: a record per file (file, ok, description
+    when ok, error when not: the error lines of the file, joined by "; "); the error lines
+    still go to stderr and the exit code is the same.
+    """
+    from simulator.commands.common import output_format
+
     lines: list[str] = []  # one line per file with a problem (its first)
+    records: list[dict[str, Any]] = []  # --format csv|json: one per file
     code = 0
     for f in files:
         try:
-            console.print(f"{f}: ok ({_check_file(f)})", soft_wrap=True)
+            description = _check_file(f)
+            records.append({"file": str(f), "ok": True, "description": description, "error": ""})
+            if output_format() == "table":
+                console.print(f"{f}: ok ({description})", soft_wrap=True)
         except ClustersimError as err:
-            lines.extend(first_per_file(err, f))
+            found = first_per_file(err, f)
+            lines.extend(found)
+            error = "; ".join(one_line(line) for line in found)
+            records.append({"file": str(f), "ok": False, "description": "", "error": error})
             code = max(code, err.exit_code)
+    if output_format() != "table":
+        print_table(Table(*records[0], title="validate"), records)
     if lines:
         for line in lines:
             err_console.print(f"error: {one_line(line)}", markup=False, soft_wrap=True)

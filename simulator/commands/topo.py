@@ -11,9 +11,9 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from simulator.commands.common import fail, print_table, say
+from simulator.commands.common import fail, frame_records, print_tables, say
 from simulator.errors import ClustersimError
-from simulator.io import write_atomic
+from simulator.io import check_output_file, check_writable_folder, write_atomic
 
 
 def _si(value: float, unit: str) -> str:
@@ -25,25 +25,53 @@ def _si(value: float, unit: str) -> str:
     return f"{value:.3g} {unit}"
 
 
-def _facts_table(facts: dict[str, Any]) -> Table:
-    t = Table(title=f"Topology facts: {facts['name']}", show_header=True)
-    t.add_column("fact")
-    t.add_column("value", justify="right")
+def _fact_rows(facts: dict[str, Any]) -> list[dict[str, Any]]:
+    """The facts as printed (`fact`, `value`) and as data (`key` in `topology_facts`,
+    `si_value`: its number or text, counts by kind as an object; `unit`), in print order."""
+    rows: list[dict[str, Any]] = []
+
+    def add(fact: str, shown: str, key: str, value: Any, unit: str) -> None:
+        rows.append({"fact": fact, "value": shown, "key": key, "si_value": value, "unit": unit})
+
     for key in ("gpus", "servers", "nics", "storage", "switches", "scale_out_switches"):
-        t.add_row(key, str(facts[key]))
+        add(key, str(facts[key]), key, facts[key], "count")
     for key in ("switches_by_tier", "switches_by_role", "links_by_medium"):
-        t.add_row(key, ", ".join(f"{k}: {v}" for k, v in facts[key].items()) or "-")
-    t.add_row("bisection", _si(facts["bisection_bytes_per_s"], "B/s"))
-    t.add_row("bisection per GPU", _si(facts["bisection_per_gpu_bytes_per_s"], "B/s"))
-    t.add_row("bisection method", facts["bisection_method"])
-    t.add_row("diameter (switch hops)", str(facts["diameter_switch_hops"]))
-    t.add_row("diameter (links)", str(facts["diameter_links"]))
-    t.add_row("diameter method", facts["diameter_method"])
+        by = {str(k): v for k, v in facts[key].items()}
+        add(key, ", ".join(f"{k}: {v}" for k, v in facts[key].items()) or "-", key, by, "count")
+    for fact, key in (
+        ("bisection", "bisection_bytes_per_s"),
+        ("bisection per GPU", "bisection_per_gpu_bytes_per_s"),
+    ):
+        add(fact, _si(facts[key], "B/s"), key, facts[key], "B/s")
+    add("bisection method", facts["bisection_method"], "bisection_method", facts["bisection_method"], "")
+    for fact, key, unit in (
+        ("diameter (switch hops)", "diameter_switch_hops", "hops"),
+        ("diameter (links)", "diameter_links", "links"),
+    ):
+        add(fact, str(facts[key]), key, facts[key], unit)
+    add("diameter method", facts["diameter_method"], "diameter_method", facts["diameter_method"], "")
+    over_by = {str(k): v for k, v in facts["oversubscription_by_tier"].items() if v is not None}
     over = ", ".join(
         f"tier {k}: {v:.2f}:1" for k, v in facts["oversubscription_by_tier"].items() if v is not None
     )
-    t.add_row("oversubscription", over or "-")
+    add("oversubscription", over or "-", "oversubscription_by_tier", over_by, "ratio")
+    return rows
+
+
+def _facts_table(name: str, rows: list[dict[str, Any]]) -> Table:
+    """The facts as printed: one row per `_fact_rows` record (fact, value as shown)."""
+    t = Table(title=f"Topology facts: {name}", show_header=True)
+    t.add_column("fact")
+    t.add_column("value", justify="right")
+    for r in rows:
+        t.add_row(r["fact"], r["value"])
     return t
+
+
+def _cost_records(items: Any) -> list[dict[str, Any]]:
+    """The cost line items as data (`--format csv|json`): one record per item, the numbers
+    of `estimate_cost` (prices in the price table's currency, watts), without the totals."""
+    return frame_records(items)
 
 
 def _cost_table(items: Any, summary: dict[str, float], currency: str, prices_file: str) -> Table:
@@ -109,14 +137,23 @@ def topo(
     ] = None,
 ) -> None:
     """Print a topology's facts and its capex by part (GPUs, servers, storage, network), and
-    write an offline HTML drawing."""
+    write an offline HTML drawing.
+
+    With --format json, one object: {"title", "tables": [facts, cost line items]} (facts:
+    fact, value, key, si_value, unit; items: category, item, quantity, unit_usd, capex_usd,
+    unit_power_w, power_w, prices in the price table's currency). With --format csv, the cost
+    line items only (the facts table goes to stderr); totals are their sums.
+    """
     # heavy imports here keep `clustersim --help` fast
     from simulator.network.cost import cost_summary, estimate_cost, load_prices
     from simulator.network.facts import topology_facts
     from simulator.network.topology import load_topology
     from simulator.viz.topology import topology_figure
 
+    target = out / f"{file.stem}.html"
     try:
+        check_writable_folder(out)
+        check_output_file(target, [file])
         g = load_topology(file).graph
         price_spec = load_prices(prices)
         items = estimate_cost(g, price_spec, scope="cluster")
@@ -124,11 +161,18 @@ def topo(
         fail(err)
     facts = topology_facts(g)
     summary = cost_summary(items, facts["gpus"])
-    print_table(_facts_table(facts))
-    print_table(_cost_table(items, summary, price_spec.currency, str(prices or "topologies/prices.yaml")))
+    fact_rows = _fact_rows(facts)
+    cost = _cost_table(items, summary, price_spec.currency, str(prices or "topologies/prices.yaml"))
+    print_tables(
+        f"topology {facts['name']}",
+        [(_facts_table(facts["name"], fact_rows), fact_rows), (cost, _cost_records(items))],
+        1,
+    )
     html = topology_figure(g).to_html(include_plotlyjs=True, full_html=True)
-    target = out / f"{file.stem}.html"
-    write_atomic(target, html)
+    try:
+        write_atomic(target, html)
+    except ClustersimError as err:
+        fail(err)
     say(f"drawing: {target}")
 
 

@@ -38,6 +38,16 @@ from simulator.workload.program import HOST_STREAM
 #: column of each component in `power_timeline` and `step_energy` (watts / joules)
 COMPONENTS = ("gpu", "host", "network", "storage")
 
+#: the columns of `power_timeline`, in order
+TIMELINE_COLUMNS = (
+    "step",
+    "start_s",
+    "end_s",
+    *(f"{c}_w" for c in COMPONENTS),
+    "it_w",
+    "facility_w",
+)
+
 
 @dataclass(frozen=True, slots=True)
 class PowerInputs:
@@ -296,7 +306,9 @@ def power_timeline(ops: pd.DataFrame, steps: pd.DataFrame, p: PowerInputs, price
 
     Returns:
         One row per segment: step, start_s, end_s, gpu_w, host_w, network_w, storage_w,
-        it_w (their sum) and facility_w (it_w x PUE).
+        it_w (their sum) and facility_w (it_w x PUE). A step of zero length (all its ops
+        take no time) has no segment, so it draws no energy; the columns are there even
+        when no step has a segment.
     """
     const = _constant_w(p, prices)
     weight = steps.groupby("rank")["weight"].first()
@@ -315,10 +327,11 @@ def power_timeline(ops: pd.DataFrame, steps: pd.DataFrame, p: PowerInputs, price
         df["network_w"] = const["network_static"] + const["network_dynamic"] * np.minimum(comm_share, 1.0)
         df["storage_w"] = const["storage"]
         parts.append(df)
-    out = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
-    if not out.empty:
-        out["it_w"] = out[[f"{c}_w" for c in COMPONENTS]].sum(axis=1)
-        out["facility_w"] = out["it_w"] * prices.facility.pue.value
+    if not parts:  # no step (an empty `ops` frame)
+        return pd.DataFrame({c: np.zeros(0, dtype=int if c == "step" else float) for c in TIMELINE_COLUMNS})
+    out = pd.concat(parts, ignore_index=True)
+    out["it_w"] = out[[f"{c}_w" for c in COMPONENTS]].sum(axis=1)
+    out["facility_w"] = out["it_w"] * prices.facility.pue.value
     return out
 
 

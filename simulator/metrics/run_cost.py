@@ -82,7 +82,8 @@ def run_cost(
         mean_facility_power_w, peak_facility_power_w, usd_per_step, and when the workload
         states its tokens: energy_per_token_j, usd_per_mtoken, capex_usd_per_mtoken,
         energy_usd_per_mtoken, network_usd_per_mtoken; plus the assumptions used
-        (amortization_years, electricity_usd_per_kwh, pue).
+        (amortization_years, electricity_usd_per_kwh, pue). Steps of zero length: no
+        time passes, so energies, usd_per_step and facility powers (no segment) are 0.
 
     Raises:
         InputError: a part of the cluster has no price in the table.
@@ -107,7 +108,7 @@ def run_cost(
     out["energy_per_step_j"] = run_j / len(energy)
     out["energy_run_j"] = run_j
     out["mean_facility_power_w"] = run_j / run_s if run_s else 0.0
-    out["peak_facility_power_w"] = float(timeline["facility_w"].max())
+    out["peak_facility_power_w"] = float(timeline["facility_w"].max()) if len(timeline) else 0.0
     out["timeline_energy_j"] = integrate(timeline)
     # IT power while stepping and while every job GPU idles (run-level power swings)
     pw = prices.power

@@ -16,7 +16,8 @@ Glossary:
     tokens_per_s: tokens per step / step time, when the workload states tokens per step.
     pipeline_bubble_measured: idle_s / step_time_s (time a rank neither computes nor
         communicates, e.g. waiting for a pipeline neighbour), weighted mean over ranks and
-        steps; compare with the schedule's analytic `pipeline_bubble_fraction`.
+        steps (a step of zero length counts as 0); compare with the schedule's analytic
+        `pipeline_bubble_fraction`.
 """
 
 from __future__ import annotations
@@ -119,7 +120,9 @@ def summarize(frames: dict[str, pd.DataFrame], meta: dict[str, Any]) -> dict[str
         out["mfu"] = float(mflops) / (st * n_gpus * peak)
         out["tflops_per_gpu"] = float(mflops) / (st * n_gpus) / 1e12
     if "pipeline_bubble_fraction" in meta and not steps.empty:
-        share = (steps["idle_s"] / steps["step_time_s"]).to_numpy()
+        idle, step_time = steps["idle_s"].to_numpy(dtype=float), steps["step_time_s"].to_numpy(dtype=float)
+        # a step of zero length has no idle time: no bubble (not 0 / 0)
+        share = np.divide(idle, step_time, out=np.zeros_like(idle), where=step_time > 0)
         out["pipeline_bubble_measured"] = float(np.average(share, weights=steps["weight"].to_numpy()))
     tokens = meta.get("tokens_per_step")
     if st and tokens:

@@ -439,4 +439,23 @@ def _worker_oracle(path: str) -> SimulatedOracle:
 
 def oracle_from_scenario(path: str | Path) -> SimulatedOracle:
     """The factory the run-level studies use for `step: {from_scenario: FILE}`."""
-    return SimulatedOracle(prepare(path))
+    return SimulatedOracle(check_step_scenario(path))
+
+
+def check_step_scenario(path: str | Path) -> Any:
+    """Prepare the step scenario of a study and check that every question a study asks of it
+    (`SimulatedOracle.warm`) can be answered; the prepared run.
+
+    Raises:
+        InputError: the scenario is bad, or a checkpoint loaded from storage has no storage
+            to come from (no storage nodes and no `reliability.storage_gbyte_per_s`).
+    """
+    prep = prepare(path)
+    if not prep.cluster.storage and prep.scenario.spec.reliability.storage_gbyte_per_s is None:
+        raise InputError(
+            "the topology has no storage nodes: set reliability.storage_gbyte_per_s "
+            "(aggregate storage bandwidth) or add storage to the topology",
+            file=prep.scenario.path,
+            field="reliability.storage_gbyte_per_s",
+        )
+    return prep

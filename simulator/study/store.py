@@ -16,9 +16,9 @@ of the study (its validated spec and seed count): resuming a different study is 
 The consolidated tables are rebuilt from the dataset in task order, so a resumed study
 gives the same tables as one run straight through.
 
-Simplified: the manifest is rewritten whole after each task (a study has at most a few
-thousand tasks); the dataset is read back with pandas, and queried with DuckDB by
-`clustersim query`.
+Simplified: the manifest is rewritten whole after each task (a study has at most
+`sweep.MAX_STUDY_RUNS` = 10,000 tasks); the dataset is read back with pandas, and queried
+with DuckDB by `clustersim query`.
 """
 
 from __future__ import annotations
@@ -36,10 +36,10 @@ import pandas as pd
 
 from simulator import __version__
 from simulator.errors import InputError
-from simulator.io import folder_lock, write_atomic
+from simulator.io import folder_lock, foreign_study_problem, write_atomic
 from simulator.metrics.store import MANIFEST, STORE_FRAMES, read_dataset, read_manifest, write_frame
 from simulator.study.executor import for_each_task
-from simulator.study.sweep import Executor, Study, store_task, study_oracles
+from simulator.study.sweep import Executor, Study, runs_problem, store_task, study_oracles
 
 #: The files a sweep writes at the top of its folder (removed when a study starts afresh).
 STUDY_FILES = (
@@ -107,6 +107,9 @@ class StudyStore:
                 if all((self.folder / f).is_file() for f in t["files"].values())
             }
             return set(self.tasks)
+        problem = foreign_study_problem(self.folder, "study")  # before anything is removed
+        if problem is not None:
+            raise InputError(problem)
         self.folder.mkdir(parents=True, exist_ok=True)
         shutil.rmtree(self.folder / "dataset", ignore_errors=True)
         for name in STUDY_FILES:
@@ -144,7 +147,14 @@ class StudyStore:
 
 @contextmanager
 def open_store(folder: Path, study: Study, seeds: int, resume: bool) -> Iterator[tuple[StudyStore, set[str]]]:
-    """Lock a study folder and open its store: (store, keys already done)."""
+    """Lock a study folder and open its store: (store, keys already done).
+
+    Raises:
+        InputError: more runs than a study holds (`seeds` from the command line), before
+            the folder is touched.
+    """
+    if problem := runs_problem(len(study.variants), seeds):
+        raise InputError(problem, field="seeds")
     with folder_lock(folder):
         store = StudyStore(folder, fingerprint(study, seeds), [a.column for a in study.spec.axes])
         yield store, store.open(resume)

@@ -23,6 +23,7 @@ from __future__ import annotations
 import itertools
 import json
 import logging
+import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -49,6 +50,26 @@ from simulator.study.merge import UnsettablePath, parse_path, with_settings
 from simulator.units import to_si
 
 log = logging.getLogger(__name__)
+
+#: Most runs (variants × seeds) one study may hold: 10,000, some 100 times the shipped
+#: studies (80 and 112). A run is a whole Monte Carlo simulation of the job (the 54-day,
+#: 16,384-GPU Llama 3 405B run takes about 10 s) with its own result file, and the store's
+#: manifest is rewritten after every run (`simulator.study.store`; at 10,000 runs 1.4 MB,
+#: 65 ms a time), so the limit is hours of simulation and minutes of bookkeeping, and a
+#: typo such as `seeds: 100000000` is refused before the task list is built.
+MAX_STUDY_RUNS = 10_000
+
+
+def runs_problem(variants: int, seeds: int) -> str | None:
+    """Why `variants` × `seeds` runs are too many for one study, or None."""
+    runs = variants * seeds
+    if runs <= MAX_STUDY_RUNS:
+        return None
+    return (
+        f"{variants:,} variant(s) × {seeds:,} seed(s) = {runs:,} runs; a study runs at most "
+        f"{MAX_STUDY_RUNS:,} (each a whole Monte Carlo simulation of the job, up to some 10 s, "
+        "with its own result file)"
+    )
 
 
 class StepCostsSpec(Spec):
@@ -124,7 +145,9 @@ class StudySpec(Spec):
         description="Wall time of each run, s (YAML: duration_days, duration_h); at most 10 years.",
     )
     mtbf_scale: float = Field(1.0, gt=0, description="Multiplies every MTBF.")
-    seeds: int = Field(8, ge=1, description="Seeds per variant (Monte Carlo runs).")
+    seeds: int = Field(
+        8, ge=1, description="Seeds per variant (Monte Carlo runs); variants × seeds at most 10,000."
+    )
     seed: int = Field(0, ge=0, description="First seed; runs use seed, seed+1, ...")
     axes: list[AxisSpec] = Field(default_factory=list, max_length=2, description="Swept parameters (0-2).")
 
@@ -328,8 +351,8 @@ def study_from_document(doc: Document) -> Study:
 
 
 def check_study(spec: StudySpec, doc: Document) -> None:
-    """What the schema cannot see: two axes with one column name, a `from_scenario` file
-    that does not exist.
+    """What the schema cannot see: two axes with one column name, more runs (variants ×
+    seeds) than `MAX_STUDY_RUNS`, a `from_scenario` file that does not exist.
 
     Raises:
         InputError: with the line of the offending key.
@@ -344,6 +367,11 @@ def check_study(spec: StudySpec, doc: Document) -> None:
                 ("axes", i, key),
             )
         seen[axis.column] = i
+    sizes = [len(axis.values) for axis in spec.axes]
+    if problem := runs_problem(math.prod(sizes), spec.seeds):
+        if spec.seeds >= math.prod(sizes):
+            raise doc.error(problem, ("seeds",))
+        raise doc.error(problem, ("axes", max(range(len(sizes)), key=sizes.__getitem__), "values"))
     if spec.step.from_scenario is not None:
         target = doc.path.parent / spec.step.from_scenario
         if not target.is_file():
@@ -504,6 +532,8 @@ def run_study(
 ) -> pd.DataFrame:
     """Every variant × seed; a tidy frame (one row per run: variant, axis columns, seed, metrics)."""
     n = seeds or study.spec.seeds
+    if problem := runs_problem(len(study.variants), n):
+        raise InputError(problem, field="seeds")
     oracles = study_oracles(study, executor=executor, max_workers=max_workers)
     tasks = [
         (v.index, v.labels, v.spec, v.spec.seed + k, oracles[v.index])

@@ -38,16 +38,26 @@ def _integral_at(s: np.ndarray, e: np.ndarray, u: np.ndarray, x: np.ndarray) -> 
     return ramp(s) - ramp(e)
 
 
+def _bin_edges(t0: float, t1: float, bins: int) -> np.ndarray:
+    """`bins` equal time bins over [t0, t1], as their strictly increasing edges: edges that
+    fall on the same float are kept once, so a span too short for the floats around t0 to
+    resolve (traffic of a tiny collective, a few ulps long) has fewer bins, and a span of
+    zero (all traffic in intervals of zero length) has none (a single edge)."""
+    return np.unique(np.linspace(t0, t1, bins + 1))
+
+
 def link_series(
     links: pd.DataFrame, link: str, max_points: int = 2000
 ) -> tuple[np.ndarray, np.ndarray, bool]:
     """Piecewise-constant utilization of one link (x: breakpoints in s, y: utilization
-    from each breakpoint on); binned into `max_points` time-weighted means when longer."""
+    from each breakpoint on); binned into `max_points` time-weighted means when longer
+    (fewer when the frame's span is too short to hold them; none, a single breakpoint at
+    utilization 0, when it is zero: a mean over no time)."""
     df = links[links["link"] == link].sort_values("started_at_s", kind="stable")
     s, e, u = (df[c].to_numpy(dtype=float) for c in ("started_at_s", "finished_at_s", "utilization"))
     if len(s) > max_points:
         t0, t1 = float(links["started_at_s"].min()), float(links["finished_at_s"].max())
-        edges = np.linspace(t0, t1, max_points + 1)
+        edges = _bin_edges(t0, t1, max_points)
         f = _integral_at(s, e, u, edges)
         return edges, np.append(np.diff(f) / np.diff(edges), 0.0), True
     xs, ys = [], []
@@ -106,12 +116,16 @@ def link_utilization_figure(links: pd.DataFrame, top: int = 8, max_points: int =
 def link_heatmap_frame(links: pd.DataFrame, bins: int = 60) -> pd.DataFrame:
     """Mean utilization of loaded links per medium/tier and time bin (tidy: group,
     bin_start_s, bin_end_s, utilization, links). The mean is over the links of the group that
-    carry traffic at some time in the run, time-weighted within the bin."""
+    carry traffic at some time in the run, time-weighted within the bin. Bins are of
+    positive length (`_bin_edges`): fewer than `bins` when the traffic's span is too short
+    for them, and no row at all when it is zero (a time-weighted mean over no time)."""
     cols = ["group", "bin_start_s", "bin_end_s", "utilization", "links"]
     if links.empty:
         return pd.DataFrame(columns=cols)
     t0, t1 = float(links["started_at_s"].min()), float(links["finished_at_s"].max())
-    edges = np.linspace(t0, t1, bins + 1)
+    edges = _bin_edges(t0, t1, bins)
+    if len(edges) < 2:
+        return pd.DataFrame(columns=cols)
     grp = links["medium"].astype(str) + " tier " + links["tier"].astype(str)
     out = []
     for group in sorted(grp.unique(), key=natural_key):
@@ -119,8 +133,7 @@ def link_heatmap_frame(links: pd.DataFrame, bins: int = 60) -> pd.DataFrame:
         n_links = df["link"].nunique()
         s, e, u = (df[c].to_numpy(dtype=float) for c in ("started_at_s", "finished_at_s", "utilization"))
         f = _integral_at(s, e, u, edges)
-        width = np.diff(edges)
-        util = np.where(width > 0, np.diff(f) / np.where(width > 0, width, 1) / n_links, 0.0)
+        util = np.diff(f) / np.diff(edges) / n_links
         out.append(
             pd.DataFrame(
                 {
@@ -136,10 +149,12 @@ def link_heatmap_frame(links: pd.DataFrame, bins: int = 60) -> pd.DataFrame:
 
 
 def link_heatmap_figure(links: pd.DataFrame, bins: int = 60) -> go.Figure:
-    """Heatmap: mean utilization of loaded links by medium and tier, in time bins."""
+    """Heatmap: mean utilization of loaded links by medium and tier, in time bins (an
+    empty figure saying why when there is no traffic, or it all takes no time)."""
     hm = link_heatmap_frame(links, bins)
     if hm.empty:
-        return go.Figure(layout={"title": "Link utilization by tier (no traffic)"})
+        why = "no traffic" if links.empty else "all traffic takes no time"
+        return go.Figure(layout={"title": f"Link utilization by tier ({why})"})
     piv = hm.pivot(index="group", columns="bin_start_s", values="utilization")
     piv = piv.loc[sorted(piv.index, key=natural_key)]
     n_links = hm.groupby("group")["links"].first()
@@ -156,7 +171,10 @@ def link_heatmap_figure(links: pd.DataFrame, bins: int = 60) -> go.Figure:
             hovertemplate="%{y}<br>from %{x:.3f} ms<br>%{z:.1f}%<extra></extra>",
         )
     )
-    note = f"{bins} time bins; mean over the links of each tier that carry traffic"
+    n_bins = len(piv.columns)  # fewer than `bins` when the span is too short for them
+    note = (
+        f"{n_bins} time bin{'s' if n_bins > 1 else ''}; mean over the links of each tier that carry traffic"
+    )
     fig.update_layout(
         title=f"Link utilization by medium and tier<br><sub>{note}</sub>",
         xaxis_title="time (ms)",

@@ -47,12 +47,48 @@ from typing import Any, ClassVar, Literal
 from pydantic import Field, model_validator
 
 from simulator.config.base import Spec
+from simulator.errors import FieldError
 from simulator.units import to_si
 
 MB = 1024 * 1024
 #: Default share of an overlapped GEMM's time lost to contention, by `tp_comm_overlap`
 #: (T3 paper: 21% for concurrent kernels, Fig. 6; 1.35/1.30 - 1 for T3-MCA, §6.1).
 TP_CONTENTION_DEFAULTS = {"none": 0.0, "megatron": 0.21, "t3": 1.35 / 1.30 - 1}
+#: Most sequences one optimizer step may take (`global_batch_size`): 16,777,216 (2**24),
+#: 1,000 times the largest published batches (Llama 3 405B: 2,048 sequences of 8,192 tokens;
+#: DeepSeek-V3: 15,360). The batch itself is a number in the cost formulas; what the step
+#: program builds is its micro-batches, bounded next.
+MAX_GLOBAL_BATCH = 2**24
+#: Most micro-batches per pipeline per step (gradient-accumulation steps: global_batch_size
+#: / (micro_batch_size·dp)): 4,096, 34 times the most a shipped workload takes (120). The
+#: step program holds every micro-batch's forward and backward of every layer: measured some
+#: 300 KB and 3 ms a micro-batch for Llama 3 8B at TP2 (32 layers; 8,192 micro-batches:
+#: 6.5M ops, 2.5 GB, 25 s) and 1.8 MB and 15 ms for Llama 3 405B at TP8/PP16 (126 layers),
+#: so the limit is a few GB and about a minute of building at most.
+MAX_MICRO_BATCHES = 4096
+
+
+def check_batch(global_batch: int, micro_batch: int, dp: int) -> None:
+    """Refuse a batch past `MAX_GLOBAL_BATCH` sequences or `MAX_MICRO_BATCHES` micro-batches.
+
+    Raises:
+        FieldError: on `global_batch_size`, naming the count and the limit.
+    """
+    if global_batch > MAX_GLOBAL_BATCH:
+        raise FieldError(
+            f"{global_batch:,} sequences per step; at most {MAX_GLOBAL_BATCH:,} (2**24, 1,000 times "
+            "the largest published batches)",
+            field="global_batch_size",
+        )
+    micro_batches = global_batch // (micro_batch * dp)
+    if micro_batches > MAX_MICRO_BATCHES:
+        raise FieldError(
+            f"global_batch_size / (micro_batch_size·dp) = {global_batch:,} / ({micro_batch}·{dp}) = "
+            f"{micro_batches:,} micro-batches per pipeline; at most {MAX_MICRO_BATCHES:,} (the step "
+            "program holds each micro-batch's forward and backward of every layer, some 0.3-2 MB "
+            "and 3-15 ms a micro-batch)",
+            field="global_batch_size",
+        )
 
 
 class FrameworkSettings(Spec):

@@ -42,7 +42,7 @@ from typing import Literal
 from pydantic import Field, field_validator, model_validator
 
 from simulator.errors import InputError
-from simulator.workload.framework import FrameworkSettings
+from simulator.workload.framework import FrameworkSettings, check_batch
 from simulator.workload.model import ModelSpec
 
 log = logging.getLogger(__name__)
@@ -90,7 +90,11 @@ class LayoutSpec(FrameworkSettings):
     ep: int = Field(1, ge=1, description="Expert-parallel degree; must divide dp.")
     cp: int = Field(1, ge=1, description="Context-parallel degree (ring attention over sequence).")
     micro_batch_size: int = Field(1, ge=1, description="Sequences per micro-batch per rank.")
-    global_batch_size: int = Field(ge=1, description="Sequences per optimizer step over the whole job.")
+    global_batch_size: int = Field(
+        ge=1,
+        description="Sequences per optimizer step over the whole job: at most 16,777,216, and at "
+        "most 4,096 micro-batches per pipeline (global_batch_size / (micro_batch_size·dp); framework.py).",
+    )
     attention: Literal["auto", "unfused", "flash2", "flash3"] = Field(
         "auto",
         description="Attention kernels: unfused (s×s scores in HBM, Megatron-LM 2021), flash2 or "
@@ -112,6 +116,7 @@ class LayoutSpec(FrameworkSettings):
 
     @model_validator(mode="after")
     def _check_schedule(self) -> LayoutSpec:
+        check_batch(self.global_batch_size, self.micro_batch_size, self.dp)
         if self.pp_schedule == "interleaved_1f1b":
             if self.virtual_stages < 2:
                 raise ValueError("interleaved_1f1b needs virtual_stages >= 2")

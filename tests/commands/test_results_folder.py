@@ -15,7 +15,16 @@ from typer.testing import CliRunner
 
 from simulator.commands.app import app
 from simulator.errors import InputError
-from simulator.io import FolderBusy, Interrupted, ResultsFolder
+from simulator.io import (
+    RESULTS_INDEX,
+    FolderBusy,
+    Interrupted,
+    ResultsFolder,
+    check_output_file,
+    foreign_folder_problem,
+    write_atomic,
+)
+from simulator.study.store import StudyStore
 
 ROOT = Path(__file__).resolve().parents[2]
 QUICKSTART = ROOT / "scenarios" / "quickstart.yaml"
@@ -32,16 +41,18 @@ def _bench():
 
 
 def _old_folder(tmp_path: Path) -> Path:
-    """An old results folder (a run's folders hold a summary.json)."""
+    """An old results folder (a run's folders hold a summary.json, and the list of what the
+    run wrote)."""
     out = tmp_path / "res"
     out.mkdir()
     (out / "a.txt").write_text("old a")
     (out / "summary.json").write_text("old b")
+    (out / RESULTS_INDEX).write_text("a.txt\nsummary.json\n")
     return out
 
 
 def _contents(folder: Path) -> dict[str, str]:
-    return {p.name: p.read_text() for p in sorted(folder.iterdir())}
+    return {p.name: p.read_text() for p in sorted(folder.iterdir()) if p.name != RESULTS_INDEX}
 
 
 def test_commit_swaps_the_new_folder_in_and_leaves_nothing_beside_it(tmp_path: Path) -> None:
@@ -51,7 +62,43 @@ def test_commit_swaps_the_new_folder_in_and_leaves_nothing_beside_it(tmp_path: P
         assert _contents(out) == {"a.txt": "old a", "summary.json": "old b"}  # untouched until the swap
         folder.commit()
     assert _contents(out) == {"a.txt": "new a"}
+    assert (out / RESULTS_INDEX).read_text() == "a.txt\n"  # what the new results hold
     assert sorted(p.name for p in tmp_path.iterdir()) == [".res.lock", "res"]
+
+
+def test_a_results_folder_with_files_no_run_wrote_is_refused(tmp_path: Path) -> None:
+    """A folder with a summary.json is replaced only when it holds nothing but what its run
+    wrote (its index; before the index existed, the names a run writes) and the pages
+    written into it later (dashboard, trace); a file added by hand stops the run."""
+    papers = tmp_path / "papers"
+    papers.mkdir()
+    (papers / "summary.json").write_text("{}")
+    (papers / "thesis.tex").write_text("keep")
+    r = CliRunner().invoke(app, ["run", str(QUICKSTART), "-o", str(papers), "--steps", "1"])
+    lines = [ln for ln in r.output.splitlines() if ln.strip()]
+    assert r.exit_code == 2 and len(lines) == 1 and "holds 'thesis.tex', which no run wrote" in lines[0]
+    assert (papers / "thesis.tex").read_text() == "keep"
+    res = tmp_path / "res"
+    for args in (
+        ["run", str(QUICKSTART), "-o", str(res), "--steps", "1", "--no-dashboard"],
+        ["dashboard", str(res)],
+        ["trace", str(res)],
+    ):
+        assert CliRunner().invoke(app, args).exit_code == 0
+    assert {"dashboard.html", "trace.json", RESULTS_INDEX} <= {p.name for p in res.iterdir()}
+    r = CliRunner().invoke(app, ["run", str(QUICKSTART), "-o", str(res), "--steps", "1", "--no-dashboard"])
+    assert r.exit_code == 0, r.output  # its own files and pages: replaced
+    (res / "notes.txt").write_text("keep")
+    r = CliRunner().invoke(app, ["run", str(QUICKSTART), "-o", str(res), "--steps", "1", "--no-dashboard"])
+    assert r.exit_code == 2 and "holds 'notes.txt', which no run wrote" in r.output
+    assert (res / "notes.txt").read_text() == "keep"
+    legacy = tmp_path / "legacy"  # written before the index: the names a run writes
+    legacy.mkdir()
+    for name in ("summary.json", "ops.parquet", "scenario.resolved.yaml", "dashboard.html"):
+        (legacy / name).write_text("old")
+    assert foreign_folder_problem(legacy) is None
+    (legacy / "draft.docx").write_text("keep")
+    assert "draft.docx" in str(foreign_folder_problem(legacy))
 
 
 @pytest.mark.parametrize("stop", [RuntimeError("boom"), Interrupted(signal.SIGTERM)])
@@ -217,11 +264,51 @@ def test_compare_refuses_a_variant_folder_of_other_files(small_compare: Path, tm
     out = tmp_path / "cmp"
     (out / "tree").mkdir(parents=True)
     (out / "tree" / "thesis.txt").write_text("keep")
+    (out / "manifest.json").write_text('{"kind": "compare", "tasks": {}}')  # an old comparison
     r = CliRunner().invoke(app, ["compare", str(small_compare), "-o", str(out), "--serial"])
     lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
     assert r.exit_code == 2 and "not a run's results (no summary.json)" in lines[-1], r.output
     assert (out / "tree" / "thesis.txt").read_text() == "keep"
     assert not (out / "ring").exists()  # nothing ran
+
+
+def test_compare_and_sweep_refuse_a_folder_that_is_not_theirs(small_compare: Path, tmp_path: Path) -> None:
+    """A comparison writes its tables into its folder and a study clears its dataset: a
+    non-empty folder without their manifest is someone else's (one line, exit 2, kept)."""
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "comparison.csv").write_text("my table")
+    (mine / "summary.csv").write_text("my summary")
+    r = CliRunner().invoke(app, ["compare", str(small_compare), "-o", str(mine), "--serial"])
+    assert r.exit_code == 2 and "not a comparison's results (no compare manifest.json)" in r.output
+    with pytest.raises(InputError, match="not a study's results"):
+        StudyStore(mine, "x", []).open(resume=False)
+    assert sorted(p.name for p in mine.iterdir()) == ["comparison.csv", "summary.csv"]
+    assert (mine / "comparison.csv").read_text() == "my table"
+
+
+def test_an_output_file_never_replaces_an_input_a_device_a_folder_or_a_runs_results(tmp_path: Path) -> None:
+    log = tmp_path / "log.txt"
+    log.write_text("data")
+    with pytest.raises(InputError, match="would overwrite the input"):
+        check_output_file(log, [tmp_path / "other.txt", log])
+    with pytest.raises(InputError, match="is a folder"):
+        check_output_file(tmp_path)
+    with pytest.raises(InputError, match="device or a pipe"):
+        check_output_file("/dev/null")
+    res = tmp_path / "res"
+    r = CliRunner().invoke(app, ["run", str(QUICKSTART), "-o", str(res), "--steps", "1", "--no-dashboard"])
+    assert r.exit_code == 0, r.output
+    for name in ("summary.json", "ops.parquet", "topology.json"):
+        with pytest.raises(InputError, match="would overwrite a run's results"):
+            check_output_file(res / name)
+    assert check_output_file(res / "trace.json") == res / "trace.json"  # a page: written into it
+    r = CliRunner().invoke(app, ["trace", str(res), "-o", str(res / "summary.json")])
+    assert r.exit_code == 2 and "would overwrite a run's results" in r.output
+    r = CliRunner().invoke(app, ["export", "chrome", str(QUICKSTART), "-o", str(QUICKSTART)])
+    assert r.exit_code == 2 and "would overwrite the input" in r.output
+    with pytest.raises(InputError, match="cannot write a file here"):
+        write_atomic(tmp_path / "log.txt" / "x.yaml", "x")
 
 
 def test_a_refused_folder_keeps_a_folder_left_aside(tmp_path: Path) -> None:

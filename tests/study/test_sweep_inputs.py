@@ -98,3 +98,27 @@ def test_param_that_cannot_be_set_points_at_the_param(tmp_path):
 
 def test_valid_sample_still_loads():
     assert len(load_study(DATA).variants) == 6
+
+
+def test_a_step_scenario_without_storage_is_refused_by_validate_and_sweep_alike(tmp_path):
+    """Every study loads a checkpoint from storage: a step scenario whose topology has no
+    storage and no `reliability.storage_gbyte_per_s` is one line, exit 2, from `validate`
+    as from `sweep`, and `sweep` writes nothing."""
+    from typer.testing import CliRunner
+
+    from simulator.commands.app import app
+
+    quickstart = Path(__file__).resolve().parents[2] / "scenarios" / "quickstart.yaml"
+    study = tmp_path / "st.yaml"
+    study.write_text(TEXT.replace(_step_line(TEXT), f"step: {{from_scenario: {quickstart}}}"))
+    out = tmp_path / "out"
+    for args in (["validate", str(study)], ["sweep", str(study), "-o", str(out), "--serial", "--seeds", "1"]):
+        r = CliRunner().invoke(app, args)
+        lines = [ln for ln in r.output.splitlines() if ln.startswith("error:")]
+        assert r.exit_code == 2 and len(lines) == 1, r.output
+        assert "reliability.storage_gbyte_per_s: the topology has no storage nodes" in lines[0]
+    assert not out.exists()
+
+
+def _step_line(text: str) -> str:
+    return next(ln for ln in text.splitlines() if ln.startswith("step:"))

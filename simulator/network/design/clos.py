@@ -26,6 +26,7 @@ from pydantic import Field, model_validator
 
 from simulator.config.base import Spec
 from simulator.errors import InputError
+from simulator.network.design.limits import check_count, check_servers
 from simulator.network.design.parts import (
     GBPS_IN_BYTES_PER_S,
     GBYTE_PER_S_IN_BYTES_PER_S,
@@ -58,12 +59,19 @@ class SwitchSpec(Spec):
     """N GPUs on one non-blocking switch (the simplest fabric; golden tests use it)."""
 
     generator: Literal["switch"] = Field(description="Generator tag.")
-    gpus: int = Field(ge=2, description="Number of GPUs attached to the switch.")
+    gpus: int = Field(
+        ge=2, description="Number of GPUs attached to the switch (at most 1,048,576: limits.py)."
+    )
     link_gbyte_per_s: float = Field(gt=0, description="Per-direction GPU-switch bandwidth, GB/s.")
     latency_us: float = Field(1.0, ge=0, description="One-way latency of each GPU-switch link, us.")
     medium: Literal["nvlink", "xgmi", "pcie", "ib", "ethernet"] = Field(
         "nvlink", description="Medium of the GPU-switch links."
     )
+
+    @model_validator(mode="after")
+    def _size(self) -> SwitchSpec:
+        check_count("GPUs", self.gpus, {"gpus": self.gpus})
+        return self
 
 
 class RailClosSpec(Spec):
@@ -75,7 +83,7 @@ class RailClosSpec(Spec):
     """
 
     generator: Literal["rail_clos"] = Field(description="Generator tag.")
-    nodes: int = Field(ge=1, description="Number of servers.")
+    nodes: int = Field(ge=1, description="Number of servers (nodes × gpus_per_node at most 1,048,576).")
     gpus_per_node: int = Field(8, ge=1, description="GPUs (and NICs) per server.")
     scale_up: Literal["nvswitch", "xgmi_mesh"] = Field(
         "nvswitch", description="Intra-server fabric: NVSwitch or a full xGMI mesh."
@@ -94,7 +102,10 @@ class RailClosSpec(Spec):
         1.0, ge=1.0, description="Leaf down/up bandwidth ratio (1 = non-blocking)."
     )
     spines: int | None = Field(
-        None, ge=1, description="Spine count; default = uplinks per leaf (one to each spine)."
+        None,
+        ge=1,
+        description="Spine count; default = uplinks per leaf (one to each spine). Every leaf "
+        "links to every spine: at most 8,388,608 links in all (limits.py).",
     )
     link_latency_us: float = Field(1.0, ge=0, description="Latency of each network hop, us.")
 
@@ -107,6 +118,11 @@ class RailClosSpec(Spec):
     def _check(self) -> RailClosSpec:
         if self.scale_up == "xgmi_mesh" and self.gpus_per_node < 2:
             raise ValueError("xgmi_mesh needs at least 2 GPUs per node")
+        per_leaf = min(self.servers_per_leaf, self.nodes)
+        up = self.spines or max(1, math.ceil(per_leaf / self.oversubscription))
+        spine_links = math.ceil(self.nodes / self.servers_per_leaf) * self.gpus_per_node * up
+        spines = {"spines": self.spines} if self.spines else {}
+        check_servers(self.nodes, self.gpus_per_node, self.scale_up == "xgmi_mesh", spine_links, spines)
         return self
 
 
@@ -127,7 +143,7 @@ class SuperPodSpec(ClosSpecBase):
     """
 
     generator: Literal["superpod"] = Field("superpod", description="Design tag.")
-    nodes: int = Field(32, ge=1, description="Number of 8-GPU servers.")
+    nodes: int = Field(32, ge=1, description="Number of 8-GPU servers (at most 1,048,576 GPUs).")
     su_size: int = Field(32, ge=1, description="Servers per scalable unit (per leaf switch).")
     gpus_per_node: int = Field(8, ge=1, description="GPUs (and NICs, one per GPU) per server.")
     nvlink_gbyte_per_s: NvlinkGbytePerS = 450.0
@@ -136,6 +152,11 @@ class SuperPodSpec(ClosSpecBase):
     oversubscription: float = Field(
         1.0, ge=1, description="Leaf down:up bandwidth ratio (1 = non-blocking, 2 = 2:1)."
     )
+
+    @model_validator(mode="after")
+    def _size(self) -> SuperPodSpec:
+        check_servers(self.nodes, self.gpus_per_node)
+        return self
 
 
 class MI300XClusterSpec(ClosSpecBase):
@@ -157,7 +178,7 @@ class MI300XClusterSpec(ClosSpecBase):
     """
 
     generator: Literal["mi300x_cluster"] = Field("mi300x_cluster", description="Design tag.")
-    nodes: int = Field(128, ge=1, description="Number of 8-GPU servers.")
+    nodes: int = Field(128, ge=1, description="Number of 8-GPU servers (at most 1,048,576 GPUs).")
     su_size: int = Field(32, ge=1, description="Servers per leaf group (nodes per leaf).")
     gpus_per_node: int = Field(8, ge=2, description="GPUs per server (full xGMI mesh).")
     xgmi_gbyte_per_s: float = Field(
@@ -166,6 +187,11 @@ class MI300XClusterSpec(ClosSpecBase):
     nic_gbps: float = Field(400.0, gt=0, description="Speed of each NIC (Pollara 400), Gbit/s.")
     pcie_gbyte_per_s: Gen5PcieGbytePerS = 64.0
     medium: ScaleOutMedium = "ethernet"
+
+    @model_validator(mode="after")
+    def _size(self) -> MI300XClusterSpec:
+        check_servers(self.nodes, self.gpus_per_node, mesh=True)
+        return self
 
 
 class RailOnlySpec(ScaleOutSpecBase):
@@ -184,7 +210,7 @@ class RailOnlySpec(ScaleOutSpecBase):
     """
 
     generator: Literal["rail_only"] = Field("rail_only", description="Design tag.")
-    nodes: int = Field(32, ge=1, description="Number of servers (HB domains).")
+    nodes: int = Field(32, ge=1, description="Number of servers (HB domains; at most 1,048,576 GPUs).")
     gpus_per_node: int = Field(8, ge=1, description="GPUs per HB domain (and rails).")
     nvlink_gbyte_per_s: NvlinkGbytePerS = 450.0
     switch_radix: int | None = Field(
@@ -195,6 +221,7 @@ class RailOnlySpec(ScaleOutSpecBase):
     def _even_radix(self) -> RailOnlySpec:
         if self.switch_radix is not None and self.switch_radix % 2:
             raise ValueError(f"switch_radix must be even, got {self.switch_radix}")
+        check_servers(self.nodes, self.gpus_per_node)
         return self
 
 
@@ -213,9 +240,14 @@ class MultiPlaneFatTreeSpec(ClosSpecBase):
     """
 
     generator: Literal["multiplane_fattree"] = Field("multiplane_fattree", description="Tag.")
-    nodes: int = Field(64, ge=1, description="Number of servers.")
+    nodes: int = Field(64, ge=1, description="Number of servers (at most 1,048,576 GPUs).")
     gpus_per_node: int = Field(8, ge=1, description="GPUs per server; one NIC and plane each.")
     nvlink_gbyte_per_s: NvlinkGbytePerS = 200.0
+
+    @model_validator(mode="after")
+    def _size(self) -> MultiPlaneFatTreeSpec:
+        check_servers(self.nodes, self.gpus_per_node)
+        return self
 
 
 class FatTreeSpec(HostsSpecBase):
@@ -228,12 +260,13 @@ class FatTreeSpec(HostsSpecBase):
     """
 
     generator: Literal["fat_tree"] = Field("fat_tree", description="Design tag.")
-    k: int = Field(8, ge=2, description="Switch radix k (even): k pods, k^3/4 hosts.")
+    k: int = Field(8, ge=2, description="Switch radix k (even): k pods, k^3/4 hosts (at most 1,048,576).")
 
     @model_validator(mode="after")
     def _even_k(self) -> FatTreeSpec:
         if self.k % 2:
             raise ValueError(f"k must be even, got {self.k}")
+        check_count("GPUs", self.k**3 // 4, {"k": self.k})
         return self
 
 

@@ -19,6 +19,7 @@ from typing import Literal
 import networkx as nx
 from pydantic import Field, model_validator
 
+from simulator.network.design.limits import check_count
 from simulator.network.design.parts import (
     GBPS_IN_BYTES_PER_S,
     GBYTE_PER_S_IN_BYTES_PER_S,
@@ -49,7 +50,8 @@ class TorusSpec(DesignSpecBase):
         default_factory=lambda: [4, 4, 4],
         min_length=2,
         max_length=3,
-        description="Size of each dimension, e.g. [4, 4, 4]; each >= 2.",
+        description="Size of each dimension, e.g. [4, 4, 4]; each >= 2, their product (the GPUs) "
+        "at most 1,048,576.",
     )
     gpus_per_node: int = Field(4, ge=1, description="GPUs per server (along the last dim).")
     link_gbyte_per_s: float = Field(
@@ -70,6 +72,7 @@ class TorusSpec(DesignSpecBase):
             raise ValueError(
                 f"gpus_per_node ({self.gpus_per_node}) must divide the last dimension ({self.dims[-1]})"
             )
+        check_count("GPUs", math.prod(self.dims), {"dims": max(self.dims)})
         return self
 
 
@@ -83,8 +86,8 @@ class DragonflySpec(HostsSpecBase):
     """
 
     generator: Literal["dragonfly"] = Field("dragonfly", description="Design tag.")
-    a: int = Field(8, ge=1, description="Routers per group.")
-    p: int = Field(4, ge=1, description="Hosts (GPUs) per router.")
+    a: int = Field(8, ge=1, description="Routers per group (a full mesh: a(a-1)/2 links a group).")
+    p: int = Field(4, ge=1, description="Hosts (GPUs) per router; groups·a·p GPUs at most 1,048,576.")
     h: int = Field(4, ge=1, description="Global links per router.")
     groups: int | None = Field(None, ge=2, description="Number of groups; default a*h+1.")
     link_gbps: LinkGbps = 200.0
@@ -97,6 +100,11 @@ class DragonflySpec(HostsSpecBase):
                 f"groups ({self.groups}) cannot exceed a*h+1 = {self.a * self.h + 1}: "
                 "every pair of groups needs a global link"
             )
+        ng, a = self.group_count, self.a
+        factors = {"a": a, "p": self.p, "h": self.h, **({"groups": ng} if self.groups else {})}
+        check_count("GPUs", ng * a * self.p, factors)
+        # two links per host, the groups' local meshes and the global links (at most a*h/2 a group)
+        check_count("links", 2 * ng * a * self.p + ng * (a * (a - 1) // 2) + ng * a * self.h // 2, factors)
         return self
 
     @property

@@ -27,6 +27,7 @@ import networkx as nx
 from pydantic import Field, model_validator
 
 from simulator.errors import InputError
+from simulator.network.design.limits import check_servers
 from simulator.network.design.parts import (
     GBPS_IN_BYTES_PER_S,
     GBYTE_PER_S_IN_BYTES_PER_S,
@@ -52,7 +53,7 @@ class RailOptimizedClosSpec(ClosSpecBase):
     """
 
     generator: Literal["rail_optimized_clos"] = Field("rail_optimized_clos", description="Design tag.")
-    nodes: int = Field(128, ge=1, description="Number of GPU servers.")
+    nodes: int = Field(128, ge=1, description="Number of GPU servers (at most 1,048,576 GPUs).")
     gpus_per_node: int = Field(8, ge=1, description="GPUs (and NICs, one per GPU) per server.")
     nvlink_gbyte_per_s: NvlinkGbytePerS = 450.0
     pcie_gbyte_per_s: Gen5PcieGbytePerS = 64.0
@@ -67,6 +68,7 @@ class RailOptimizedClosSpec(ClosSpecBase):
     def _fits(self) -> RailOptimizedClosSpec:
         if self.switch_radix % 2:
             raise ValueError(f"switch_radix must be even, got {self.switch_radix}")
+        check_servers(self.nodes, self.gpus_per_node)
         return self
 
     @property

@@ -19,10 +19,11 @@ import math
 from typing import Literal
 
 import networkx as nx
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from simulator.config.base import Spec
 from simulator.errors import InputError
+from simulator.network.design.limits import check_count
 from simulator.network.design.parts import (
     GBPS_IN_BYTES_PER_S,
     GBYTE_PER_S_IN_BYTES_PER_S,
@@ -42,22 +43,37 @@ class NVSwitchNodeSpec(Spec):
     """One server of G GPUs on NVSwitch, like a DGX H100 (450 GB/s per GPU per direction)."""
 
     generator: Literal["nvswitch_node"] = Field(description="Generator tag.")
-    gpus: int = Field(8, ge=2, description="GPUs in the server.")
+    gpus: int = Field(8, ge=2, description="GPUs in the server (at most 1,048,576: limits.py).")
     nvlink_gbyte_per_s: float = Field(
         450.0, gt=0, description="Per-GPU NVLink bandwidth per direction, GB/s (H100: 450)."
     )
     nvlink_latency_us: float = Field(0.7, ge=0, description="GPU-NVSwitch hop latency, us.")
+
+    @model_validator(mode="after")
+    def _size(self) -> NVSwitchNodeSpec:
+        check_count("GPUs", self.gpus, {"gpus": self.gpus})
+        return self
 
 
 class XGMIMeshSpec(Spec):
     """One server of G GPUs fully connected point to point, like MI300X platforms (7 links/GPU)."""
 
     generator: Literal["xgmi_mesh"] = Field(description="Generator tag.")
-    gpus: int = Field(8, ge=2, description="GPUs in the server; each links to every other.")
+    gpus: int = Field(
+        8,
+        ge=2,
+        description="GPUs in the server; each links to every other (G(G-1)/2 links, at most "
+        "8,388,608: limits.py).",
+    )
     link_gbyte_per_s: float = Field(
         64.0, gt=0, description="Per-link bandwidth per direction, GB/s (MI300X xGMI: 64)."
     )
     link_latency_us: float = Field(1.0, ge=0, description="Per-link latency, us.")
+
+    @model_validator(mode="after")
+    def _size(self) -> XGMIMeshSpec:
+        check_count("links", self.gpus * (self.gpus - 1) // 2, {"gpus": self.gpus})
+        return self
 
 
 class PCIeNodeSpec(ClosSpecBase):
@@ -75,7 +91,7 @@ class PCIeNodeSpec(ClosSpecBase):
     """
 
     generator: Literal["pcie_node"] = Field("pcie_node", description="Design tag.")
-    nodes: int = Field(40, ge=1, description="Number of servers.")
+    nodes: int = Field(40, ge=1, description="Number of servers (at most 1,048,576 GPUs in all).")
     pcie_switches: int = Field(1, ge=1, description="PCIe switches per server (one NIC each).")
     gpus_per_switch: int = Field(8, ge=1, description="GPUs behind each PCIe switch.")
     pcie_gbyte_per_s: float = Field(
@@ -88,6 +104,13 @@ class PCIeNodeSpec(ClosSpecBase):
     )
     nic_gbps: NicGbps = 200.0
     switch_radix: SwitchRadix = 40
+
+    @model_validator(mode="after")
+    def _size(self) -> PCIeNodeSpec:
+        factors = {"nodes": self.nodes, "pcie_switches": self.pcie_switches}
+        factors["gpus_per_switch"] = self.gpus_per_switch
+        check_count("GPUs", self.nodes * self.pcie_switches * self.gpus_per_switch, factors)
+        return self
 
 
 def add_scale_up_server(

@@ -14,9 +14,10 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from simulator.config.base import Spec
+from simulator.network.design.limits import check_count
 from simulator.network.design.parts import GBPS_IN_BYTES_PER_S, GBYTE_PER_S_IN_BYTES_PER_S, GraphParts
 
 _STORAGE_PCIE_BYTES_PER_S = 64 * GBYTE_PER_S_IN_BYTES_PER_S
@@ -34,7 +35,7 @@ class StorageSpec(Spec):
     each storage NIC reaches its server over PCIe at 64 GB/s.
     """
 
-    nodes: int = Field(ge=1, description="Number of storage servers.")
+    nodes: int = Field(ge=1, description="Number of storage servers (at most 65,536 storage NICs in all).")
     nics_per_node: int = Field(1, ge=1, description="NICs per storage server.")
     nic_gbps: float = Field(400.0, gt=0, description="Speed of each storage NIC, Gbit/s.")
     write_gbyte_per_s: float = Field(gt=0, description="Media write bandwidth per server, GB/s.")
@@ -42,6 +43,12 @@ class StorageSpec(Spec):
     attach: Literal["top", "leaf"] = Field(
         "top", description="Switch tier the storage NICs plug into: `top` or `leaf` (tier 1)."
     )
+
+    @model_validator(mode="after")
+    def _size(self) -> StorageSpec:
+        nics = self.nodes * self.nics_per_node
+        check_count("storage NICs", nics, {"nodes": self.nodes, "nics_per_node": self.nics_per_node})
+        return self
 
 
 def attach_storage(
