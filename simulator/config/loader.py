@@ -184,20 +184,44 @@ class _CLineLoader(_BoundedComposer, *((_CParser,) if _CParser else ()), SafeCon
         Resolver.__init__(self)
 
 
-# YAML 1.1 reads `1e9` and `2.13e13` (no dot, or no exponent sign) as text; YAML 1.2 and
-# every person writing an input file read them as numbers, so the loader does too.
-for _loader in (_LineLoader, _CLineLoader):
-    _loader.add_implicit_resolver(
+# Plain scalars are read by YAML 1.2's core schema, not PyYAML's YAML 1.1 rules, which
+# would change values silently: `010` is 10 (not octal 8), `1:30` is text (not 90, base
+# 60), `yes`/`no`/`on`/`off` are text (not booleans: `name: no`), dates are text, and
+# `1e9` and `2.13e13` (no dot, or no exponent sign) are numbers (1.1 reads them as text).
+# Booleans: true/false; null: ~, null or nothing; integers: decimal (with `_` separators),
+# 0o octal, 0x hexadecimal; floats: decimal with a dot or an exponent, .inf, .nan. Merge
+# keys (`<<`) stay.
+_CORE_RESOLVERS: tuple[tuple[str, str, str], ...] = (
+    ("tag:yaml.org,2002:bool", r"^(?:true|True|TRUE|false|False|FALSE)$", "tTfF"),
+    ("tag:yaml.org,2002:null", r"^(?:~|null|Null|NULL|)$", "~nN"),
+    ("tag:yaml.org,2002:int", r"^(?:[-+]?[0-9][0-9_]*|0o[0-7]+|0x[0-9a-fA-F]+)$", "-+0123456789"),
+    (
         "tag:yaml.org,2002:float",
-        re.compile(
-            r"""^(?:[-+]?(?:[0-9][0-9_]*)(?:\.[0-9_]*)?(?:[eE][-+]?[0-9]+)?
-            |\.[0-9_]+(?:[eE][-+]?[0-9]+)?
-            |[-+]?\.(?:inf|Inf|INF)
-            |\.(?:nan|NaN|NAN))$""",
-            re.X,
-        ),
-        list("-+0123456789."),
-    )
+        r"""^(?:[-+]?(?:[0-9][0-9_]*)(?:\.[0-9_]*)?(?:[eE][-+]?[0-9]+)?
+        |\.[0-9_]+(?:[eE][-+]?[0-9]+)?
+        |[-+]?\.(?:inf|Inf|INF)
+        |\.(?:nan|NaN|NAN))$""",
+        "-+0123456789.",
+    ),
+    ("tag:yaml.org,2002:merge", r"^(?:<<)$", "<"),
+)
+
+
+def _construct_core_int(loader: SafeConstructor, node: yaml.ScalarNode) -> int:
+    """An integer of the core schema: decimal (`_` separators dropped), 0o octal, 0x hex."""
+    text = str(loader.construct_scalar(node)).replace("_", "")
+    if text.startswith(("0o", "0x")):
+        return int(text[2:], 8 if text[1] == "o" else 16)
+    return int(text, 10)
+
+
+for _loader in (_LineLoader, _CLineLoader):
+    _loader.yaml_implicit_resolvers = {}
+    for _tag, _pattern, _first in _CORE_RESOLVERS:
+        _loader.add_implicit_resolver(
+            _tag, re.compile(_pattern, re.X), [*_first, *([""] if _tag.endswith("null") else [])]
+        )
+    _loader.add_constructor("tag:yaml.org,2002:int", _construct_core_int)
 
 
 def _expanded_size(node: yaml.Node, memo: dict[int, int]) -> int:
@@ -409,14 +433,19 @@ def validate(model: Any, doc: Document, loc: Loc = (), context: dict[str, Any] |
 
 def _human_spelling(data: dict[Any, Any], si_name: str) -> str:
     """The key `data` spells the SI field `si_name` with (`duration_days` for `duration_s`),
-    or `si_name` itself when it holds none."""
+    or `si_name` itself when it holds none. A spelling may shorten the field's base by its
+    last words, as specs read them (`hbm_mib` and `hbm_gbyte` for `hbm_capacity_bytes`,
+    `peak_tflops` for `peak_flops_per_s`)."""
     try:
         base, si_suffix = split_si(si_name)
     except ValueError:
         return si_name
-    for suffix, unit in HUMAN_UNITS.items():
-        if unit.si_suffix == si_suffix and base + suffix in data:
-            return base + suffix
+    words = base.split("_")
+    for n in range(len(words), 0, -1):
+        stem = "_".join(words[:n])
+        for suffix, unit in HUMAN_UNITS.items():
+            if unit.si_suffix == si_suffix and stem + suffix in data:
+                return stem + suffix
     return si_name
 
 

@@ -31,6 +31,7 @@ from pydantic import Field, model_validator
 
 from simulator.config.base import Spec
 from simulator.config.loader import load
+from simulator.errors import FieldError
 from simulator.units import to_si
 
 NIC_PRESETS_FILE = Path(__file__).resolve().parents[2] / "topologies" / "nics" / "presets.yaml"
@@ -119,11 +120,13 @@ class GPUSpec(Spec):
     def _check_dtypes(self) -> GPUSpec:
         unknown = sorted(set(self.peak_flops_per_s) - set(DTYPES))
         if unknown:
-            raise ValueError(f"unknown dtype(s) {unknown}; expected some of {list(DTYPES)}")
+            raise FieldError(
+                f"unknown dtype(s) {unknown}; expected some of {list(DTYPES)}", field="peak_flops_per_s"
+            )
         if any(v <= 0 for v in self.peak_flops_per_s.values()):
-            raise ValueError("peak FLOP/s must be positive")
+            raise FieldError("peak FLOP/s must be positive", field="peak_flops_per_s")
         if self.gemm_tile is not None and min(self.gemm_tile) < 1:
-            raise ValueError("gemm_tile must be two positive integers")
+            raise FieldError("gemm_tile must be two positive integers", field="gemm_tile")
         bad = {
             k: v
             for k, v in {**self.attention_efficiency, **self.gemm_peak_fraction_by_dtype}.items()

@@ -20,6 +20,7 @@ from pydantic import Field, model_validator
 
 from simulator.config.base import Spec
 from simulator.config.loader import load
+from simulator.errors import FieldError
 from simulator.network.hardware import DTYPES
 
 #: Parameter kinds reported by `ModelSpec.params_by_kind` (each a count of parameters).
@@ -77,9 +78,9 @@ class MoESpec(Spec):
     @model_validator(mode="after")
     def _check(self) -> MoESpec:
         if self.top_k > self.experts:
-            raise ValueError(f"top_k ({self.top_k}) exceeds experts ({self.experts})")
+            raise FieldError(f"top_k ({self.top_k}) exceeds experts ({self.experts})", field="top_k")
         if self.moe_layers is not None and (self.first_k_dense or self.every_n != 1):
-            raise ValueError("give either moe_layers or first_k_dense/every_n, not both")
+            raise FieldError("give either moe_layers or first_k_dense/every_n, not both", field="moe_layers")
         return self
 
     @property
@@ -152,19 +153,21 @@ class ModelSpec(Spec):
     @model_validator(mode="after")
     def _check(self) -> ModelSpec:
         if self.dtype not in DTYPES:
-            raise ValueError(f"unknown dtype {self.dtype!r}; expected one of {list(DTYPES)}")
+            raise FieldError(f"unknown dtype {self.dtype!r}; expected one of {list(DTYPES)}", field="dtype")
         if self.head_dim is None and self.hidden_size % self.attention_heads:
-            raise ValueError(
+            raise FieldError(
                 f"hidden_size ({self.hidden_size}) is not divisible by attention_heads "
-                f"({self.attention_heads}); give head_dim explicitly"
+                f"({self.attention_heads}); give head_dim explicitly",
+                field="attention_heads",
             )
         kv = self.kv_heads or self.attention_heads
         if self.attention_heads % kv:
-            raise ValueError(
-                f"attention_heads ({self.attention_heads}) must be a multiple of kv_heads ({kv})"
+            raise FieldError(
+                f"attention_heads ({self.attention_heads}) must be a multiple of kv_heads ({kv})",
+                field="kv_heads" if self.kv_heads else "attention_heads",
             )
         if self.mla is not None and self.kv_heads not in (None, self.attention_heads):
-            raise ValueError("MLA has one KV head per query head; leave kv_heads unset")
+            raise FieldError("MLA has one KV head per query head; leave kv_heads unset", field="kv_heads")
         if self.moe is not None and self.moe.moe_layers is not None:
             bad = [i for i in self.moe.moe_layers if not 0 <= i < self.layers]
             if bad:
