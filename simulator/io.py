@@ -106,16 +106,21 @@ def check_output_file(path: str | Path, inputs: Iterable[str | Path] = ()) -> Pa
         raise InputError("the output is a folder; give a file name", file=out)
     if out.exists() and not out.is_file():
         raise InputError("the output is a device or a pipe, not a file", file=out)
+    for given in inputs:
+        try:
+            same = os.path.samefile(out, given) if out.exists() else out.resolve() == Path(given).resolve()
+        except OSError:
+            same = False
+        if same:
+            raise InputError(f"the output would overwrite the input {str(given)!r}", file=out)
     if out.is_file():
-        for given in inputs:
-            try:
-                same = os.path.samefile(out, given)
-            except OSError:
-                same = False
-            if same:
-                raise InputError(f"the output would overwrite the input {str(given)!r}", file=out)
-        if is_results_folder(out.parent) and (out.name in _RUN_DATA or out.name.endswith(_FRAME_SUFFIXES)):
+        data = out.name in _RUN_DATA or out.name.endswith(_FRAME_SUFFIXES)
+        if is_results_folder(out.parent) and data:
             raise InputError("the output would overwrite a run's results; write it elsewhere", file=out)
+        if (out.parent / "manifest.json").is_file() and (data or out.name in _STUDY_DATA):
+            raise InputError(
+                "the output would overwrite a comparison's or study's results; write it elsewhere", file=out
+            )
     return out
 
 
@@ -127,6 +132,8 @@ def check_writable_folder(folder: str | Path) -> Path:
             cannot be created or written.
     """
     out = Path(folder)
+    if out.is_symlink():
+        raise InputError("the output folder is a symbolic link; give the folder it points to", file=out)
     if out.exists() and not out.is_dir():
         raise InputError("output path exists and is not a folder", file=out)
     ancestor = out.parent
@@ -152,8 +159,33 @@ RESULTS_INDEX = ".clustersim-results"
 #: file of another command may replace one (`check_output_file`)
 _RUN_DATA = frozenset({RESULTS_MARK, RESULTS_INDEX, "scenario.resolved.yaml", "topology.json"})
 _FRAME_SUFFIXES = (".parquet", ".csv")
+#: the data of a comparison's or study's folder besides its frames
+_STUDY_DATA = frozenset({"manifest.json", "study.resolved.yaml", "compare.resolved.yaml"})
 #: pages written into a run's folder, by the run or later (`clustersim dashboard`, `trace`)
 _RUN_PAGES = frozenset({"dashboard.html", "plotly.min.js", "trace.json"})
+
+
+#: files a desktop or a notebook server drops into any folder it opens: not a user's work
+_CLUTTER = frozenset({".DS_Store", "Thumbs.db", "desktop.ini", ".ipynb_checkpoints"})
+
+
+def _is_clutter(name: str) -> bool:
+    return name in _CLUTTER or name.startswith("._")
+
+
+def note_in_results(*paths: str | Path) -> None:
+    """Add `paths` (just written into one run's results folder: a rebuilt dashboard and its
+    plotly.js, a trace) to the folder's index, so that the next run may replace them with
+    the folder."""
+    if not paths:
+        return
+    index = Path(paths[0]).parent / RESULTS_INDEX
+    if not index.is_file():
+        return
+    names = index.read_text(encoding="utf-8").splitlines()
+    added = sorted({Path(p).name for p in paths} - set(names))
+    if added:
+        write_atomic(index, "".join(f"{n}\n" for n in sorted([*names, *added])))
 
 
 def is_results_folder(folder: str | Path) -> bool:
@@ -172,11 +204,12 @@ def foreign_folder_problem(folder: str | Path) -> str | None:
     """Why replacing `folder` whole would lose files that are not a run's results, or None.
 
     A folder that does not exist or is empty can be written. Otherwise it must be a run's
-    results folder (it holds `summary.json`) and hold nothing else than what that run wrote
-    (the names listed in its `RESULTS_INDEX`; in a folder written before the index existed,
-    the names a run writes: frames, summary, resolved scenario, topology) and the pages
-    written into it later (`dashboard.html`, `plotly.min.js`, `trace.json`). A file added by
-    hand, or a folder of papers with a `summary.json` of its own, is not replaced.
+    results folder (it holds `summary.json`) and hold nothing else than what that run and
+    the commands after it wrote (the names listed in its `RESULTS_INDEX`: `note_in_results`
+    adds a rebuilt dashboard or a trace; in a folder written before the index existed, the
+    names a run writes: frames, summary, resolved scenario, topology, pages). A file added
+    by hand, or a folder of papers with a `summary.json` of its own, is not replaced; files
+    a desktop drops into any folder (`.DS_Store`, `Thumbs.db`, ...) do not count.
     """
     out = Path(folder)
     if not out.is_dir():
@@ -199,9 +232,9 @@ def foreign_folder_problem(folder: str | Path) -> str | None:
         )
     except (OSError, UnicodeDecodeError):
         own = None
-    if own is None:  # written before the index: what a run writes
-        own = set(_RUN_DATA) | {n for n in names if n.endswith(_FRAME_SUFFIXES)}
-    extra = [n for n in names if n not in own and n not in _RUN_PAGES]
+    if own is None:  # written before the index: what a run writes, and the pages
+        own = set(_RUN_DATA) | _RUN_PAGES | {n for n in names if n.endswith(_FRAME_SUFFIXES)}
+    extra = [n for n in names if n not in own and not _is_clutter(n)]
     if not extra:
         return None
     more = f" (and {len(extra) - 1} more)" if len(extra) > 1 else ""
@@ -399,8 +432,9 @@ class ResultsFolder:
         if self._tmp is None:
             raise RuntimeError("commit() before stage()")
         mark_results(self._tmp)
-        tmp, self._tmp = self._tmp, None
-        return swap_in(tmp, self.folder)
+        done = swap_in(self._tmp, self.folder)
+        self._tmp = None  # swapped in: nothing to remove on the way out
+        return done
 
     def __exit__(self, *exc: Any) -> None:
         try:

@@ -18,7 +18,7 @@ import typer
 
 from simulator.commands.common import console, fail
 from simulator.errors import ClustersimError, InputError
-from simulator.io import check_output_file
+from simulator.io import check_output_file, note_in_results
 
 
 def _size(n: int) -> str:
@@ -48,7 +48,7 @@ def dashboard(
 ) -> None:
     """Rebuild dashboards from saved results only (no simulation)."""
     # the figure modules (pandas, plotly) are imported inside the commands: `clustersim --help` stays fast
-    from simulator.viz.dashboard import write_page
+    from simulator.viz.dashboard import PLOTLY_FILE, write_page
     from simulator.viz.rebuild import rebuild_dashboard
 
     try:
@@ -63,6 +63,8 @@ def dashboard(
             rebuilt = rebuild_dashboard(folder, samples or ())
             path = output or rebuilt.default_path
             write_page(path, rebuilt.html)  # with plotly.min.js beside it when the page loads it
+            plotly_js = path.parent / PLOTLY_FILE
+            note_in_results(path, *([plotly_js] if plotly_js.is_file() else []))
             console.print(
                 f"{rebuilt.kind} dashboard: {path} ({_size(len(rebuilt.html.encode()))}, "
                 f"built in {time.perf_counter() - t:.1f} s)",
@@ -96,6 +98,7 @@ def trace(
         path = check_output_file(output or results / "trace.json")
         frames, _ = read_run_folder(results)
         counts = write_chrome_trace(frames, path, steps=step or None, top_links=links)
+        note_in_results(path)
     except ClustersimError as err:
         fail(err)
     console.print(

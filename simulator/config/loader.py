@@ -198,7 +198,7 @@ _CORE_RESOLVERS: tuple[tuple[str, str, str], ...] = (
     (
         "tag:yaml.org,2002:float",
         r"""^(?:[-+]?(?:[0-9][0-9_]*)(?:\.[0-9_]*)?(?:[eE][-+]?[0-9]+)?
-        |\.[0-9_]+(?:[eE][-+]?[0-9]+)?
+        |[-+]?\.[0-9_]+(?:[eE][-+]?[0-9]+)?
         |[-+]?\.(?:inf|Inf|INF)
         |\.(?:nan|NaN|NAN))$""",
         "-+0123456789.",
@@ -210,9 +210,15 @@ _CORE_RESOLVERS: tuple[tuple[str, str, str], ...] = (
 def _construct_core_int(loader: SafeConstructor, node: yaml.ScalarNode) -> int:
     """An integer of the core schema: decimal (`_` separators dropped), 0o octal, 0x hex."""
     text = str(loader.construct_scalar(node)).replace("_", "")
-    if text.startswith(("0o", "0x")):
-        return int(text[2:], 8 if text[1] == "o" else 16)
-    return int(text, 10)
+    sign, body = (-1, text[1:]) if text[:1] == "-" else (1, text.lstrip("+"))
+    try:
+        if body.startswith(("0o", "0x")):
+            return sign * int(body[2:], 8 if body[1] == "o" else 16)
+        return sign * int(body, 10)
+    except ValueError:
+        raise yaml.constructor.ConstructorError(
+            None, None, f"{text!r} is not an integer", node.start_mark
+        ) from None
 
 
 for _loader in (_LineLoader, _CLineLoader):

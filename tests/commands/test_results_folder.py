@@ -322,3 +322,38 @@ def test_a_refused_folder_keeps_a_folder_left_aside(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="not a run's results"):
         ResultsFolder(mine).__enter__()
     assert (aside / "summary.json").exists() and (mine / "notes.txt").exists()
+
+
+def test_a_page_the_user_put_there_is_refused_clutter_is_not_and_a_symlink_is_one_line(
+    tmp_path: Path,
+) -> None:
+    """Pages count as the run's only when a command wrote them (the index lists them): a
+    `trace.json` of the user's own stops the run; a desktop's `.DS_Store` does not; an output
+    folder given as a symbolic link is one line, and nothing is left beside it."""
+    res = tmp_path / "res"
+    args = ["run", str(QUICKSTART), "-o", str(res), "--steps", "1", "--no-dashboard"]
+    assert CliRunner().invoke(app, args).exit_code == 0
+    (res / "trace.json").write_text('{"traceEvents": []}')
+    r = CliRunner().invoke(app, args)
+    assert r.exit_code == 2 and "holds 'trace.json', which no run wrote" in r.output
+    (res / "trace.json").unlink()
+    (res / ".DS_Store").write_text("")
+    assert CliRunner().invoke(app, args).exit_code == 0
+    link = tmp_path / "link"
+    link.symlink_to(res)
+    r = CliRunner().invoke(app, ["run", str(QUICKSTART), "-o", str(link), "--steps", "1"])
+    assert r.exit_code == 2 and "is a symbolic link" in r.output
+    assert link.is_symlink() and sorted(p.name for p in tmp_path.iterdir()) == [".res.lock", "link", "res"]
+
+
+def test_two_outputs_of_one_command_are_not_the_same_file_nor_a_studys_data(tmp_path: Path) -> None:
+    sample = ROOT / "topologies/calibration/samples/h100-8gpu-1node-allreduce-aws-p5-batch.txt"
+    prof = tmp_path / "p.yaml"
+    r = CliRunner().invoke(app, ["calibrate", str(sample), "-o", str(prof), "--html", str(prof)])
+    assert r.exit_code == 2 and "would overwrite the input" in r.output and not prof.exists()
+    study = tmp_path / "study"
+    study.mkdir()
+    (study / "manifest.json").write_text('{"kind": "study"}')
+    (study / "summary.csv").write_text("a,b\n")
+    with pytest.raises(InputError, match="comparison's or study's results"):
+        check_output_file(study / "summary.csv")

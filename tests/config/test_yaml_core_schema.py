@@ -16,6 +16,7 @@ from typer.testing import CliRunner
 
 from simulator.commands.app import app
 from simulator.config.loader import read_document
+from simulator.errors import InputError
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -42,6 +43,8 @@ ROOT = Path(__file__).resolve().parents[2]
         ("1e9", 1e9),
         ("2.5", 2.5),
         ("-.inf", float("-inf")),
+        ("-.5", -0.5),
+        ("!!int -0x10", -16),
     ],
 )
 def test_plain_scalars_follow_the_core_schema(tmp_path: Path, text: str, value: object) -> None:
@@ -63,3 +66,10 @@ def test_a_sexagesimal_repair_time_is_refused_not_read_as_90_hours(tmp_path: Pat
     errors = [ln for ln in r.output.splitlines() if ln.startswith("error:")]
     assert r.exit_code == 2 and len(errors) == 1, r.output
     assert f"{bad}:{line}:" in errors[0] and "repair_h" in errors[0]
+
+
+def test_an_explicit_integer_that_is_not_one_is_a_line_not_a_traceback(tmp_path: Path) -> None:
+    p = tmp_path / "x.yaml"
+    p.write_text("name: x\nseed: !!int 0b101\n")
+    with pytest.raises(InputError, match=r"x\.yaml:2: .*'0b101' is not an integer"):
+        read_document(p)
