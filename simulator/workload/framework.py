@@ -66,6 +66,10 @@ MAX_GLOBAL_BATCH = 2**24
 #: 6.5M ops, 2.5 GB, 25 s) and 1.8 MB and 15 ms for Llama 3 405B at TP8/PP16 (126 layers),
 #: so the limit is a few GB and about a minute of building at most.
 MAX_MICRO_BATCHES = 4096
+#: Smallest ZeRO-3 bucket: 1 MiB. A layer is gathered and reduced in ceil(its bytes / bucket)
+#: calls per micro-batch, each an op of the step program; a near-zero bucket (a typo such as
+#: `zero3_gather_bucket_mb: 0.0001`) would split every layer into millions of ops.
+ZERO3_MIN_BUCKET_BYTES = 2**20
 
 
 def check_batch(global_batch: int, micro_batch: int, dp: int) -> None:
@@ -187,7 +191,7 @@ class FrameworkSettings(Spec):
     )
     zero3_gather_bucket_bytes: float = Field(
         1e8,
-        gt=0,
+        ge=ZERO3_MIN_BUCKET_BYTES,
         description="ZeRO-3: parameters one all-gather call fetches at most, bytes (YAML: "
         "zero3_gather_bucket_mb, MiB); a layer is gathered in ceil(its bytes / bucket) calls "
         "on the gather stream. Default: DeepSpeed stage3_prefetch_bucket_size (5e7 elements) "
@@ -202,7 +206,7 @@ class FrameworkSettings(Spec):
     )
     zero3_reduce_bucket_bytes: float = Field(
         1e9,
-        gt=0,
+        ge=ZERO3_MIN_BUCKET_BYTES,
         description="ZeRO-3: gradients one reduce-scatter call carries at most, bytes (YAML: "
         "zero3_reduce_bucket_mb, MiB); overlaps the backward on the data-parallel stream. "
         "Default: DeepSpeed reduce_bucket_size (5e8 elements) in bf16.",

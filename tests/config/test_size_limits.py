@@ -293,3 +293,14 @@ def test_a_study_at_the_limit_is_accepted(tmp_path: Path) -> None:
     assert len(loaded.variants) * loaded.spec.seeds == MAX_STUDY_RUNS
     with pytest.raises(InputError, match="10,002 runs; a study runs at most 10,000"):
         load_study(_study(tmp_path, MAX_STUDY_RUNS // 2 + 1)[0])
+
+
+@pytest.mark.parametrize("key", ["zero3_gather_bucket_mb", "zero3_reduce_bucket_mb"])
+def test_a_near_zero_zero3_bucket_is_refused_and_one_mib_is_taken(key: str) -> None:
+    """Each layer is gathered and reduced in ceil(bytes / bucket) calls: a typo such as
+    0.0001 MiB would make millions of ops; 1 MiB (the smallest the tests use) is taken."""
+    from simulator.workload.layout import LayoutSpec
+
+    with pytest.raises(ValueError, match="greater than or equal to 1048576"):
+        LayoutSpec(global_batch_size=1, zero_stage=3, **{key: 0.0001})
+    assert LayoutSpec(global_batch_size=1, zero_stage=3, **{key: 1})
