@@ -118,12 +118,16 @@ class RailClosSpec(Spec):
     def _check(self) -> RailClosSpec:
         if self.scale_up == "xgmi_mesh" and self.gpus_per_node < 2:
             raise ValueError("xgmi_mesh needs at least 2 GPUs per node")
-        per_leaf = min(self.servers_per_leaf, self.nodes)
-        up = self.spines or max(1, math.ceil(per_leaf / self.oversubscription))
-        spine_links = math.ceil(self.nodes / self.servers_per_leaf) * self.gpus_per_node * up
+        spine_links = math.ceil(self.nodes / self.servers_per_leaf) * self.gpus_per_node * self.uplinks
         spines = {"spines": self.spines} if self.spines else {}
         check_servers(self.nodes, self.gpus_per_node, self.scale_up == "xgmi_mesh", spine_links, spines)
         return self
+
+    @property
+    def uplinks(self) -> int:
+        """Uplinks of each leaf (one to each spine): `spines`, else enough for the ratio."""
+        per_leaf = min(self.servers_per_leaf, self.nodes)
+        return self.spines or max(1, math.ceil(per_leaf / self.oversubscription))
 
 
 class SuperPodSpec(ClosSpecBase):
@@ -302,7 +306,7 @@ def build_rail_clos(spec: RailClosSpec, gpu: GPUSpec | None) -> nx.Graph:
     per_leaf = min(spec.servers_per_leaf, spec.nodes)
     down_bw = per_leaf * nic_bw
     up_bw_total = down_bw / spec.oversubscription
-    n_up = spec.spines or max(1, math.ceil(per_leaf / spec.oversubscription))
+    n_up = spec.uplinks
     up_bw = up_bw_total / n_up
     for i in range(spec.nodes):
         names = add_scale_up_server(g, i, gpn, spec.scale_up, su_bw, spec.scale_up_latency_us * US_IN_S)
