@@ -298,13 +298,14 @@ class Fabric:
         """Record the finished flows `idx` (in starting order) and succeed the events of the
         calls whose last flow they are, in the order of those last flows."""
         grp = self._f_grp[idx]  # non-decreasing: groups are numbered in starting order
-        if grp[0] == grp[-1]:
-            bounds = [0, len(grp)]
+        if grp[0] == grp[-1]:  # the flows of one call (the common case)
+            bounds, first = [0, len(grp)], [int(grp[0])]
         else:
             bounds = [0, *(np.flatnonzero(grp[1:] != grp[:-1]) + 1).tolist(), len(grp)]
+            first = grp[np.array(bounds[:-1])].tolist()
         groups = self._groups
         completed, ops, starts = [], [], []
-        for lo, hi, g in zip(bounds[:-1], bounds[1:], grp[np.array(bounds[:-1])].tolist(), strict=True):
+        for lo, hi, g in zip(bounds[:-1], bounds[1:], first, strict=True):
             group = groups[g]
             ops.append(group.op_id)
             starts.append(group.started_at_s)
@@ -312,9 +313,12 @@ class Fabric:
             if group.left == 0:
                 del groups[g]
                 completed.append((hi - 1, group))
-        counts = np.diff(bounds)
-        started = np.repeat(np.array(starts), counts)
-        op_col = np.repeat(np.array(ops, dtype=object), counts)
+        op_col: str | np.ndarray = ops[0]
+        started: float | np.ndarray = starts[0]
+        if len(ops) > 1:  # else filled by `flow_columns`, as this repeat would fill them
+            counts = np.diff(bounds)
+            started = np.repeat(np.array(starts), counts)
+            op_col = np.repeat(np.array(ops, dtype=object), counts)
         self.flow_records.add_columns(
             flow_columns(self._f_id[idx], op_col, self._f_label[idx], self._f_nlinks[idx], self._f_cross[idx],
                      self._size[idx], started, now)
