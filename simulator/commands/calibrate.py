@@ -69,6 +69,38 @@ def _warn_cut(tables: list[BenchmarkTable], fits: dict[int, float] | None = None
             err_console.print(f"warning: {w}{extra}", markup=False, soft_wrap=True)
 
 
+def _check_replaced(output: Path, html: Path | None) -> None:
+    """Refuse to replace a file a calibration did not write: `output` must be absent or a
+    profile (a YAML mapping with `sources` and `collectives`); the page beside it, when not
+    named with --html, absent or a calibration page. A page named with --html is replaced."""
+    import yaml
+
+    if output.is_file():
+        try:
+            data = yaml.safe_load(output.read_text(encoding="utf-8", errors="replace")[: 1 << 20])
+        except yaml.YAMLError:
+            data = None
+        if not (isinstance(data, dict) and {"sources", "collectives"} <= data.keys()):
+            raise InputError(
+                "exists and is not a calibration profile; give a new file name (a profile is replaced)",
+                file=output,
+            )
+    page = output.with_suffix(".html")
+    if html is None and page.is_file():
+        with page.open("rb") as f:
+            head = f.read(4096)
+        if _PAGE_TITLE not in head:
+            raise InputError(
+                "exists and is not a calibration page (it would be written beside the profile); "
+                "give another profile name or --html PATH",
+                file=page,
+            )
+
+
+#: what every calibration page holds in its first bytes (`profile_dashboard_html`)
+_PAGE_TITLE = b"<title>clustersim calibration: "
+
+
 def _fit_and_write(
     logs: list[Path],
     csvs: list[Path],
@@ -93,6 +125,7 @@ def _fit_and_write(
     inputs = [*logs, *csvs, *(f for f in (gpu_file, topology) if f is not None)]
     check_output_file(output, inputs)  # before any work: never an input, a folder or a device
     check_output_file(html or output.with_suffix(".html"), [*inputs, output])
+    _check_replaced(output, html)
     tables = read_benchmarks(logs, collective=collective, n_gpus=gpus, n_nodes=nodes)
     fits = []
     with progress_bar("fitting", len(tables)) as on_done:

@@ -26,28 +26,59 @@ if TYPE_CHECKING:
     from simulator.study.compare import Comparison
 
 
-def _ms(v: Any) -> str:
-    return f"{v * 1e3:.2f} ms" if v is not None and not math.isnan(v) else "n/a"
+def _ms(v: float) -> str:
+    return f"{v * 1e3:.2f} ms"
+
+
+def _pct(v: float) -> str:
+    return f"{v * 100:.1f}%"
+
+
+def _usd(v: float) -> str:
+    return f"${v:,.0f}"
+
+
+def _hours(v: float) -> str:
+    return f"{v / 3600:,.1f} h"
+
+
+#: the printed columns (label, key in the comparison table, format), each shown when some
+#: variant has a value for it: step-level runs, then several jobs or a cluster over days,
+#: then run-level goodput, then cost
+_COLUMNS: list[tuple[str, str, Any]] = [
+    ("step time", "step_time_s", _ms),
+    ("vs first", "relative_step_time", lambda v: f"{v:.2f}x"),
+    ("exposed comm", "exposed_comm_s", _ms),
+    ("MFU", "mfu", _pct),
+    ("max slowdown", "max_slowdown", lambda v: f"{v:.2f}x"),
+    ("GPU utilization", "gpu_utilization", _pct),
+    ("mean queueing", "mean_queueing_delay_s", _hours),
+    ("median JCT", "median_jct_s", _hours),
+    ("goodput", "goodput", _pct),
+    ("capex/GPU", "capex_per_gpu_usd", _usd),
+    ("network capex", "network_capex_usd", _usd),
+    ("network capex/GPU", "network_capex_per_gpu_usd", _usd),
+    ("$/Mtoken (network)", "network_usd_per_mtoken", lambda v: f"${v:.4f}"),
+]
+
+
+def _missing(v: Any) -> bool:
+    return v is None or (isinstance(v, float) and math.isnan(v))
 
 
 def comparison_rich_table(table: pd.DataFrame, title: str) -> Table:
-    """The comparison table as printed: one row per variant."""
+    """The comparison table as printed: one row per variant, the columns some variant has
+    a value for (an empty cell where a variant has none)."""
     t = Table(title=title, show_header=True)
-    cols: list[tuple[str, str, Any]] = [
-        ("variant", "variant", str),
-        ("step time", "step_time_s", _ms),
-        ("vs first", "relative_step_time", lambda v: f"{v:.2f}x"),
-        ("exposed comm", "exposed_comm_s", _ms),
-        ("MFU", "mfu", lambda v: f"{v * 100:.1f}%"),
-        ("network capex", "network_capex_usd", lambda v: f"${v:,.0f}"),
-        ("capex/GPU", "network_capex_per_gpu_usd", lambda v: f"${v:,.0f}"),
-        ("$/Mtoken (network)", "network_usd_per_mtoken", lambda v: f"${v:.4f}"),
+    shown = [
+        (label, key, f)
+        for label, key, f in [("variant", "variant", str), *_COLUMNS]
+        if key in table.columns and not all(_missing(v) for v in table[key])
     ]
-    shown = [(label, key, f) for label, key, f in cols if key in table.columns]
     for label, key, _ in shown:
         t.add_column(label, justify="left" if key == "variant" else "right", no_wrap=key == "variant")
     for _, row in table.iterrows():
-        t.add_row(*(f(row[key]) if row[key] is not None else "" for _, key, f in shown))
+        t.add_row(*("" if _missing(row[key]) else f(row[key]) for _, key, f in shown))
     return t
 
 

@@ -10,7 +10,7 @@ flow arrows.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -26,6 +26,38 @@ def _count_rank_files(folder: Path) -> int:
     from simulator.workload.interchange.chakra_io import rank_files
 
     return len(rank_files(folder))
+
+
+def _step_level(prep: object, scenario: Path, what: str, jobs_ok: bool) -> None:
+    """Raise `InputError` for a scenario with no step to write: a `cluster` over days (no
+    step timeline), or `jobs` where the export writes one job's step (`jobs_ok` False)."""
+    spec = prep.scenario.spec  # type: ignore[attr-defined]
+    kind = "cluster" if spec.cluster is not None else "jobs" if spec.jobs and not jobs_ok else None
+    if kind is not None:
+        raise InputError(
+            f"{what} writes a step; this scenario has `{kind}` instead of one `workload` "
+            "(export a scenario of one of its jobs)",
+            file=scenario,
+            line=prep.scenario.doc.line_of((kind,)),  # type: ignore[attr-defined]
+            field=kind,
+        )
+
+
+def _every_rank(prep: Any) -> Any:
+    """The step program with every rank's ops. A model workload simulated with
+    representatives holds the work of one rank per group (the others are its weight and
+    mirrors); an execution trace per rank must hold that rank's own work, so the workload is
+    generated again without representatives. Other programs are returned as they are."""
+    program = prep.program
+    if program.meta.get("representatives") != "yes":
+        return program
+    from simulator.config.loader import read_document
+    from simulator.workload.generate import program_from_workload
+
+    doc = read_document(prep.scenario.workload_path)
+    data = dict(doc.data)
+    data["fidelity"] = {**(data.get("fidelity") or {}), "representatives": False}
+    return program_from_workload(doc.with_data(data), prep.topology, prep.cluster)
 
 
 def import_chakra_command(
@@ -116,11 +148,18 @@ def export_chakra_command(
     try:
         check_writable_folder(output)
         prep = prepare(scenario)
+        _step_level(prep, scenario, "export chakra", jobs_ok=False)
+        program = _every_rank(prep)
         cost = ComputeCost(prep.topology.gpu, prep.compute_calibration)
-        paths = export_chakra(prep.program, output, prefix, duration_of=cost.roofline_s)
+        paths = export_chakra(program, output, prefix, duration_of=cost.roofline_s)
     except ClustersimError as err:
         fail(err)
-    console.print(f"{len(prep.program.ops)} ops -> {len(paths)} rank files in {output}/")
+    note = (
+        " (every rank's work: the scenario simulates one rank per group)"
+        if program is not prep.program
+        else ""
+    )
+    console.print(f"{len(program.ops)} ops -> {len(paths)} rank files in {output}/{note}")
 
 
 def export_chrome_command(
@@ -137,6 +176,7 @@ def export_chrome_command(
     try:
         check_output_file(output, [scenario])
         prep = prepare(scenario)
+        _step_level(prep, scenario, "export chrome", jobs_ok=True)
         result = execute(prep)
         counts = write_chrome_trace(result.frames, output, top_links=links, edges=flow_edges(prep.program))
     except ClustersimError as err:

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Annotated, Any, NamedTuple, NoReturn
 import typer
 from rich.table import Table
 
+from simulator.commands.checks import check_run_level
 from simulator.commands.common import (
     console,
     err_console,
@@ -174,11 +175,12 @@ def _check_file(path: Path) -> str:
 
         study = load_study(path)
         if study.spec.step.from_scenario is not None:
-            from simulator.scenario.oracle import check_step_scenario
+            from simulator.commands.checks import check_study_step
 
-            check_step_scenario(study.base_dir / study.spec.step.from_scenario)  # what sweep checks first
+            check_study_step(study, path, doc)  # what sweep checks first
         return f"study, {len(study.variants)} variants"
     prep = prepare(path)
+    check_run_level(prep)
     check_output_folder(default_output(prep), prep)
     if prep.scenario.spec.cluster is not None:
         spec = prep.scenario.spec.cluster
@@ -207,6 +209,7 @@ def run(
     freeze_long_lived()  # the modules just imported
     try:
         prep = prepare(scenario)
+        check_run_level(prep)
         freeze_long_lived()  # the prepared scenario: topology, cluster, program
         if steps is not None:
             prep.scenario.spec = prep.scenario.spec.model_copy(
@@ -313,15 +316,36 @@ def schema(
         ),
     ] = "scenario",
 ) -> None:
-    """Print the JSON schema of an input file kind."""
+    """Print the JSON schema of an input file kind (topology: tables of every generator's
+    parameters; with --format csv|json one table of them, the NIC presets beside it)."""
     if kind == "topology":
-        for table in topology_schema_tables():
-            console.print(table)
+        _print_topology_schema()
         return
     kinds = _schema_models()
     if kind not in kinds:
         fail(InputError(f"unknown schema {kind!r}; expected one of {sorted([*kinds, 'topology'])}"))
     console.print_json(json.dumps(schema_with_human_keys(kinds[kind])))
+
+
+def _print_topology_schema() -> None:
+    """The topology generators' parameter tables; as CSV or JSON one table of every
+    generator's parameters (a `section` column naming the generator) and the NIC presets."""
+    from rich.table import Table
+
+    from simulator.commands.common import output_format, print_tables, table_records
+
+    tables = topology_schema_tables()
+    if output_format() == "table":
+        for table in tables:
+            console.print(table)
+        return
+    records = [
+        {"section": str(t.title).split(" — ")[0].removeprefix("generator: "), **r}
+        for t in tables[:-1]
+        for r in table_records(t)
+    ]
+    params = Table(title="topology generator parameters")
+    print_tables("topology schema", [(params, records), (tables[-1], None)])
 
 
 def schema_with_human_keys(model: type[BaseModel]) -> dict[str, Any]:

@@ -79,8 +79,8 @@ def sweep(
     stopped study keeps them, and `--resume` runs only the missing ones.
     """
     # the simulator and the figures are imported inside the command, so that `clustersim --help` stays fast
+    from simulator.commands.checks import check_study_step
     from simulator.io import Interrupted, interrupted_in, stop_signals_raise
-    from simulator.scenario.oracle import check_step_scenario
     from simulator.study.store import open_store, run_into_store
     from simulator.study.sweep import load_study
 
@@ -91,7 +91,7 @@ def sweep(
         study = load_study(file)
         if study.spec.step.from_scenario is not None:
             # a bad step scenario is one line before the results folder is touched
-            check_step_scenario(study.base_dir / study.spec.step.from_scenario)
+            check_study_step(study, file)
         n_seeds = seeds or study.spec.seeds
         n_runs = len(study.variants) * n_seeds
         with stop_signals_raise(), open_store(out, study, n_seeds, resume) as (store, done):

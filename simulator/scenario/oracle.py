@@ -48,7 +48,7 @@ from __future__ import annotations
 
 import functools
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -287,7 +287,7 @@ class SimulatedOracle:
             degraded[edge] = min(f_l, degraded.get(edge, 1.0))
         down = list(base.down) + self._uplinks_to_drop(n_down)
         if draining and not base.storage:
-            raise SimulationError("an async checkpoint drain needs storage nodes in the topology")
+            raise SimulationError(drain_problem(prep, BACKGROUND_DRAIN[0]))
         changed = n_deg or n_down or f_s > 1.0
         cluster = (
             Cluster(base.graph, base.gpu, down=down, degraded=degraded, stragglers=stragglers)
@@ -440,6 +440,34 @@ def _worker_oracle(path: str) -> SimulatedOracle:
 def oracle_from_scenario(path: str | Path) -> SimulatedOracle:
     """The factory the run-level studies use for `step: {from_scenario: FILE}`."""
     return SimulatedOracle(check_step_scenario(path))
+
+
+#: policy kinds that drain checkpoints to storage while training goes on
+BACKGROUND_DRAIN = ("async_checkpoint", "in_memory")
+
+
+def drain_problem(prep: Any, kind: str) -> str:
+    """Why a policy of `kind` cannot run over the step scenario `prep` ("" if it can): the
+    step slowed by a background drain is simulated with the drain's flows to the topology's
+    storage nodes, so a topology without them cannot answer it."""
+    if kind not in BACKGROUND_DRAIN or prep.cluster.storage:
+        return ""
+    return (
+        f"policy {kind} drains checkpoints to storage while training runs, and the step during a "
+        f"drain is simulated with flows to the topology's storage nodes; {prep.topology.name} has "
+        "none (use a topology with storage, or a blocking policy: checkpoint_restart, hot_spares, elastic)"
+    )
+
+
+def check_drain(
+    prep: Any, kinds: Iterable[str], file: str | Path, line: int | None, field: str = "policy.kind"
+) -> None:
+    """Raise `InputError` at `file:line: field` if a policy of `kinds` drains in the
+    background over the step scenario `prep`, whose topology has no storage."""
+    for kind in kinds:
+        problem = drain_problem(prep, kind)
+        if problem:
+            raise InputError(problem, file=file, line=line, field=field)
 
 
 def check_step_scenario(path: str | Path) -> Any:

@@ -345,6 +345,7 @@ class VariantTask:
     prepared: Any
     prices: PriceSpec | None = None
     steps: int | None = None
+    topology_params: dict[str, Any] = field(default_factory=dict)  # the variant's edits of the topology
 
 
 @dataclass
@@ -412,6 +413,9 @@ def simulate_variant(task: VariantTask) -> VariantOutcome:
         )
     result.resolved["variant"] = task.variant
     result.resolved["compare"] = task.compare
+    if task.topology_params:  # the topology file is the base's; these edits made the variant's
+        result.resolved["topology_params"] = task.topology_params
+        result.resolved["topology_name"] = prep.topology.name
     return VariantOutcome(task.variant, result=result)
 
 
@@ -433,7 +437,7 @@ def variant_tasks(cmp: Comparison, steps: int | None = None, skip: Iterable[str]
     """One task per variant (file order), leaving out the variants named in `skip`."""
     left_out = set(skip)
     return [
-        VariantTask(cmp.name, v.name, v.prepared, cmp.prices, steps)
+        VariantTask(cmp.name, v.name, v.prepared, cmp.prices, steps, dict(v.topology_params))
         for v in cmp.variants
         if v.name not in left_out
     ]
@@ -511,6 +515,9 @@ TABLE_OPTIONAL = [
     "mean_queueing_delay_s",
     "median_jct_s",
     "lost_work_gpu_h",
+    # run-level scenarios (failures and checkpoints over the run's days)
+    "goodput",
+    "ettr",
 ]
 
 

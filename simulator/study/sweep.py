@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import pandas as pd
-from pydantic import ConfigDict, Field, model_validator
+from pydantic import ConfigDict, Field, field_validator, model_validator
 
 from simulator.config.base import Spec
 from simulator.config.loader import Document, check_file_kind, read_document, validate
@@ -123,6 +123,20 @@ class AxisSpec(Spec):
     @property
     def column(self) -> str:
         return self.name or self.param
+
+    @field_validator("param")
+    @classmethod
+    def _not_the_runs(cls, v: str) -> str:
+        if v in _NOT_SWEPT:
+            raise ValueError(f"{v!r} is not a swept parameter: {_NOT_SWEPT[v]}")
+        return v
+
+
+#: top-level keys of a study an axis cannot set (a variant would ignore them), and why
+_NOT_SWEPT = {
+    "seeds": "every variant runs the study's `seeds` Monte Carlo runs (set it at the top level)",
+    "seed": "the seeds are common to every variant (paired runs)",
+}
 
 
 class StudySpec(Spec):

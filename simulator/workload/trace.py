@@ -161,7 +161,9 @@ class TraceSpec(Spec):
     ops: list[TraceOpSpec] = Field(min_length=1, description="Ops in program order.")
     meta: dict[str, float | str] = Field(
         default_factory=dict,
-        description="Facts about the step for the summary: tokens_per_step, model_flops_per_step, dtype.",
+        description="Facts about the step: tokens_per_step, model_flops_per_step, dtype (for the "
+        "summary), dp (data-parallel replicas the ranks form, for the run level's elastic and "
+        "hot-spare policies; default 1: the whole job one replica).",
     )
 
 

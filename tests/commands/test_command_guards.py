@@ -1,0 +1,206 @@
+"""Requests a command cannot honour are one line and exit 2, before any work and without
+touching what exists; and the comparison table shows what the compared runs have.
+
+Each case is what a user tried: exporting a cluster-over-days scenario (no step to write),
+sweeping the seeds (which every variant shares), a background-drain policy over a topology
+without storage (the run would stop part-way with exit 3), a calibration profile written
+over a file that is not one, the topology schema as CSV or JSON, a comparison of cluster
+runs (no step time), a variant's resolved scenario (its topology edits recorded).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import typer
+import yaml
+from typer.testing import CliRunner
+
+from simulator.commands.common import table_records
+from simulator.commands.compare import comparison_rich_table
+
+ROOT = Path(__file__).resolve().parents[2]
+SCENARIOS = ROOT / "scenarios"
+SAMPLE = ROOT / "topologies" / "calibration" / "samples" / "h100-16gpu-2node-allreduce-aws-p5-efa.txt"
+
+
+def _one_error_line(res) -> str:  # noqa: ANN001
+    lines = [ln for ln in res.output.splitlines() if ln.strip()]
+    assert res.exit_code == 2, res.output
+    assert len(lines) == 1 and lines[0].startswith("error: "), res.output
+    assert "Traceback" not in res.output
+    return lines[0]
+
+
+@pytest.mark.parametrize("fmt", ["chrome", "chakra"])
+def test_exporting_a_cluster_scenario_is_one_line_and_writes_nothing(
+    app: typer.Typer, tmp_path: Path, fmt: str
+) -> None:
+    out = tmp_path / ("t.json" if fmt == "chrome" else "et")
+    scenario = SCENARIOS / "jobs" / "cluster-example.yaml"
+    line = _one_error_line(CliRunner().invoke(app, ["export", fmt, str(scenario), "-o", str(out)]))
+    assert f"{scenario}:8: cluster: export {fmt} writes a step" in line
+    assert not out.exists() or not any(out.iterdir())
+
+
+def _study(
+    tmp_path: Path, axis: str, values: str, step: str = "step_time_s: 1.0, checkpoint_write_s: 10"
+) -> Path:
+    path = tmp_path / "study.yaml"
+    path.write_text(
+        "name: s\n"
+        "job: {n_gpus: 16, gpus_per_node: 8, gpus_per_replica: 8}\n"
+        f"step: {{{step}}}\n"
+        "policy: {kind: checkpoint_restart, interval_min: 30}\n"
+        "duration_days: 1\n"
+        "seeds: 1\n"
+        "axes:\n"
+        f"  - {{param: {axis}, values: {values}}}\n"
+    )
+    return path
+
+
+@pytest.mark.parametrize("axis", ["seeds", "seed"])
+def test_a_study_cannot_sweep_its_seeds(app: typer.Typer, tmp_path: Path, axis: str) -> None:
+    """Every variant runs the study's seeds (paired runs): an axis over them used to be
+    ignored, each variant reporting the file's single seed."""
+    study = _study(tmp_path, axis, "[2, 3]")
+    line = _one_error_line(CliRunner().invoke(app, ["sweep", str(study), "-o", str(tmp_path / "o")]))
+    assert f"{study}:8: axes.0.param: '{axis}' is not a swept parameter" in line
+    assert not (tmp_path / "o").exists()
+
+
+def test_a_background_drain_over_a_topology_without_storage_fails_validation(
+    app: typer.Typer, tmp_path: Path
+) -> None:
+    """`validate` used to pass what `run` then stopped with exit 3 after the step simulation."""
+    text = (SCENARIOS / "quickstart-failures.yaml").read_text()
+    text = "\n".join(
+        "policy: {kind: in_memory, interval: young}" if ln.startswith("policy:") else ln
+        for ln in text.splitlines()
+    )
+    scenario = tmp_path / "drain.yaml"
+    scenario.write_text(text.replace("../", f"{ROOT}/") + "\n")
+    line_no = next(i for i, ln in enumerate(text.splitlines(), 1) if ln.startswith("policy:"))
+    for cmd in (["validate", str(scenario)], ["run", str(scenario), "-o", str(tmp_path / "o")]):
+        line = _one_error_line(CliRunner().invoke(app, cmd))
+        assert f"{scenario}:{line_no}: policy.kind: policy in_memory drains checkpoints" in line
+    assert not (tmp_path / "o").exists()
+
+
+def test_a_study_variant_with_a_background_drain_points_at_its_axis(app: typer.Typer, tmp_path: Path) -> None:
+    step = f"from_scenario: {SCENARIOS / 'quickstart-failures.yaml'}"
+    values = "[{kind: checkpoint_restart, interval_min: 30}, {kind: async_checkpoint, interval_min: 30}]"
+    study = _study(tmp_path, "policy", values, step)
+    for cmd in (["validate", str(study)], ["sweep", str(study), "-o", str(tmp_path / "o")]):
+        line = _one_error_line(CliRunner().invoke(app, cmd))
+        assert f"{study}:8: axes.0.values: policy async_checkpoint drains checkpoints" in line
+
+
+def test_calibrate_replaces_only_its_own_files(app: typer.Typer, tmp_path: Path) -> None:
+    page = tmp_path / "mine.html"
+    page.write_text("my notes\n")
+    scenario = tmp_path / "scenario.yaml"
+    scenario.write_text("name: x\n")
+    runner = CliRunner()
+    line = _one_error_line(runner.invoke(app, ["calibrate", str(SAMPLE), "-o", str(tmp_path / "mine.yaml")]))
+    assert f"{page}: exists and is not a calibration page" in line
+    assert page.read_text() == "my notes\n"
+    line = _one_error_line(runner.invoke(app, ["calibrate", str(SAMPLE), "-o", str(scenario)]))
+    assert f"{scenario}: exists and is not a calibration profile" in line
+    assert scenario.read_text() == "name: x\n"
+    profile = tmp_path / "p.yaml"
+    for _ in range(2):  # a profile and its page are replaced by the next calibration
+        res = runner.invoke(app, ["calibrate", str(SAMPLE), "-o", str(profile)])
+        assert res.exit_code == 0, res.output
+    assert {"sources", "collectives"} <= yaml.safe_load(profile.read_text()).keys()
+
+
+@pytest.mark.parametrize("fmt", ["json", "csv"])
+def test_the_topology_schema_as_one_table(app: typer.Typer, fmt: str) -> None:
+    res = CliRunner().invoke(app, ["--format", fmt, "schema", "topology"])
+    assert res.exit_code == 0, res.output
+    if fmt == "json":
+        doc = json.loads(res.stdout)
+        params = doc["tables"][0]["rows"]
+    else:
+        lines = res.stdout.splitlines()
+        assert lines[0] == "section,parameter,type,default,unit,description"
+        params = [dict(zip(lines[0].split(","), ln.split(","), strict=False)) for ln in lines[1:]]
+    sections = {r["section"] for r in params}
+    assert {"rail_clos", "fat_tree", "storage: (inside a design)"} <= sections
+    assert any(r["section"] == "rail_clos" and r["parameter"] == "nodes" for r in params)
+
+
+def test_a_comparison_of_cluster_runs_prints_their_figures_not_empty_step_columns() -> None:
+    table = pd.DataFrame(
+        {
+            "variant": ["fifo", "backfill"],
+            "step_time_s": [math.nan, math.nan],
+            "relative_step_time": [math.nan, math.nan],
+            "exposed_comm_s": [None, None],
+            "gpu_utilization": [0.678, 0.702],
+            "mean_queueing_delay_s": [14_516.0, 4_307.0],
+            "network_capex_per_gpu_usd": [4825.0, 4825.0],
+            "capex_per_gpu_usd": [math.nan, 47_900.0],
+        }
+    )
+    rows = table_records(comparison_rich_table(table, "t"))
+    assert list(rows[0]) == ["variant", "GPU utilization", "mean queueing", "capex/GPU", "network capex/GPU"]
+    assert rows[0]["GPU utilization"] == "67.8%" and rows[1]["mean queueing"] == "1.2 h"
+    assert rows[0]["capex/GPU"] == "" and rows[1]["capex/GPU"] == "$47,900"
+    assert all("nan" not in v for r in rows for v in r.values())
+
+
+def test_a_variant_records_its_topology_edits(app: typer.Typer, tmp_path: Path) -> None:
+    out = tmp_path / "o"
+    res = CliRunner().invoke(
+        app,
+        [
+            "compare",
+            str(SCENARIOS / "compare-oversubscription.yaml"),
+            "--serial",
+            "--steps",
+            "1",
+            "-o",
+            str(out),
+        ],
+    )
+    assert res.exit_code == 0, res.output
+    resolved = yaml.safe_load((out / "2to1" / "scenario.resolved.yaml").read_text())
+    summary = json.loads((out / "2to1" / "summary.json").read_text())
+    assert resolved["topology_params"]["oversubscription"] == 2
+    assert resolved["topology_name"] == summary["topology"]
+
+
+def test_a_chakra_export_holds_every_ranks_work(app: typer.Typer, tmp_path: Path) -> None:
+    """A model workload simulated with representatives has one rank's ops per group; each
+    exported rank file must still hold its own rank's compute, so that the imported trace is
+    the job (it used to be one computing rank and fifteen with collectives only)."""
+    (tmp_path / "tiny.yaml").write_text(
+        "name: tiny\nlayers: 2\nhidden_size: 256\nffn_hidden_size: 1024\nattention_heads: 4\n"
+        "vocab_size: 512\nseq_len: 256\n"
+    )
+    (tmp_path / "w.yaml").write_text(
+        "name: w\nmodel: {file: tiny.yaml}\n"
+        "layout: {tp: 2, dp: 8, micro_batch_size: 1, global_batch_size: 16}\n"
+        "fidelity: {representatives: true}\n"
+    )
+    scenario = tmp_path / "s.yaml"
+    scenario.write_text(
+        f"name: s\ntopology: {{file: {ROOT / 'topologies' / 'h100-rail-clos-2n.yaml'}}}\n"
+        "workload: {file: w.yaml}\n"
+    )
+    runner = CliRunner()
+    res = runner.invoke(app, ["export", "chakra", str(scenario), "-o", str(tmp_path / "et")])
+    assert res.exit_code == 0, res.output
+    assert "16 rank files" in res.output and "every rank's work" in res.output
+    res = runner.invoke(app, ["import", "chakra", str(tmp_path / "et"), "-o", str(tmp_path / "back.yaml")])
+    assert res.exit_code == 0, res.output
+    ops = yaml.safe_load((tmp_path / "back.yaml").read_text())["ops"]
+    computing = {r for op in ops if op["kind"] == "compute" for r in op["ranks"]}
+    assert computing == set(range(16))
