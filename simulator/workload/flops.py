@@ -32,6 +32,9 @@ Counting conventions:
       and the vocabulary projection stay in bf16 (Megatron runs them outside TE's fp8
       autocast), so they get no casts. The weights' casts happen once per step (TE caches
       them over the micro-batches) and are left out (≤ 3 bytes per parameter per step).
+    * Ring context parallelism (`cp_comm: ring`) with fused kernels runs one kernel per
+      ring step and merges their partial outputs and softmax statistics in separate
+      memory-bound kernels (Transformer Engine's ring attention): `_cp_merge`.
     * Collective `bytes` follow the nccl-tests "size" convention: all-reduce: the buffer;
       all-gather: the gathered (output) buffer; reduce-scatter: the full (input) buffer;
       all-to-all: one rank's send buffer; send/recv: one message (`count` messages).
@@ -288,8 +291,48 @@ def _attention(c: _Ctx) -> list[_Pair]:
         dropout=m.dropout,
     )
     pairs += [_Pair(fwd, list(bwd), core=True) for fwd, bwd in core]
+    if L.cp > 1 and L.cp_comm == "ring" and L.attention != "unfused":
+        pairs.append(_cp_merge(c, a_t, kv_r, dq, dv))
     pairs.append(_gemm(c, "attn_out", T, h, a_t * dv))
     return pairs
+
+
+def _cp_merge(c: _Ctx, heads: float, kv_heads: float, d_qk: int, d_v: int) -> _Pair:
+    """The memory-bound work of ring context parallelism around the fused attention kernel.
+
+    What is modelled: Transformer Engine's ring attention (`AttnFuncWithCPAndKVP2P`, TE
+    1.11-1.13, the bf16 path, sbhd layout as Megatron calls it; no copies for contiguity)
+    runs one kernel per ring step and merges their partial results in separate kernels. On
+    the ring's last rank (r = cp - 1, the busiest: every remote step takes the full query
+    length), in bytes read plus written, with O = the attention output (bf16, b·s/cp·heads·
+    d_v elements, likewise dQ with d_qk), KV = its K and V chunk, L = the fp32 softmax
+    statistics (4·b·heads·s/cp bytes):
+        * forward, 2·cp + 3 kernels: the packed K/V copy (2·KV), the output zeroed and
+          corrected once per step after the loop (out += out_i · exp(lse_i - lse), bf16;
+          (3·cp + 1)·O in all), the statistics kept in fp64 and merged step by step
+          ((7·cp + 3)·L);
+        * backward, 3·cp + 2 kernels: per step dQ added or copied in bf16 ((3·cp - 1)·dQ in
+          all), dK/dV concatenated for the ring (cuDNN returns them interleaved) and added
+          into the ring buffer, plus the ring buffer's first copy ((2.5·cp + 4)·KV), and the
+          statistics' second half made contiguous (L).
+    cp = 2 gives 2·KV + 7·O + 17·L forward and 9·KV + 5·dQ + L backward.
+
+    What is simplified: every CP rank is charged the last rank's bytes (the ring's steps
+    wait for it); FLOPs are two per output element per step (the merge's multiply-add), the
+    ops being priced by their bytes. Not recomputed by `selective` (the fused kernel's own
+    recompute of the scores does not redo the merges).
+    """
+    cp, b, s_l, p = c.L.cp, c.b, c.s_q, c.p
+    n_o = b * s_l * heads * d_v
+    o, dq = p * n_o, p * b * s_l * heads * d_qk
+    kv = p * b * s_l * kv_heads * (d_qk + d_v)
+    lse = 4.0 * b * heads * s_l
+    fwd = 2 * kv + (3 * cp + 1) * o + (7 * cp + 3) * lse
+    bwd = (2.5 * cp + 4) * kv + (3 * cp - 1) * dq + lse
+    return _Pair(
+        OpCost("cp_merge", "elementwise", 2.0 * cp * n_o, fwd, launches=2 * cp + 3),
+        [OpCost("cp_merge_bwd", "elementwise", 2.0 * cp * n_o, bwd, launches=3 * cp + 2)],
+    )
 
 
 def _mlp(c: _Ctx, prefix: str, tokens: float, ffn_total: float) -> list[_Pair]:

@@ -2,7 +2,9 @@
 all-gather the core waits for (Llama 3, Dubey et al. 2024 §3.3.2: all-gather based CP, its
 latency exposed on the critical path).
 
-Checked on TINY at CP2 over one switch: the same CP bytes either way; with `ring` the
+Checked on TINY at CP2 over one switch, with unfused attention kernels (so that the two
+modes differ only in the exchange: a ring of fused kernels also adds its merge kernels,
+`tests/workload/test_cp_merge.py`): the same CP bytes either way; with `ring` the
 compute op holding the attention core does not wait for the exchange and the op after the
 core does; with `all_gather` the core's op waits for it; the all-gather step is longer, by
 no more than the CP transfers' own time (what the ring hid).
@@ -25,7 +27,7 @@ from tests.workload.test_schedule import GPU, TINY
 
 def _program(mode: str) -> tuple[Cluster, StepProgram]:
     """TINY at CP2 (512 queries per rank), one micro-batch, over a 100 GB/s switch."""
-    layout = LayoutSpec(cp=2, global_batch_size=1, cp_comm=mode)
+    layout = LayoutSpec(cp=2, global_batch_size=1, cp_comm=mode, attention="unfused")
     cluster = Cluster(
         build_switch(SwitchSpec(generator="switch", gpus=2, link_gbyte_per_s=100, latency_us=5), GPU), GPU
     )
