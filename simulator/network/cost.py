@@ -21,6 +21,8 @@ listed speed up, or the fastest scaled linearly.
 
 from __future__ import annotations
 
+import itertools
+import operator
 from collections import Counter
 from typing import Any, Literal
 
@@ -52,7 +54,19 @@ _Item = tuple[str, str, float, float]
 
 
 def _gbps(edge: dict[str, Any]) -> float:
-    return float(edge["bandwidth_bytes_per_s"]) * 8 / 1e9 / int(edge.get("links", 1))
+    return _gbps_of(edge["bandwidth_bytes_per_s"], edge.get("links", 1))
+
+
+def _gbps_of(bandwidth: Any, links: Any) -> float:
+    return float(bandwidth) * 8 / 1e9 / int(links)
+
+
+def _fastest(edges: list[dict[str, Any]]) -> float:
+    """`max(_gbps(e) for e in edges)`, each distinct (bandwidth, links) pair worked out once
+    (a later equal pair gives an equal speed, which `max` would not take)."""
+    bandwidths = map(operator.itemgetter("bandwidth_bytes_per_s"), edges)
+    links = map(dict.get, edges, itertools.repeat("links"), itertools.repeat(1))
+    return max(itertools.starmap(_gbps_of, dict.fromkeys(zip(bandwidths, links, strict=True))))
 
 
 def _is_scale_out_switch(d: dict[str, Any]) -> bool:
@@ -63,49 +77,50 @@ def _same_server(a: dict[str, Any], b: dict[str, Any]) -> bool:
     return a.get("node") is not None and a.get("node") == b.get("node")
 
 
-def _switch_item(g: nx.Graph, n: str, d: dict[str, Any], prices: PriceSpec) -> _Item | None:
-    """A scale-out switch priced as ports x port price at the speed of its fastest cable."""
+def _switch_item(
+    g: nx.Graph,
+    n: str,
+    d: dict[str, Any],
+    prices: PriceSpec,
+    by_port: dict[tuple[Any, float], tuple[float, float]] | None = None,
+) -> _Item | None:
+    """A scale-out switch priced as ports x port price at the speed of its fastest cable
+    (port prices already looked up kept in `by_port`, by medium and speed)."""
     edges = list(g.adj[n].values())
     if not edges:
         return None
-    speed = max(_gbps(e) for e in edges)
-    medium = Counter(e["medium"] for e in edges).most_common(1)[0][0]
+    speed = _fastest(edges)
+    medium = Counter(map(operator.itemgetter("medium"), edges)).most_common(1)[0][0]
     ports = int(d.get("radix") or d.get("ports") or sum(int(e.get("links", 1)) for e in edges))
-    key = medium if medium in prices.switch_port_usd else "ethernet"
-    port_usd = (
-        lookup(prices.speed_table("switch_port_usd", key), speed) if key in prices.switch_port_usd else 0.0
-    )
-    port_w = lookup(prices.speed_table("switch_port_power_w"), speed)
+    port = None if by_port is None else by_port.get((medium, speed))
+    if port is None:
+        port = _port_price(medium, speed, prices)
+        if by_port is not None:
+            by_port[(medium, speed)] = port
+    port_usd, port_w = port
     kind = f"{ports}-port" if d.get("radix") else f"{ports} x"
     item = f"{d.get('role', 'switch')} switch, {kind} {speed:g}G {medium}"
     return ("switches", item, ports * port_usd, ports * port_w)
 
 
-def _nic_item(
-    g: nx.Graph, n: str, prices: PriceSpec, by_speed: dict[float, _Item] | None = None
-) -> _Item | None:
-    """A NIC with a scale-out link, priced at the speed of its fastest such link (items
-    already priced kept in `by_speed`, by speed)."""
-    nodes = g.nodes
-    out = [
-        e
-        for nb, e in g.adj[n].items()
-        if e["medium"] in ("ib", "ethernet") or _is_scale_out_switch(nodes[nb])
-    ]
-    if not out:
-        return None
-    speed = max(_gbps(e) for e in out)
-    if by_speed is not None and speed in by_speed:
-        return by_speed[speed]
-    item = (
+def _port_price(medium: Any, speed: float, prices: PriceSpec) -> tuple[float, float]:
+    """Price and power of one switch port of `medium` (Ethernet's when the table has no
+    such medium) at `speed` Gbit/s."""
+    key = medium if medium in prices.switch_port_usd else "ethernet"
+    port_usd = (
+        lookup(prices.speed_table("switch_port_usd", key), speed) if key in prices.switch_port_usd else 0.0
+    )
+    return port_usd, lookup(prices.speed_table("switch_port_power_w"), speed)
+
+
+def _nic_item_at(speed: float, prices: PriceSpec) -> _Item:
+    """A NIC priced at `speed` (Gbit/s)."""
+    return (
         "nics",
         f"NIC {speed:g}G",
         lookup(prices.speed_table("nic_usd"), speed),
         lookup(prices.speed_table("nic_power_w"), speed),
     )
-    if by_speed is not None:
-        by_speed[speed] = item
-    return item
 
 
 def _end_name(d: dict[str, Any]) -> str:
@@ -189,33 +204,8 @@ def estimate_cost(
         InputError: (cluster scope) a part has no price in the table.
     """
     items: Counter[_Item] = _compute_items(g, prices, gpu) if scope == "cluster" else Counter()
-    nics: dict[float, _Item] = {}
-    for n, d in g.nodes(data=True):
-        if _is_scale_out_switch(d):
-            item = _switch_item(g, n, d, prices)
-        elif d.get("kind") == "nic":
-            item = _nic_item(g, n, prices, nics)
-        else:
-            item = None
-        if item is not None:
-            items[item] += 1
-    nodes = g.nodes
-    # a cable's item depends only on these attributes of its ends and edge: price each
-    # distinct combination once (tens of thousands of cables, a handful of kinds)
-    priced: dict[tuple[Any, ...], _Item | None] = {}
-    ends = {n: tuple(d.get(k) for k in _CABLE_END_KEYS) for n, d in g.nodes(data=True)}
-    server = {n: d.get("node") for n, d in g.nodes(data=True)}
-    medium, reach, bandwidth, links = _CABLE_EDGE_KEYS
-    for u, v, e in g.edges(data=True):
-        if server[u] is not None and server[u] == server[v]:
-            continue  # inside a server: no cable (`_cable_item`), whatever the rest
-        key = (ends[u], ends[v], e.get(medium), e.get(reach), e.get(bandwidth), e.get(links))
-        if key in priced:
-            item = priced[key]
-        else:
-            item = priced[key] = _cable_item(nodes[u], nodes[v], e, prices)
-        if item is not None:
-            items[item] += int(e.get("links", 1))
+    _add_port_items(g, prices, items)
+    _add_cable_items(g, prices, items)
     rows: list[dict[str, Any]] = [
         {
             "category": c,
@@ -230,6 +220,71 @@ def estimate_cost(
     ]
     rows.sort(key=lambda r: (CATEGORIES.index(r["category"]), r["item"]))
     return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def _add_port_items(g: nx.Graph, prices: PriceSpec, items: Counter[_Item]) -> None:
+    """Count the scale-out switches and the NICs with a scale-out link, in node order.
+
+    A NIC is priced at the speed of its fastest link that is InfiniBand or Ethernet or
+    reaches a scale-out switch (the scale-out switches gathered in one pass first), each
+    speed priced once; a NIC with no such link is not counted."""
+    attrs = g.nodes(data=True)
+    scale_out = {n for n, d in attrs if _is_scale_out_switch(d)}
+    adj = dict(g.adjacency())
+    nics: dict[float, _Item] = {}
+    ports: dict[tuple[Any, float], tuple[float, float]] = {}
+    for n, d in attrs:
+        if n in scale_out:
+            item = _switch_item(g, n, d, prices, ports)
+        elif d.get("kind") == "nic":
+            speed = None
+            for nb, e in adj[n].items():
+                if e["medium"] in ("ib", "ethernet") or nb in scale_out:
+                    s = _gbps(e)
+                    if speed is None or s > speed:  # as max() keeps the first largest
+                        speed = s
+            if speed is None:
+                continue
+            item = nics.get(speed)
+            if item is None:
+                item = nics[speed] = _nic_item_at(speed, prices)
+        else:
+            continue
+        if item is not None:
+            items[item] += 1
+
+
+def _add_cable_items(g: nx.Graph, prices: PriceSpec, items: Counter[_Item]) -> None:
+    """Count the cables, in the order of the graph's links (`g.edges()`).
+
+    A cable's item depends only on `_CABLE_END_KEYS` of its ends and `_CABLE_EDGE_KEYS` of
+    its edge: the links are counted by those (tens of thousands of cables, a handful of
+    kinds), then each kind is priced once (`_cable_item`, on its first link) and counted
+    times its `links`, kinds in the order first met (the order the items are met in)."""
+    ends = {n: tuple(map(d.get, _CABLE_END_KEYS)) for n, d in g.nodes(data=True)}
+    server = {n: d.get("node") for n, d in g.nodes(data=True)}
+    medium, reach, bandwidth, links = _CABLE_EDGE_KEYS
+    first: dict[tuple[Any, ...], tuple[Any, Any, dict[str, Any]]] = {}
+    counts: dict[tuple[Any, ...], int] = {}
+    seen: set[Any] = set()
+    for u, nbrs in g.adjacency():
+        end_u, server_u = ends[u], server[u]
+        for v, e in nbrs.items():
+            if v in seen or (server_u is not None and server_u == server[v]):
+                continue  # listed at v's turn; or inside a server: no cable (`_cable_item`)
+            key = (end_u, ends[v], e.get(medium), e.get(reach), e.get(bandwidth), e.get(links, 1))
+            met = counts.get(key)
+            if met is None:
+                first[key] = (u, v, e)
+                met = 0
+            counts[key] = met + 1
+        seen.add(u)
+    nodes = g.nodes
+    for key, count in counts.items():
+        u, v, e = first[key]
+        item = _cable_item(nodes[u], nodes[v], e, prices)
+        if item is not None:
+            items[item] += int(e.get("links", 1)) * count
 
 
 def cost_summary(items: pd.DataFrame, gpus: int | None = None) -> dict[str, float]:
