@@ -51,6 +51,79 @@ def _neighbours_in_link_order(nbrs: dict[Any, Any], here: int, pos: dict[Any, in
     return earlier + [m for m in nbrs if pos[m] >= here] if earlier else list(nbrs)
 
 
+def node_groups(g: nx.Graph, pos: dict[Any, int] | None = None) -> dict[Any, tuple[str, float]]:
+    """Group name and drawing row of every node outside the servers' insides (`pos`: the
+    nodes' `_link_positions`, worked out when not given).
+
+    A server's group is the pod most of its NIC's first-tier neighbours are in, ties going
+    to the pod met first in the order of the graph's links.
+    """
+    groups: dict[Any, tuple[str, float]] = {}
+    attrs = dict(g.nodes(data=True))
+    for n, d in attrs.items():
+        if d.get("kind") != "switch":
+            continue
+        tier = int(d.get("tier", 0) or 0)
+        if tier >= 1:
+            role = str(d.get("role") or f"tier {tier}")
+            pod = _pod(n)
+            groups[n] = (f"{role} pod {pod}" if pod is not None else role, 1.0 + tier)
+    first_tier = {m for m in groups if attrs[m].get("tier", 1) == 1}
+    pos = _link_positions(g) if pos is None else pos
+    adj = dict(g.adjacency())
+    for n, d in attrs.items():
+        if d.get("kind") == "nic":
+            pods = _first_tier_pods(adj[n], pos[n], pos, first_tier, groups)
+            # the most common, the first met on a tie (`Counter.most_common`)
+            pod = pods[0] if len(pods) == 1 else Counter(pods).most_common(1)[0][0] if pods else None
+            server = str(d.get("node", n))
+            storage = server.startswith("stor") or d.get("kind") == "storage"
+            label = "storage" if storage else f"servers of {pod}" if pod is not None else "servers"
+            groups[n] = (label, 5.0 if storage else 0.0)
+            if d.get("tier", 1) == 1:  # a NIC met later counts it among its first tier
+                first_tier.add(n)
+    return groups
+
+
+def _first_tier_pods(
+    nbrs: dict[Any, Any],
+    here: int,
+    pos: dict[Any, int],
+    first_tier: set[Any],
+    groups: dict[Any, tuple[str, float]],
+) -> list[str]:
+    """The groups of a NIC's first-tier switch neighbours, in the order of the graph's links
+    (`_neighbours_in_link_order`; that order is only worked out for two or more)."""
+    found = [m for m in nbrs if m in first_tier]
+    if len(found) > 1:
+        found = [m for m in _neighbours_in_link_order(nbrs, here, pos) if m in first_tier]
+    return [groups[m][0] for m in found]
+
+
+def group_graph(g: nx.Graph, link_util: LinkUtil | None = None) -> nx.Graph:
+    """The graph of groups: nodes carry `row`, `members`; edges `links`, `bandwidth_bytes_per_s`,
+    and with `link_util` `util` (bandwidth-weighted mean) and `util_max`."""
+    pos = _link_positions(g)
+    groups = node_groups(g, pos)
+    h = nx.Graph()
+    members: Counter[str] = Counter()
+    servers: dict[str, set[str]] = {}
+    rows: dict[str, float] = {}  # a group's row: its last member's, groups in order first met
+    attrs = dict(g.nodes(data=True))
+    for n, (name, row) in groups.items():
+        rows[name] = row
+        if attrs[n].get("kind") == "nic":
+            servers.setdefault(name, set()).add(str(attrs[n].get("node", n)))
+        else:
+            members[name] += 1
+    for name, row in rows.items():
+        h.add_node(name, row=row, members=len(servers[name]) if name in servers else members[name])
+    util = {} if link_util is None else {k: float(v) for k, v in link_util.items() if isinstance(k, tuple)}
+    for (a, b), e in _group_links(g, groups, pos, util).items():
+        h.add_edge(a, b, **e)
+    return h
+
+
 def _links_between(g: nx.Graph, nodes: dict[Any, Any], pos: dict[Any, int]) -> Iterator[tuple[Any, Any, Any]]:
     """The links whose two ends are in `nodes`, as `g.edges(data=True)` lists them (a link
     at the turn of its end met first), without walking the other nodes' links."""
@@ -62,59 +135,15 @@ def _links_between(g: nx.Graph, nodes: dict[Any, Any], pos: dict[Any, int]) -> I
                     yield n, m, d
 
 
-def node_groups(g: nx.Graph) -> dict[Any, tuple[str, float]]:
-    """Group name and drawing row of every node outside the servers' insides.
-
-    A server's group is the pod most of its NIC's first-tier neighbours are in, ties going
-    to the pod met first in the order of the graph's links.
-    """
-    groups: dict[Any, tuple[str, float]] = {}
-    attrs = dict(g.nodes(data=True))
-    for n, d in attrs.items():
-        tier = int(d.get("tier", 0) or 0)
-        if d.get("kind") == "switch" and tier >= 1:
-            role = str(d.get("role") or f"tier {tier}")
-            pod = _pod(n)
-            groups[n] = (f"{role} pod {pod}" if pod is not None else role, 1.0 + tier)
-    pos = _link_positions(g)
-    adj = dict(g.adjacency())
-    for n, d in attrs.items():
-        if d.get("kind") == "nic":
-            pods = [
-                groups[m][0]
-                for m in _neighbours_in_link_order(adj[n], pos[n], pos)
-                if m in groups and attrs[m].get("tier", 1) == 1
-            ]
-            # the most common, the first met on a tie (`Counter.most_common`)
-            pod = pods[0] if len(pods) == 1 else Counter(pods).most_common(1)[0][0] if pods else None
-            server = str(d.get("node", n))
-            storage = server.startswith("stor") or d.get("kind") == "storage"
-            label = "storage" if storage else f"servers of {pod}" if pod is not None else "servers"
-            groups[n] = (label, 5.0 if storage else 0.0)
-    return groups
-
-
-def group_graph(g: nx.Graph, link_util: LinkUtil | None = None) -> nx.Graph:
-    """The graph of groups: nodes carry `row`, `members`; edges `links`, `bandwidth_bytes_per_s`,
-    and with `link_util` `util` (bandwidth-weighted mean) and `util_max`."""
-    groups = node_groups(g)
-    h = nx.Graph()
-    members: Counter[str] = Counter()
-    servers: dict[str, set[str]] = {}
-    attrs = dict(g.nodes(data=True))
-    for n, (name, row) in groups.items():
-        h.add_node(name, row=row)
-        if attrs[n].get("kind") == "nic":
-            servers.setdefault(name, set()).add(str(attrs[n].get("node", n)))
-        else:
-            members[name] += 1
-    for name in h.nodes:
-        h.nodes[name]["members"] = len(servers[name]) if name in servers else members[name]
-    util = {} if link_util is None else {k: float(v) for k, v in link_util.items() if isinstance(k, tuple)}
-    # summed in plain dicts (one per group pair, in the order first met), then added to `h`
-    # in that order, so that `h` is the graph adding them one link at a time would give
+def _group_links(
+    g: nx.Graph, groups: dict[Any, tuple[str, float]], pos: dict[Any, int], util: dict[tuple[Any, Any], float]
+) -> dict[tuple[str, str], dict[str, Any]]:
+    """The drawn links: the graph's links between two different groups summed per pair of
+    groups, pairs in the order first met (so that adding them to a graph in that order
+    gives the graph adding them one link at a time would); each link's bandwidth added in
+    the order of the graph's links."""
     found: dict[tuple[str, str], dict[str, Any]] = {}
-    for u, v, d in _links_between(g, groups, _link_positions(g)):
+    for u, v, d in _links_between(g, groups, pos):
         a, b = groups[u][0], groups[v][0]
         if a == b:
             continue
@@ -131,11 +160,10 @@ def group_graph(g: nx.Graph, link_util: LinkUtil | None = None) -> nx.Graph:
             e["_ubw"] += u_link * bw
             e["_wbw"] += bw
             e["util_max"] = u_link if math.isnan(e["util_max"]) else max(e["util_max"], u_link)
-    for (a, b), e in found.items():
+    for e in found.values():
         weighted, weight = e.pop("_ubw"), e.pop("_wbw")
         e["util"] = weighted / weight if weight > 0 else math.nan
-        h.add_edge(a, b, **e)
-    return h
+    return found
 
 
 def _positions(h: nx.Graph) -> dict[str, tuple[float, float]]:
