@@ -21,6 +21,7 @@ dropdown shows single ranks of each group instead (first, middle, last).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -257,7 +258,7 @@ def activity_figure(
     views, note = _lanes(df, t0, t1, bins, max_rank_lanes)
     width = (t1 - t0) / bins
     states = state_order({s for lanes in views.values() for _, t, _ in lanes for s in t})
-    fig = go.Figure()
+    traces: list[dict[str, Any]] = []
     trace_view: list[str] = []
     for view, lanes in views.items():
         pieces = {name: lane_pieces(t, width, states, spread) for name, t, spread in lanes}
@@ -266,8 +267,9 @@ def activity_figure(
             if not rows:
                 continue
             spread = np.array([[p.spread[0] * 100, p.spread[1] * 100] for _, p in rows]).round(1)
-            fig.add_trace(
-                go.Bar(
+            traces.append(
+                dict(
+                    type="bar",
                     name=state_label(state),
                     legendgroup=state,
                     showlegend=view == next(iter(views)),
@@ -285,6 +287,8 @@ def activity_figure(
                 )
             )
             trace_view.append(view)
+    # the traces validated once, as the figure is made (`add_trace` would validate each again)
+    fig = go.Figure(data=traces)
     names = list(views)
     if len(names) > 1:
         buttons = [
