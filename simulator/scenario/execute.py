@@ -21,7 +21,6 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-import networkx as nx
 import pandas as pd
 import yaml
 
@@ -29,7 +28,7 @@ import simulator
 from simulator.io import write_atomic
 from simulator.metrics import frames as fr
 from simulator.metrics.run_cost import cost_columns, run_power_frames
-from simulator.metrics.store import write_frame, write_json
+from simulator.metrics.store import node_link_data, write_frame, write_json
 from simulator.metrics.summary import summarize
 from simulator.scenario.prepare import PreparedRun, run_identity, step_simulator
 
@@ -85,9 +84,7 @@ class RunResult:
         write_atomic(out / "scenario.resolved.yaml", yaml.safe_dump(self.resolved, sort_keys=False))
         graph = None
         if self.graph is not None:
-            data = nx.node_link_data(self.graph, edges="links")
-            data["graph"] = {k: v for k, v in data["graph"].items() if k != "gpu"}
-            write_json(out / "topology.json", data)
+            write_json(out / "topology.json", node_link_data(self.graph, drop_graph_keys=("gpu",)))
         if dashboard:
             from simulator.viz.dashboard import PLOTLY_FILE, drawn_graph, run_dashboard_html, write_page
 
