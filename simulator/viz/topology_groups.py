@@ -118,10 +118,19 @@ def group_graph(g: nx.Graph, link_util: LinkUtil | None = None) -> nx.Graph:
             members[name] += 1
     for name, row in rows.items():
         h.add_node(name, row=row, members=len(servers[name]) if name in servers else members[name])
-    util = {} if link_util is None else {k: float(v) for k, v in link_util.items() if isinstance(k, tuple)}
+    util = {} if link_util is None else _float_by_pair(link_util)
     for (a, b), e in _group_links(g, groups, pos, util).items():
         h.add_edge(a, b, **e)
     return h
+
+
+def _float_by_pair(link_util: LinkUtil) -> dict[Any, float]:
+    """The loads of `link_util` keyed by a pair of nodes, as floats: the mapping itself when
+    it is a dict of nothing else (`mean_utilization_by_link`'s), else a copy."""
+    keys_are_pairs = isinstance(link_util, dict) and set(map(type, link_util)) <= {tuple}
+    if keys_are_pairs and set(map(type, link_util.values())) <= {float}:
+        return link_util  # type: ignore[return-value]
+    return {k: float(v) for k, v in link_util.items() if isinstance(k, tuple)}
 
 
 def _links_between(g: nx.Graph, nodes: dict[Any, Any], pos: dict[Any, int]) -> Iterator[tuple[Any, Any, Any]]:
@@ -155,7 +164,7 @@ def _group_links(
             }  # fmt: skip
         e["links"] += 1
         e["bandwidth_bytes_per_s"] += bw
-        u_link = util.get((u, v), util.get((v, u))) if util else None
+        u_link = (util.get((u, v)) if (u, v) in util else util.get((v, u))) if util else None
         if u_link is not None:
             e["_ubw"] += u_link * bw
             e["_wbw"] += bw
