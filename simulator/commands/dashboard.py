@@ -97,6 +97,11 @@ def trace(
             )
         path = check_output_file(output or results / "trace.json")
         frames, _ = read_run_folder(results)
+        missing = sorted(set(step or ()) - set(frames["ops"]["step"].tolist()))
+        if missing:
+            have = sorted(set(frames["ops"]["step"].tolist()))
+            span = f"steps {have[0]}..{have[-1]}" if have else "no steps"
+            raise InputError(f"--step {missing[0]}: the run has {span}", file=results)
         counts = write_chrome_trace(frames, path, steps=step or None, top_links=links)
         note_in_results(path)
     except ClustersimError as err:

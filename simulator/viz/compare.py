@@ -222,14 +222,29 @@ def _ms(v: Any) -> str:
     return "n/a" if v is None or (isinstance(v, float) and np.isnan(v)) else f"{float(v) * 1e3:.2f} ms"
 
 
+def _has(table: pd.DataFrame, column: str) -> bool:
+    """Whether some variant has a value in `column` (a cluster run has no step time)."""
+    return column in table.columns and bool(table[column].notna().any())
+
+
+#: figures of runs of several jobs or of a cluster over days: (column, title, axis, scale)
+_RUN_FIGURES = (
+    ("gpu_utilization", "GPU utilization per variant", "%", 100.0),
+    ("mean_queueing_delay_s", "Mean queueing delay per variant", "hours", 1 / 3600),
+    ("median_jct_s", "Median job completion time per variant", "hours", 1 / 3600),
+    ("goodput", "Goodput per variant", "%", 100.0),
+)
+
+
 def comparison_cards(table: pd.DataFrame) -> list[tuple[str, str]]:
     """Headline cards: each variant's step time (mean over seeds when there are several,
-    relative to the first variant) and capex when known."""
+    relative to the first variant), or a cluster run's GPU utilization and median job
+    completion time, and capex when known."""
     cards = []
-    st = variant_stats(table, "step_time_s") if "step_time_s" in table.columns else None
+    st = variant_stats(table, "step_time_s") if _has(table, "step_time_s") else None
     for i, variant in enumerate(_order(table)):
         if st is None:
-            cards.append((f"{variant}: step time", "n/a"))
+            cards += _run_cards(table, variant)
             continue
         row = st.iloc[i]
         value = _ms(row["mean"])
@@ -247,9 +262,23 @@ def comparison_cards(table: pd.DataFrame) -> list[tuple[str, str]]:
     return cards + cost_cards(table)
 
 
+def _run_cards(table: pd.DataFrame, variant: str) -> list[tuple[str, str]]:
+    """A variant without a step: its GPU utilization and median job completion time."""
+    rows = table[table["variant"].astype(str) == variant]
+    cards = []
+    if _has(rows, "gpu_utilization"):
+        cards.append((f"{variant}: GPU utilization", f"{float(rows['gpu_utilization'].mean()) * 100:.1f}%"))
+    if _has(rows, "median_jct_s"):
+        cards.append((f"{variant}: median JCT", f"{float(rows['median_jct_s'].mean()) / 3600:.2f} h"))
+    return cards or [(f"{variant}: step time", "n/a")]
+
+
 def comparison_figures(table: pd.DataFrame, frames: dict[str, pd.DataFrame]) -> list[go.Figure]:
     """The comparison dashboard's figures, in page order, from the table and the frames present."""
-    figs = [step_time_figure(table), exposed_comm_figure(table)]
+    figs = []
+    if _has(table, "step_time_s") or not any(_has(table, c) for c, *_ in _RUN_FIGURES):
+        figs += [step_time_figure(table), exposed_comm_figure(table)]
+    figs += [_bars(table, c, title, axis, scale) for c, title, axis, scale in _RUN_FIGURES if _has(table, c)]
     steps = frames.get("steps", pd.DataFrame())
     if not steps.empty:
         figs.append(breakdown_compare_figure(steps))

@@ -203,7 +203,8 @@ def cost_cards(table: pd.DataFrame) -> list[tuple[str, str]]:
     cards = []
     for _, row in m.iterrows():
         if row["variant"] not in no_tokens and "usd_per_mtoken" in m.columns:
-            value = f"${row['usd_per_mtoken']:.2f} per Mtoken"
+            usd = float(row["usd_per_mtoken"])
+            value = f"${usd:,.2f} per Mtoken" if usd >= 1 else f"${usd:.3g} per Mtoken"
             if "energy_per_token_j" in m.columns:
                 value += f" <span class='s'>{row['energy_per_token_j']:.3g} J/token</span>"
         else:

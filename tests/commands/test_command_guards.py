@@ -204,3 +204,16 @@ def test_a_chakra_export_holds_every_ranks_work(app: typer.Typer, tmp_path: Path
     ops = yaml.safe_load((tmp_path / "back.yaml").read_text())["ops"]
     computing = {r for op in ops if op["kind"] == "compute" for r in op["ranks"]}
     assert computing == set(range(16))
+
+
+def test_a_trace_of_a_step_the_run_does_not_have_is_one_line(app: typer.Typer, tmp_path: Path) -> None:
+    """It used to write an empty trace (with every step's link counters) and exit 0."""
+    runner = CliRunner()
+    out = tmp_path / "run"
+    res = runner.invoke(app, ["run", str(SCENARIOS / "quickstart.yaml"), "-o", str(out), "--no-dashboard"])
+    assert res.exit_code == 0, res.output
+    line = _one_error_line(
+        runner.invoke(app, ["trace", str(out), "--step", "5", "-o", str(tmp_path / "t.json")])
+    )
+    assert line == f"error: {out}: --step 5: the run has steps 0..2"
+    assert not (tmp_path / "t.json").exists()
