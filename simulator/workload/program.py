@@ -180,7 +180,8 @@ class StepProgram:
             seen.add(op.id)
 
     def _acyclic(self, src: np.ndarray | None = None, dst: np.ndarray | None = None) -> bool:
-        """Whether `dependency_graph()` has no cycle: no op depends on itself and every
+        """Whether `dependency_graph()` has no cycle: no op depends on itself, and either
+        the graph of runs of ops has none (`_runs_acyclic`, which suffices) or every
         strongly connected component is one op (scipy's, on op indices; cheaper than
         building the networkx graph, which is built only to name a cycle).
 
@@ -189,18 +190,21 @@ class StepProgram:
                 with `dst` the positions of the ops that depend on them.
             dst: see `src`.
         """
-        # imported here, not with the module: a small run never needs it, and scipy's import
-        # would add to the command line's start-up
-        from scipy.sparse import csr_array
-        from scipy.sparse.csgraph import connected_components
-
         ops = self.ops
         if src is None or dst is None:
             src, dst = _dep_edges(ops, {op.id: i for i, op in enumerate(ops)})
         if (src == dst).any():
             return False
-        chain_src, chain_dst = _stream_edges(ops)
+        columns = _rank_columns(ops)
+        chain_src, chain_dst = _stream_edges(ops, columns)
         s, t = np.concatenate((src, chain_src)), np.concatenate((dst, chain_dst))
+        if _runs_acyclic(_first_ranks(*columns), s, t):
+            return True
+        # imported here, not with the module: a small run never needs it, and scipy's import
+        # would add to the command line's start-up
+        from scipy.sparse import csr_array
+        from scipy.sparse.csgraph import connected_components
+
         n = len(ops)
         graph = csr_array((np.ones(len(s), dtype=bool), (s, t)), shape=(n, n))  # duplicates: still True
         n_components, _ = connected_components(graph, directed=True, connection="strong")
@@ -321,12 +325,76 @@ def _dep_edges(ops: list[Op], index: dict[str, int]) -> tuple[np.ndarray, np.nda
     return src, dst
 
 
-def _stream_edges(ops: list[Op]) -> tuple[np.ndarray, np.ndarray]:
+def _rank_columns(ops: list[Op]) -> tuple[np.ndarray, np.ndarray]:
+    """How many ranks each op names, and the ranks of all ops in program order."""
+    counts = np.fromiter(map(len, map(_RANKS, ops)), dtype=np.int64, count=len(ops))
+    ranks = np.fromiter(chain.from_iterable(map(_RANKS, ops)), dtype=np.int64, count=int(counts.sum()))
+    return counts, ranks
+
+
+def _first_ranks(counts: np.ndarray, ranks: np.ndarray) -> np.ndarray:
+    """The first rank of each op (-1 for an op that names none), from `_rank_columns`."""
+    first = np.full(len(counts), -1, dtype=np.int64)
+    named = counts > 0
+    first[named] = ranks[(np.cumsum(counts) - counts)[named]]
+    return first
+
+
+def _runs_acyclic(first: np.ndarray, s: np.ndarray, t: np.ndarray) -> bool:
+    """A test that suffices for the graph of edges s->t on op positions to have no cycle
+    (False says nothing), cheap on a generated program.
+
+    The ops are cut into runs of consecutive positions: a run starts at the head of each
+    edge between ops of different first ranks or pointing back in program order, and after
+    its tail. If every edge inside a run points forward (no op depends on itself or on a
+    later op of its run), a cycle of ops would be a cycle of runs; so the test is that
+    Kahn's algorithm orders the runs (a few thousand in a generated step, whose deps
+    between ranks are the pipeline's transfers).
+    """
+    n = len(first)
+    if not len(s):
+        return True
+    cut = (first[s] != first[t]) | (s > t)
+    start = np.zeros(n + 1, dtype=bool)
+    start[0] = True
+    start[t[cut]] = True
+    start[s[cut] + 1] = True
+    run = np.cumsum(start[:n]) - 1
+    a, b = run[s], run[t]
+    inside = a == b
+    if (s[inside] >= t[inside]).any():  # an op after (or at) its dependent
+        return False
+    m = int(run[-1]) + 1
+    pairs = np.unique(a[~inside] * m + b[~inside])  # by tail: the adjacency, in order
+    return _kahn_orders_all(m, pairs // m, pairs % m)
+
+
+def _kahn_orders_all(m: int, a: np.ndarray, b: np.ndarray) -> bool:
+    """Whether Kahn's algorithm orders all `m` nodes of the graph of edges a->b (sorted by
+    a): whether it has no cycle."""
+    targets = b.tolist()
+    offset = np.searchsorted(a, np.arange(m + 1)).tolist()
+    indegree = np.bincount(b, minlength=m).tolist()
+    ready = [x for x in range(m) if not indegree[x]]
+    done = 0
+    while ready:
+        x = ready.pop()
+        done += 1
+        for y in targets[offset[x] : offset[x + 1]]:
+            indegree[y] -= 1
+            if not indegree[y]:
+                ready.append(y)
+    return done == m
+
+
+def _stream_edges(
+    ops: list[Op], columns: tuple[np.ndarray, np.ndarray] | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """The implicit order of ops on each (rank, stream): an edge from each op to the next
-    op of the same rank and stream (none from an op to itself)."""
+    op of the same rank and stream (none from an op to itself). `columns`: the ops'
+    `_rank_columns`, if already gathered."""
     n = len(ops)
-    counts = np.fromiter(map(len, map(_RANKS, ops)), dtype=np.int64, count=n)
-    ranks = np.fromiter(chain.from_iterable(map(_RANKS, ops)), dtype=np.int64)
+    counts, ranks = columns if columns is not None else _rank_columns(ops)
     streams = list(map(_STREAM, ops))
     codes = {s: i for i, s in enumerate(dict.fromkeys(streams))}
     stream = np.fromiter(map(codes.__getitem__, streams), dtype=np.int64, count=n)

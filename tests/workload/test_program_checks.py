@@ -8,6 +8,7 @@ from dataclasses import fields
 from unittest.mock import patch
 
 import networkx as nx
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -17,7 +18,10 @@ from simulator.workload.program import (
     OP_KINDS,
     Op,
     StepProgram,
+    _first_ranks,
+    _rank_columns,
     _ranks_in_range,
+    _runs_acyclic,
     _stream_edges,
     comm_op,
     compute_op,
@@ -42,6 +46,34 @@ def test_acyclic_is_networkx_on_the_dependency_graph(spec):
     ]
     program = StepProgram("p", ["g0", "g1", "g2"], ops)
     assert program._acyclic() == nx.is_directed_acyclic_graph(program.dependency_graph())
+
+
+@settings(max_examples=300, deadline=None)
+@given(spec=st.lists(op_strategy, min_size=1, max_size=N_OPS))
+def test_runs_acyclic_only_says_true_of_a_graph_without_a_cycle(spec):
+    """The test on runs of ops suffices: it never accepts a graph with a cycle (and it
+    accepts one whose deps all point forward)."""
+    n = len(spec)
+    ops = [
+        Op(f"op{i}", "compute", tuple(ranks), stream, tuple(f"op{d % n}" for d in deps))
+        for i, (deps, ranks, stream) in enumerate(spec)
+    ]
+    program = StepProgram("p", ["g0", "g1", "g2"], ops)
+    s, t = _dep_and_stream_edges(ops)
+    got = _runs_acyclic(_first_ranks(*_rank_columns(ops)), s, t)
+    if got:
+        assert nx.is_directed_acyclic_graph(program.dependency_graph())
+    if (s < t).all():
+        assert got
+
+
+def _dep_and_stream_edges(ops: list[Op]) -> tuple[np.ndarray, np.ndarray]:
+    index = {op.id: i for i, op in enumerate(ops)}
+    deps = [(index[d], i) for i, op in enumerate(ops) for d in op.deps]
+    chain_src, chain_dst = _stream_edges(ops)
+    src = np.array([d for d, _ in deps], dtype=np.int64)
+    dst = np.array([i for _, i in deps], dtype=np.int64)
+    return np.concatenate((src, chain_src)), np.concatenate((dst, chain_dst))
 
 
 def test_a_cycle_is_named_and_a_forward_dep_without_one_is_accepted():
