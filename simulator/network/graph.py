@@ -29,8 +29,10 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Iterable, Mapping
+from itertools import repeat
 
 import networkx as nx
+import numpy as np
 
 from simulator.errors import InputError
 
@@ -87,10 +89,55 @@ def validate_graph(g: nx.Graph, source: str = "topology") -> None:
     """Check the conventions above; raise one clear InputError for the first violation.
 
     Checks: node kinds and edge media are known, bandwidths positive, latencies
-    non-negative, at least one GPU, and the graph connected (every GPU reachable).
+    non-negative, at least one GPU, and the graph connected (every GPU reachable). The
+    attributes are checked a column at a time (`_attributes_pass`); only a graph that may
+    fail is walked node by node and edge by edge, to name the first at fault.
     """
     if g.number_of_nodes() == 0:
         raise InputError("topology has no nodes", file=source)
+    if not _attributes_pass(g):
+        _check_attributes(g, source)
+    if not any(d.get("kind") == "gpu" for _, d in g.nodes(data=True)):
+        raise InputError("topology has no GPU (no node of kind 'gpu')", file=source)
+    if not nx.is_connected(g):
+        parts = sorted(nx.connected_components(g), key=len, reverse=True)
+        main = parts[0]
+        cut = sorted(str(n) for part in parts[1:] for n in part)
+        example = ", ".join(cut[:3]) + (" ..." if len(cut) > 3 else "")
+        raise InputError(
+            f"topology is disconnected: {len(parts)} parts; {len(cut)} node(s) cannot reach "
+            f"the largest part of {len(main)} nodes (e.g. {example})",
+            file=source,
+        )
+
+
+_NUMBER_TYPES = frozenset({int, float})
+
+
+def _attributes_pass(g: nx.Graph) -> bool:
+    """Whether `_check_attributes` would pass, judged on columns (each edge's attributes are
+    read from both ends). False when one might fail: a value of another type than int or
+    float (bool, numpy scalars: the walk decides), or one out of range."""
+    kinds = list(map(dict.get, dict(g.nodes(data=True)).values(), repeat("kind")))
+    attrs = [d for _, nbrs in g.adjacency() for d in nbrs.values()]
+    bandwidth = list(map(dict.get, attrs, repeat("bandwidth_bytes_per_s")))
+    latency = list(map(dict.get, attrs, repeat("latency_s"), repeat(0.0)))
+    try:
+        if not set(kinds) <= NODE_KINDS or not set(map(dict.get, attrs, repeat("medium"))) <= MEDIA:
+            return False
+        if not set(map(type, bandwidth)) | set(map(type, latency)) <= _NUMBER_TYPES:
+            return False
+        # nan is not > 0 (refused) and not < 0 (accepted), as in the walk
+        return bool((np.asarray(bandwidth, dtype=float) > 0).all()) and not bool(
+            (np.asarray(latency, dtype=float) < 0).any()
+        )
+    except (TypeError, OverflowError):  # an unhashable kind or medium, a huge int
+        return False
+
+
+def _check_attributes(g: nx.Graph, source: str) -> None:
+    """Raise an InputError for the first node with an unknown kind, else for the first edge
+    (in edge order) with a bad bandwidth, latency or medium."""
     for n, d in g.nodes(data=True):
         kind = d.get("kind")
         if kind not in NODE_KINDS:
@@ -121,15 +168,3 @@ def validate_graph(g: nx.Graph, source: str = "topology") -> None:
                 file=source,
                 field="links.medium",
             )
-    if not any(d.get("kind") == "gpu" for _, d in g.nodes(data=True)):
-        raise InputError("topology has no GPU (no node of kind 'gpu')", file=source)
-    if not nx.is_connected(g):
-        parts = sorted(nx.connected_components(g), key=len, reverse=True)
-        main = parts[0]
-        cut = sorted(str(n) for part in parts[1:] for n in part)
-        example = ", ".join(cut[:3]) + (" ..." if len(cut) > 3 else "")
-        raise InputError(
-            f"topology is disconnected: {len(parts)} parts; {len(cut)} node(s) cannot reach "
-            f"the largest part of {len(main)} nodes (e.g. {example})",
-            file=source,
-        )
