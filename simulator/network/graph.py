@@ -60,10 +60,21 @@ def server_major(g: nx.Graph, names: Iterable[str]) -> list[str]:
 
 
 def _server_major(names: Iterable[str], data: Mapping[str, dict]) -> list[str]:
-    return sorted(
-        names,
-        key=lambda n: (natural_key(data[n].get("node", "")), data[n].get("local_rank", 0), natural_key(n)),
-    )
+    """`names` sorted by (server, local rank, name), each by its natural key. When no two
+    share a (server, local rank) key, as in any generated topology, the name never decides
+    and is not keyed (a natural key per GPU name is most of the sort's cost)."""
+    names = list(names)
+    places = [(natural_key(data[n].get("node", "")), data[n].get("local_rank", 0)) for n in names]
+    try:
+        distinct = len(set(places)) == len(places)
+    except TypeError:  # an unhashable local rank: key every name
+        distinct = False
+    if distinct:
+        order = sorted(range(len(names)), key=places.__getitem__)
+    else:
+        keys = [(*place, natural_key(n)) for place, n in zip(places, names, strict=True)]
+        order = sorted(range(len(names)), key=keys.__getitem__)
+    return [names[i] for i in order]
 
 
 def gpus(g: nx.Graph) -> list[str]:

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from simulator.errors import InputError
-from simulator.network.graph import _attributes_pass, _check_attributes
+from simulator.network.graph import _attributes_pass, _check_attributes, natural_key, server_major
 
 numbers = st.sampled_from(
     [1, 0, -1, 2.5, -0.0, math.nan, math.inf, True, np.float64(3.0), None, "7", 10**400]
@@ -58,3 +58,27 @@ def test_a_graph_of_plain_numbers_passes_the_column_checks():
     assert not _attributes_pass(g)
     with pytest.raises(InputError, match="latency"):
         _check_attributes(g, "t")
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    gpus=st.lists(
+        st.tuples(st.sampled_from(["n1", "n2", "n10", "n01", None]), st.sampled_from([0, 1, 2, None])),
+        max_size=8,
+    )
+)
+def test_server_major_is_the_sort_by_server_local_rank_and_name(gpus):
+    g = nx.Graph()
+    for i, (node, rank) in enumerate(gpus):
+        attrs = (
+            {"kind": "gpu"}
+            | ({} if node is None else {"node": node})
+            | ({} if rank is None else {"local_rank": rank})
+        )
+        g.add_node(f"g{(7 * i) % 11}x{i}", **attrs)
+    data = g.nodes
+    expected = sorted(
+        g,
+        key=lambda n: (natural_key(data[n].get("node", "")), data[n].get("local_rank", 0), natural_key(n)),
+    )
+    assert server_major(g, list(g)) == expected
