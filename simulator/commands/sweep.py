@@ -37,7 +37,7 @@ def _summary_table(title: str, summary: pd.DataFrame, axes: list[str]) -> Table:
     table = Table(title=f"{title}: mean [95% interval]")
     for col in (*axes, "goodput", "ettr", "interruptions", "lost work/int. (s)"):
         table.add_column(col)
-    for _, row in summary.iterrows():
+    for row in summary.to_dict("records"):  # each column's own type (iterrows makes ints floats)
         table.add_row(
             *[str(row[a]) for a in axes],
             _mean_interval(row, "goodput"),

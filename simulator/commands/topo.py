@@ -139,7 +139,8 @@ def topo(
     """Print a topology's facts and its capex by part (GPUs, servers, storage, network), and
     write an offline HTML drawing.
 
-    With --format json, one object: {"title", "tables": [facts, cost line items]} (facts:
+    With --format json, one object with a "title" and "tables", a list of two tables: the facts
+    and the cost line items (facts:
     fact, value, key, si_value, unit; items: category, item, quantity, unit_usd, capex_usd,
     unit_power_w, power_w, prices in the price table's currency). With --format csv, the cost
     line items only (the facts table goes to stderr); totals are their sums.
