@@ -21,24 +21,16 @@ backward:
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from simulator.workload.flops import CommCost, OpCost, layer_program
 from simulator.workload.layout import LayoutSpec
-from simulator.workload.model import ModelSpec
+from simulator.workload.model import load_model
 
-#: Llama-3-8B's attention (32 query heads, 8 KV heads of 128) at 8K tokens
-LLAMA3_8B = ModelSpec(
-    name="llama3-8b-attention",
-    layers=1,
-    hidden_size=4096,
-    ffn_hidden_size=14336,
-    attention_heads=32,
-    kv_heads=8,
-    vocab_size=128256,
-    seq_len=8192,
-    gated_ffn=True,
-)
+#: Llama 3 8B: 32 query heads, 8 KV heads of 128, 8K tokens
+LLAMA3_8B = load_model(Path(__file__).resolve().parents[2] / "workloads" / "models" / "llama3-8b.yaml")
 
 
 def _enumerated(cp: int, o: float, kv: float, lse: float) -> tuple[float, float]:
