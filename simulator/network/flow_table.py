@@ -184,9 +184,14 @@ def flow_columns(
 ) -> dict[str, np.ndarray]:
     """Flow records as columns (a clock value that is a Python int stays an int column)."""
     n = len(ids)
+    if isinstance(op_id, str):  # one object shared by the rows (`np.full` would copy it per row)
+        ops = np.empty(n, dtype=object)
+        ops.fill(op_id)
+    else:
+        ops = op_id
     return {
         "flow_id": ids,
-        "op_id": np.full(n, op_id, dtype=object) if isinstance(op_id, str) else op_id,
+        "op_id": ops,
         "label": labels,
         "n_links": n_links,
         "link_crossings": crossings,
