@@ -75,7 +75,7 @@ def _check_replaced(output: Path, html: Path | None) -> None:
     named with --html, absent or a calibration page. A page named with --html is replaced."""
     import yaml
 
-    if output.is_file():
+    if output.is_file() and output.stat().st_size:  # an empty file (made to be written) is free
         try:
             data = yaml.safe_load(output.read_text(encoding="utf-8", errors="replace")[: 1 << 20])
         except yaml.YAMLError:

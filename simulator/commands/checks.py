@@ -45,10 +45,12 @@ def check_study_step(study: Study, path: str | Path, doc: Document | None = None
     prep = check_step_scenario(study.base_dir / study.spec.step.from_scenario)
     doc = doc or read_document(Path(path))
     base = study.spec.policy.kind
-    check_drain(prep, [base], path, doc.line_of(("policy", "kind")))
+    run = dict.fromkeys(v.spec.policy.kind for v in study.variants)  # the kinds the runs use
+    if base in run:
+        check_drain(prep, [base], path, doc.line_of(("policy", "kind")))
     axes = study.spec.axes
     swept = [i for i, axis in enumerate(axes) if axis.param.split(".")[0] == "policy"]
     swept.sort(key=lambda i: axes[i].param not in ("policy", "policy.kind"))
     for i in swept[:1]:  # the axis that sets the variants' policy kinds (or another policy axis)
-        kinds = dict.fromkeys(v.spec.policy.kind for v in study.variants if v.spec.policy.kind != base)
+        kinds = [k for k in run if k != base]
         check_drain(prep, kinds, path, doc.line_of(("axes", i, "values")), f"axes.{i}.values")

@@ -287,7 +287,7 @@ class SimulatedOracle:
             degraded[edge] = min(f_l, degraded.get(edge, 1.0))
         down = list(base.down) + self._uplinks_to_drop(n_down)
         if draining and not base.storage:
-            raise SimulationError(drain_problem(prep, BACKGROUND_DRAIN[0]))
+            raise SimulationError(drain_problem(prep, None))
         changed = n_deg or n_down or f_s > 1.0
         cluster = (
             Cluster(base.graph, base.gpu, down=down, degraded=degraded, stragglers=stragglers)
@@ -446,14 +446,16 @@ def oracle_from_scenario(path: str | Path) -> SimulatedOracle:
 BACKGROUND_DRAIN = ("async_checkpoint", "in_memory")
 
 
-def drain_problem(prep: Any, kind: str) -> str:
+def drain_problem(prep: Any, kind: str | None) -> str:
     """Why a policy of `kind` cannot run over the step scenario `prep` ("" if it can): the
     step slowed by a background drain is simulated with the drain's flows to the topology's
-    storage nodes, so a topology without them cannot answer it."""
-    if kind not in BACKGROUND_DRAIN or prep.cluster.storage:
+    storage nodes, so a topology without them cannot answer it. `kind` None: a policy that
+    drains, whichever it is."""
+    if (kind is not None and kind not in BACKGROUND_DRAIN) or prep.cluster.storage:
         return ""
+    policy = f"policy {kind}" if kind else "a policy that"
     return (
-        f"policy {kind} drains checkpoints to storage while training runs, and the step during a "
+        f"{policy} drains checkpoints to storage while training runs, and the step during a "
         f"drain is simulated with flows to the topology's storage nodes; {prep.topology.name} has "
         "none (use a topology with storage, or a blocking policy: checkpoint_restart, hot_spares, elastic)"
     )

@@ -217,3 +217,66 @@ def test_a_trace_of_a_step_the_run_does_not_have_is_one_line(app: typer.Typer, t
     )
     assert line == f"error: {out}: --step 5: the run has steps 0..2"
     assert not (tmp_path / "t.json").exists()
+
+
+def test_a_chakra_export_too_big_to_write_every_rank_is_refused(app: typer.Typer, tmp_path: Path) -> None:
+    """1,024 GPUs of Llama 3 70B would be about 8 M ops (it ran out of memory instead)."""
+    scenario = SCENARIOS / "llama3-70b-tp8-pp4-dp32.yaml"
+    res = CliRunner().invoke(app, ["export", "chakra", str(scenario), "-o", str(tmp_path / "et")])
+    lines = [ln for ln in res.output.splitlines() if ln.strip()]
+    assert res.exit_code == 3 and len(lines) == 1, res.output
+    assert lines[0].startswith(f"error: {scenario}: export chakra writes every rank's own work: about ")
+    assert not (tmp_path / "et").exists() or not any((tmp_path / "et").iterdir())
+
+
+def test_a_study_whose_variants_do_not_drain_runs_over_a_topology_without_storage(
+    app: typer.Typer, tmp_path: Path
+) -> None:
+    """Only the policies the variants run are checked: a base policy every variant replaces
+    is not one of them."""
+    study = _study(
+        tmp_path,
+        "policy",
+        "[{kind: checkpoint_restart, interval_min: 30}, {kind: hot_spares, pool_hosts: 1, interval_min: 30}]",
+        f"from_scenario: {SCENARIOS / 'quickstart-failures.yaml'}",
+    )
+    study.write_text(
+        study.read_text().replace("policy: {kind: checkpoint_restart", "policy: {kind: async_checkpoint")
+    )
+    res = CliRunner().invoke(app, ["validate", str(study)])
+    assert res.exit_code == 0, res.output
+
+
+def test_a_compare_variant_that_drains_without_storage_is_one_line(app: typer.Typer, tmp_path: Path) -> None:
+    """The base drains to its topology's storage; a variant moves it to a topology without."""
+    (tmp_path / "st.yaml").write_text(
+        f"name: sp-2n-storage\ngenerator: superpod\ngpu: {{file: {ROOT}/topologies/gpus/h100-sxm.yaml}}\n"
+        "nodes: 2\nsu_size: 2\nnic_gbps: 400\nswitch_radix: 64\n"
+        "storage: {nodes: 2, nics_per_node: 1, nic_gbps: 400, write_gbyte_per_s: 40, read_gbyte_per_s: 80}\n"
+    )
+    text = (SCENARIOS / "quickstart-failures.yaml").read_text().replace("../", f"{ROOT}/")
+    lines = [
+        "topology: {file: st.yaml}" if ln.startswith("topology:") else
+        "policy: {kind: in_memory, interval: daly}" if ln.startswith("policy:") else ln
+        for ln in text.splitlines()
+    ]  # fmt: skip
+    (tmp_path / "base.yaml").write_text("\n".join(lines) + "\n")
+    policy_line = next(i for i, ln in enumerate(lines, 1) if ln.startswith("policy:"))
+    cmp = tmp_path / "cmp.yaml"
+    cmp.write_text(
+        "name: c\nbase: {file: base.yaml}\nvariants:\n  - {name: storage}\n"
+        f"  - {{name: nostorage, topology: {{file: {ROOT}/topologies/h100-rail-clos-2n.yaml}}}}\n"
+    )
+    for cmd in (["validate", str(cmp)], ["compare", str(cmp), "--serial", "-o", str(tmp_path / "o")]):
+        line = _one_error_line(CliRunner().invoke(app, cmd))
+        where = f"{tmp_path / 'base.yaml'}:{policy_line}: policy.kind: variant 'nostorage': policy in_memory"
+        assert where in line
+    assert not (tmp_path / "o").exists()
+
+
+def test_calibrate_writes_into_an_empty_file(app: typer.Typer, tmp_path: Path) -> None:
+    profile = tmp_path / "made-by-mktemp.yaml"
+    profile.write_text("")
+    res = CliRunner().invoke(app, ["calibrate", str(SAMPLE), "-o", str(profile)])
+    assert res.exit_code == 0, res.output
+    assert {"sources", "collectives"} <= yaml.safe_load(profile.read_text()).keys()
