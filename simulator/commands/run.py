@@ -11,7 +11,6 @@ from typing import TYPE_CHECKING, Annotated, Any, NamedTuple, NoReturn
 import typer
 from rich.table import Table
 
-from simulator.commands.checks import check_run_level
 from simulator.commands.common import (
     console,
     err_console,
@@ -180,6 +179,8 @@ def _check_file(path: Path) -> str:
             check_study_step(study, path, doc)  # what sweep checks first
         return f"study, {len(study.variants)} variants"
     prep = prepare(path)
+    from simulator.scenario.oracle import check_run_level
+
     check_run_level(prep)
     check_output_folder(default_output(prep), prep)
     if prep.scenario.spec.cluster is not None:
@@ -204,6 +205,7 @@ def run(
     """Simulate a scenario and write frames, summary.json and dashboard.html."""
     from simulator.io import Interrupted, ResultsFolder, interrupted_in
     from simulator.scenario.execute import execute
+    from simulator.scenario.oracle import check_run_level
     from simulator.scenario.prepare import check_output_folder, default_output, prepare
 
     freeze_long_lived()  # the modules just imported

@@ -442,32 +442,39 @@ def oracle_from_scenario(path: str | Path) -> SimulatedOracle:
     return SimulatedOracle(check_step_scenario(path))
 
 
-#: policy kinds that drain checkpoints to storage while training goes on
-BACKGROUND_DRAIN = ("async_checkpoint", "in_memory")
-
-
-def drain_problem(prep: Any, kind: str | None) -> str:
-    """Why a policy of `kind` cannot run over the step scenario `prep` ("" if it can): the
-    step slowed by a background drain is simulated with the drain's flows to the topology's
-    storage nodes, so a topology without them cannot answer it. `kind` None: a policy that
-    drains, whichever it is."""
-    if (kind is not None and kind not in BACKGROUND_DRAIN) or prep.cluster.storage:
+def drain_problem(prep: Any, policy: Any) -> str:
+    """Why `policy` (a policy spec) cannot run over the step scenario `prep` ("" if it can):
+    a policy that drains checkpoints to storage while training runs (its runtime's `mode`
+    is not blocking) slows the step by the drain's flows to the topology's storage nodes,
+    so a topology without them cannot answer it. `policy` None: a drain whose policy is
+    not known here."""
+    if prep.cluster.storage or (policy is not None and policy.build().mode == "blocking"):
         return ""
-    policy = f"policy {kind}" if kind else "a policy that"
+    name = f"policy {policy.kind}" if policy is not None else "a policy that"
     return (
-        f"{policy} drains checkpoints to storage while training runs, and the step during a "
+        f"{name} drains checkpoints to storage while training runs, and the step during a "
         f"drain is simulated with flows to the topology's storage nodes; {prep.topology.name} has "
         "none (use a topology with storage, or a blocking policy: checkpoint_restart, hot_spares, elastic)"
     )
 
 
+def check_run_level(prep: Any, what: str = "") -> None:
+    """Before anything is simulated: a run-level scenario's policy can run over its
+    topology (`drain_problem`); the error, prefixed by `what`, points at its `policy.kind`
+    (in whichever file spells it: a compare variant's merged document says)."""
+    policy = prep.scenario.spec.policy
+    problem = drain_problem(prep, policy) if policy is not None else ""
+    if problem:
+        raise prep.scenario.doc.error(what + problem, ("policy", "kind"))
+
+
 def check_drain(
-    prep: Any, kinds: Iterable[str], file: str | Path, line: int | None, field: str = "policy.kind"
+    prep: Any, policies: Iterable[Any], file: str | Path, line: int | None, field: str = "policy.kind"
 ) -> None:
-    """Raise `InputError` at `file:line: field` if a policy of `kinds` drains in the
-    background over the step scenario `prep`, whose topology has no storage."""
-    for kind in kinds:
-        problem = drain_problem(prep, kind)
+    """Raise `InputError` at `file:line: field` if one of `policies` (specs) cannot run over
+    the step scenario `prep` (`drain_problem`)."""
+    for policy in policies:
+        problem = drain_problem(prep, policy)
         if problem:
             raise InputError(problem, file=file, line=line, field=field)
 

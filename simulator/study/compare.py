@@ -54,7 +54,7 @@ from simulator.metrics.run_cost import cost_columns
 from simulator.network.cost import DEFAULT_PRICES, PriceSpec, cost_summary, estimate_cost, load_prices
 from simulator.network.topology import resolve
 from simulator.scenario.execute import execute
-from simulator.scenario.oracle import drain_problem
+from simulator.scenario.oracle import check_run_level
 from simulator.scenario.prepare import prepare_scenario
 from simulator.scenario.spec import Scenario, ScenarioSpec, WorkloadRef, check_references, load_scenario
 from simulator.study.executor import OnDone, run_tasks
@@ -286,10 +286,7 @@ def _prepare_variant(cmp: Comparison, i: int, v: VariantSpec) -> Variant:
             tdata["name"] = f"{tdata['name']} [" + ", ".join(f"{k}={params[k]}" for k in params) + "]"
         tdoc = MergedDocument(tdata, tdoc, cmp.doc, ("variants", i, "topology", "params"), leaf_paths(params))
     prep = prepare_scenario(scenario, topology_doc=tdoc)
-    if spec.policy is not None:  # a run-level variant's policy must run over its topology
-        problem = drain_problem(prep, spec.policy.kind)
-        if problem:
-            raise mdoc.error(f"variant {v.name!r}: {problem}", ("policy", "kind"))
+    check_run_level(prep, f"variant {v.name!r}: ")  # a run-level variant's policy over its topology
     return Variant(v.name, i, v.description, data, params, prep)
 
 
