@@ -163,7 +163,7 @@ def compare(file: str | Path, *, steps: int | None = None, executor: Any = "seri
     """
     cmp = load_comparison(file)
     runs = run_comparison(cmp, executor, steps=steps)
-    table = comparison_table(runs, cmp.spec.cost.amortization_years)
+    table = comparison_table(runs)
     results = {
         str(r.summary.get("variant", r.name)): Result(r.name, r.frames, r.summary, None, r) for r in runs
     }

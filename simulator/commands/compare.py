@@ -265,7 +265,7 @@ def _write_comparison(out: Path, cmp: Comparison) -> pd.DataFrame:
         frames, summary = read_run_folder(out / v.name)
         drawn: dict[str, pd.DataFrame] = {k: frames[k] for k in ("steps", "links") if k in frames}
         results.append(RunResult(v.name, drawn, summary, {}))
-    table = cmpmod.comparison_table(results, cmp.spec.cost.amortization_years)
+    table = cmpmod.comparison_table(results)
     _write_table(table, out, "comparison")
     frames = {k: cmpmod.concat_frames(results, k) for k in ("steps", "links")}
     write_atomic(out / "compare.resolved.yaml", _resolved(cmp))

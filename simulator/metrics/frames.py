@@ -256,11 +256,17 @@ def flows_frame(rows: Sequence[FlowRecord] | FlowTable | dict[str, np.ndarray]) 
     return pd.DataFrame(data, copy=False)
 
 
-def links_frame(intervals: tuple[np.ndarray, ...], links) -> pd.DataFrame:  # noqa: ANN001
+def links_frame(  # noqa: ANN001
+    intervals: tuple[np.ndarray, ...], links, factors: np.ndarray | None = None
+) -> pd.DataFrame:
     """The `links` frame: one row per interval of constant rate on a directed link, with the
-    link's name, ends, medium, tier and capacity from the link table (`links`)."""
+    link's name, ends, medium, tier and capacity from the link table (`links`), times its
+    degradation factor (`factors`, one per directed link) where the run degrades it: the
+    capacity the fabric shared, so that a saturated degraded link reads utilization 1."""
     idx, start, end, rate = intervals
     cap = links.capacity_bytes_per_s[idx] if len(idx) else np.empty(0)
+    if factors is not None and len(idx):
+        cap = cap * factors[idx]
     df = pd.DataFrame(
         {
             "link_id": idx.astype(np.int64),

@@ -28,6 +28,7 @@ from typing import Any
 import networkx as nx
 import pandas as pd
 
+from simulator.network.direct_routes import gpu_traffic_graph
 from simulator.network.graph import gpus as gpu_list
 
 FLOW_LIMIT_NODES = 3000
@@ -131,9 +132,11 @@ def tier_table(g: nx.Graph) -> pd.DataFrame:
 
 
 def flow_bisection(g: nx.Graph) -> float:
-    """Max-flow min-cut (bytes/s) between the two halves of the ordered GPU list."""
+    """Max-flow min-cut (bytes/s) between the two halves of the ordered GPU list, over the
+    links their traffic crosses (`gpu_traffic_graph`)."""
     order = ordered_gpus(g)
     half = len(order) // 2
+    g = gpu_traffic_graph(g)
     h = nx.Graph()
     h.add_edges_from(
         (u, v, {"capacity": float(d["bandwidth_bytes_per_s"])}) for u, v, d in g.edges(data=True)
@@ -195,8 +198,11 @@ def _switch_hops_from(g: nx.Graph, src: Any, cost: dict[Any, int]) -> dict[Any, 
 
 
 def diameter(g: nx.Graph) -> dict[str, Any]:
-    """Diameter between GPUs in scale-out switch hops and in links, with the method."""
+    """Diameter between GPUs in scale-out switch hops and in links, with the method, over
+    the links their traffic crosses (`gpu_traffic_graph`: a torus's frontend switch that
+    reaches storage is no shortcut)."""
     order = ordered_gpus(g)
+    g = gpu_traffic_graph(g)
     if len(order) <= EXACT_DIAMETER_GPUS:
         sources, method = order, "exact (BFS from every GPU)"
     else:

@@ -98,6 +98,16 @@ class PowerModel(Spec):
         "traffic; the rest follows the fraction of time the fabric carries data."
     )
     storage_idle_fraction: Figure = Field(description="Storage server draw when idle, fraction of rated.")
+
+    @field_validator(
+        "gpu_idle_fraction", "gpu_comm_fraction", "network_static_fraction", "storage_idle_fraction"
+    )
+    @classmethod
+    def _fraction(cls, v: Figure) -> Figure:
+        if v.value > 1:
+            raise ValueError(f"a fraction of rated power is at most 1, got {v.value:g}")
+        return v
+
     gpu_power_ramp_s: Figure = Field(
         description="Time over which a GPU's draw changes when the job stops or starts, s "
         "(for the run level's rate of power change)."
@@ -119,7 +129,7 @@ class Facility(Spec):
     @classmethod
     def _pue(cls, v: Figure) -> Figure:
         if v.value < 1:
-            raise ValueError(f"PUE must be >= 1 (facility power over IT power), got {v.value:g}")
+            raise ValueError(f"the PUE must be >= 1 (facility power over IT power), got {v.value:g}")
         return v
 
     @field_validator("amortization_years")
@@ -260,6 +270,16 @@ def load_prices(path: str | Path | None = None) -> PriceSpec:
 
 
 _LOADED: dict[tuple[str, int, int], PriceSpec] = {}
+
+
+def with_amortization(prices: PriceSpec, years: float) -> PriceSpec:
+    """The table with capex spread over `years` instead of its facility's figure (a compare
+    file's `cost.amortization_years`); the figure's source says where the value came from."""
+    fac = prices.facility
+    fig = fac.amortization_years.model_copy(
+        update={"value": float(years), "source": "cost.amortization_years"}
+    )
+    return prices.model_copy(update={"facility": fac.model_copy(update={"amortization_years": fig})})
 
 
 def lookup(table: SpeedTable, gbps: float) -> float:

@@ -12,8 +12,8 @@ Model of how traffic finds its way (what NCCL and an ECMP fabric do, simplified)
 * Between switches, packets take a shortest path; where several exist, the next hop is
   chosen by a stable hash of (source, destination, hop), as flow-hashed ECMP does. The
   hash is CRC-32, so routes are identical across runs and processes.
-* Graphs with no NICs (e.g. a torus of directly linked GPUs) fall back to a plain shortest
-  path, cached per pair.
+* Graphs with no NICs fall back to a plain shortest path, cached per pair; GPUs cabled to
+  GPUs of other servers (a torus) reach each other over those cables alone (`direct_routes`).
 
 Routes avoid links marked down; a node that can no longer be reached is a
 `SimulationError`. Links are directed: edge (u, v) is two links, u->v and v->u.
@@ -44,6 +44,7 @@ import networkx as nx
 import numpy as np
 
 from simulator.errors import SimulationError
+from simulator.network.direct_routes import DirectRoutes, shortest_path
 from simulator.network.graph import SCALE_UP_MEDIA
 from simulator.network.links import LinkTable
 from simulator.network.route_shapes import ServerShapes
@@ -81,6 +82,7 @@ class Router:
         is_net_switch = {n for n, k in kind.items() if k == "switch" and int(data[n].get("tier", 1)) >= 1}
         self._net_switches = is_net_switch
         self._build_domains(is_net_switch)
+        self._direct = DirectRoutes.of(g, kind, self._up)  # GPU-to-GPU cables across servers
         # network endpoints: non-switch nodes with an up edge to a network switch
         self._attach: dict[str, list[str]] = {}
         up, down = self._up, self.down
@@ -326,19 +328,15 @@ class Router:
         return path
 
     def _fallback(self, a: str, b: str) -> list[str]:
-        view = nx.subgraph_view(self.g, filter_edge=lambda u, v: self._up(u, v))
-        try:
-            return nx.shortest_path(view, a, b)
-        except nx.NetworkXNoPath:
-            raise SimulationError(
-                f"{a} cannot reach {b}: the fabric is cut (down links or missing cables)"
-            ) from None
+        return shortest_path(nx.subgraph_view(self.g, filter_edge=self._up), a, b)
 
     # -- public --------------------------------------------------------------------
     def node_path(self, a: str, b: str) -> list[str]:
         """Node sequence from `a` to `b`."""
         if a == b:
             return [a]
+        if self._direct is not None and self._direct.serves(a, b):
+            return self._direct.path(a, b)
         da, db = self._domain[a], self._domain[b]
         if da == db:
             return self._domain_path(a, b)
@@ -366,9 +364,12 @@ class Router:
         indices and whether it is forwarded through another GPU (its latency is summed
         when first asked for, `_latencies`)."""
         paths, forwarded, into_gpu, domain = self._paths, self._forwarded, self._into_gpu, self._domain
+        direct = self._direct
         for key in keys:
             a, b = key
-            if a != b and domain[a] == domain[b]:
+            if direct is not None and a != b and direct.serves(a, b):
+                hops = self._hops(direct.path(a, b))
+            elif a != b and domain[a] == domain[b]:
                 li = self._domain_link_paths.get(key)
                 hops = self._shape_links(a, b) if li is None else list(li)
             else:
@@ -405,14 +406,14 @@ class Router:
         if into is None:
             into = self._into_piece(b)
             if into is None:
-                return self._fallback_links(a, b)
+                return self._hops(self._fallback(a, b))
         eb, sb, rail_b, tail = into
         key = (a, sb, rail_b)  # the egress NIC depends on eb only through these (`_egress`)
         out = self._out_of.get(key)
         if out is None:
             out = self._out_piece(a, b, sb, rail_b)
             if out is None:
-                return self._fallback_links(a, b)
+                return self._hops(self._fallback(a, b))
         sa, head = out
         if sa == sb:
             return head + tail
@@ -521,9 +522,6 @@ class Router:
             hop += 1
         return out
 
-    def _fallback_links(self, a: str, b: str) -> list[int]:
-        return self._hops(self._fallback(a, b))
-
     def _domain_links(self, a: str, b: str) -> list[int]:
         """Link indices of `_domain_path(a, b)` (cached; callers must not modify it)."""
         key = (a, b)
@@ -585,15 +583,16 @@ class Router:
 
     def check_reachable(self, gpus: list[str]) -> None:
         """Raise SimulationError naming a GPU cut off from the others (links down)."""
-        if len(gpus) < 2:
-            return
-        reach = self._reach.get(gpus[0])
-        if reach is None:  # the nodes reachable from the first GPU (cached, as routes are)
-            view = nx.subgraph_view(self.g, filter_edge=lambda u, v: self._up(u, v)) if self.down else self.g
-            reach = self._reach[gpus[0]] = nx.node_connected_component(view, gpus[0])
-        for gname in gpus[1:]:
-            if gname not in reach:
-                raise SimulationError(
-                    f"GPU {gname} is cut off from the fabric (its links are down); "
-                    "the job cannot be scheduled"
-                )
+        parts: list[set[str]] = []  # the parts of the fabric (over links up) holding the GPUs
+        for gname in gpus:
+            if not any(gname in p for p in parts):
+                reach = self._reach.get(gname)
+                if reach is None:  # cached, as routes are
+                    view = nx.subgraph_view(self.g, filter_edge=self._up) if self.down else self.g
+                    reach = self._reach[gname] = nx.node_connected_component(view, gname)
+                parts.append(reach)
+        if len(parts) > 1:  # cut off: outside the part with most GPUs, then most nodes (switches)
+            main = max(parts, key=lambda p: (sum(gname in p for gname in gpus), len(p)))
+            gname = next(gname for gname in gpus if gname not in main)
+            why = "is cut off from the fabric (its links are down); the job cannot be scheduled"
+            raise SimulationError(f"GPU {gname} {why}")

@@ -170,7 +170,7 @@ def execute(
     frames = {
         "ops": ops,
         "flows": fr.flows_frame(out.tables.pop("flows").columns()),
-        "links": fr.links_frame(out.intervals, prep.cluster.links),
+        "links": fr.links_frame(out.intervals, prep.cluster.links, prep.cluster.capacity_factors()),
         "steps": steps,
     }
     n_job = len(program.rank_gpus)

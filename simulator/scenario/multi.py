@@ -114,7 +114,7 @@ def run_jobs(
     frames = {
         "ops": pd.concat(ops_l, ignore_index=True),
         "flows": flows,
-        "links": fr.links_frame(shared.link_intervals(), prep.cluster.links),
+        "links": fr.links_frame(shared.link_intervals(), prep.cluster.links, prep.cluster.capacity_factors()),
         "steps": pd.concat(steps_l, ignore_index=True),
         "jobs": mj.jobs_frame(rows, job_links),
         "job_links": job_links,

@@ -52,6 +52,7 @@ from simulator.config.loader import Document, Loc, check_file_kind, read_documen
 from simulator.errors import ClustersimError, InputError
 from simulator.metrics.run_cost import cost_columns
 from simulator.network.cost import DEFAULT_PRICES, PriceSpec, cost_summary, estimate_cost, load_prices
+from simulator.network.prices import with_amortization
 from simulator.network.topology import resolve
 from simulator.scenario.execute import execute
 from simulator.scenario.oracle import check_run_level
@@ -61,7 +62,6 @@ from simulator.study.executor import OnDone, run_tasks
 from simulator.study.merge import deep_merge, leaf_paths
 
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._+-]*$"
-SECONDS_PER_YEAR = 365.25 * 86400
 
 # ----------------------------------------------------------------------------- schema
 
@@ -131,8 +131,11 @@ class CostSettings(Spec):
         None,
         description="Price table relative to the compare file (default: topologies/prices.yaml).",
     )
-    amortization_years: float = Field(
-        4.0, gt=0, description="Years over which network capex is spread for the cost per token."
+    amortization_years: float | None = Field(
+        None,
+        gt=0,
+        description="Years over which capex is spread, for every cost column of every variant "
+        "(default: the price table's facility.amortization_years).",
     )
 
 
@@ -330,6 +333,8 @@ def load_comparison(path: str | Path) -> Comparison:
         cmp.prices = load_prices(prices_path)
     elif DEFAULT_PRICES.is_file():
         cmp.prices = load_prices()
+    if cmp.prices is not None and spec.cost.amortization_years is not None:
+        cmp.prices = with_amortization(cmp.prices, spec.cost.amortization_years)
     for i, v in enumerate(spec.variants):
         cmp.variants.append(_prepare_variant(cmp, i, v))
     return cmp
@@ -523,16 +528,17 @@ TABLE_OPTIONAL = [
 ]
 
 
-def comparison_table(results: list[Any], amortization_years: float = 4.0) -> pd.DataFrame:
+def comparison_table(results: list[Any]) -> pd.DataFrame:
     """One row per variant (input order): step time, breakdown, MFU, cost where known.
 
     Columns (SI): variant, topology, gpus_in_job, steps, step_time_s, relative_step_time
     (step time over the first variant's), compute_s, comm_s, exposed_comm_s, idle_s,
     exposed_<tag>_s for every tag any variant has (0 where absent), then when any
     variant has them: mfu, tflops_per_gpu, tokens_per_s, network_capex_usd,
-    network_power_w, network_capex_per_gpu_usd, network_usd_per_mtoken (network capex
-    spread over `amortization_years` of training at this variant's tokens/s, per 10^6
-    tokens), busiest_link and busiest_link_utilization (mean over the run).
+    network_power_w, network_capex_per_gpu_usd, network_usd_per_mtoken (the run's: the
+    job's share of the network capex spread over the amortization years, per 10^6 tokens),
+    the run's cost and energy columns, busiest_link and busiest_link_utilization (mean over
+    the run).
     Wall time is left out so the table is identical whichever executor ran.
     """
     rows = []
@@ -545,10 +551,6 @@ def comparison_table(results: list[Any], amortization_years: float = 4.0) -> pd.
         for k in TABLE_OPTIONAL:
             if k in s:
                 row[k] = s[k]
-        if "network_capex_usd" in s and s.get("tokens_per_s"):
-            row["network_usd_per_mtoken"] = (
-                s["network_capex_usd"] / (amortization_years * SECONDS_PER_YEAR * s["tokens_per_s"]) * 1e6
-            )
         links = s.get("busiest_links") or []
         row["busiest_link"] = links[0]["link"] if links else ""
         row["busiest_link_utilization"] = float(links[0]["mean_utilization"]) if links else 0.0

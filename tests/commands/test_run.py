@@ -122,6 +122,18 @@ def test_gpu_cut_off_by_down_links_is_unschedulable(tmp_path):
     assert "n1.gpu3 is cut off" in r.output
 
 
+def test_the_gpu_named_cut_off_is_on_the_server_whose_links_are_down(tmp_path):
+    """Every NIC link of n0 down: n0's GPUs still reach each other over NVSwitch, as many as
+    n1's; the part of the fabric with the switches is the one they are cut off from."""
+    base = _copy_catalog(tmp_path)
+    sc = base / "scenarios/quickstart.yaml"
+    down = ", ".join(f"[n0.nic{i}, leaf{i}.0]" for i in range(8))
+    sc.write_text(sc.read_text() + f"state:\n  down_links: [{down}]\n")
+    r = runner.invoke(app, ["run", str(sc), "-o", str(tmp_path / "o")])
+    assert r.exit_code == 3, r.output
+    assert "n0.gpu0 is cut off" in r.output
+
+
 def test_existing_results_survive_a_failed_run(tmp_path):
     out = tmp_path / "res"
     assert runner.invoke(app, ["run", str(ROOT / "scenarios/quickstart.yaml"), "-o", str(out)]).exit_code == 0

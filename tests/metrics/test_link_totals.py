@@ -101,3 +101,24 @@ def test_mean_utilization_equals_the_loop_over_directed_links(seed):
     want = _mean_utilization_loop(links, 0.7)
     assert list(got.items()) == list(want.items())  # same keys, orientation, order and values
     assert link_mean_utilization(links, 0.7).equals(pd.Series(want, dtype=float))
+
+
+def test_a_degraded_link_reads_its_degraded_capacity() -> None:
+    """`state.degraded_links` at factor 0.1 on one NIC uplink: the links frame gives that
+    link the capacity the fabric shared (nominal x 0.1), so the ring all-reduce that
+    saturates it reads utilization 1 there, and the summary's busiest link is that one."""
+    import yaml
+
+    from simulator import api
+    from tests.conftest import ROOT
+
+    sc = yaml.safe_load((ROOT / "scenarios/quickstart.yaml").read_text())
+    sc["state"] = {"degraded_links": [{"link": ["n0.nic0", "leaf0.0"], "factor": 0.1}]}
+    sc["run"] = {"steps": 1}
+    r = api.run(sc, base_dir=ROOT / "scenarios")
+    links = r["links"]
+    up = links[links["link"] == "n0.nic0->leaf0.0"]
+    other = links[links["link"] == "n0.nic1->leaf1.0"]
+    assert (up["capacity_bytes_per_s"] == 0.1 * other["capacity_bytes_per_s"].iloc[0]).all()
+    assert up["utilization"].max() == pytest.approx(1.0, rel=1e-9)
+    assert r.summary["busiest_links"][0]["link"] in ("n0.nic0->leaf0.0", "leaf0.0->n0.nic0")

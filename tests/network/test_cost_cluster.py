@@ -86,6 +86,18 @@ BAD = [
         "400: {value: -1800",
     ),
     ("pue: {value: 1.2", "pue: {value: 0.95", "facility.pue", "  pue: {"),
+    (
+        "network_static_fraction: {value: 0.8",
+        "network_static_fraction: {value: 3.0",
+        "power.network_static_fraction",
+        "network_static_fraction: {",
+    ),
+    (
+        "gpu_idle_fraction: {value: 0.12",
+        "gpu_idle_fraction: {value: 1.5",
+        "power.gpu_idle_fraction",
+        "gpu_idle_fraction",
+    ),
     ("[0.3, 0.75], [0.6, 1.0]", "[0.3, 0.95], [0.6, 0.8]", "power.gpu_compute_curve.points", "[0.3, 0.95]"),
     (
         "  400: {value: 25, source: cx7",
@@ -103,6 +115,7 @@ def test_bad_price_file_names_file_line_field(tmp_path, old, new, field, needle)
         load_prices(p)
     err = exc.value
     assert (err.file, err.line, err.field) == (str(p), _line_of(p, needle), field)
+    assert err.message[0].islower() and "pUE" not in err.message, err.message
 
 
 def test_part_with_no_price_names_its_table(tmp_path) -> None:

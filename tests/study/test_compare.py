@@ -95,3 +95,44 @@ def test_rail_only_matches_clos_on_rail_aligned_traffic() -> None:
     assert rail_only == pytest.approx(clos, rel=0.01)
     if "network_capex_usd" in table.columns:
         assert table["network_capex_usd"].iloc[1] < table["network_capex_usd"].iloc[0]
+
+
+def test_cost_columns_are_the_runs_and_amortization_applies_to_all(tmp_path: Path) -> None:
+    """The table's network $/Mtoken is the run's (the job's share of the network, as
+    docs/cost.md defines the capex term), and a compare file's `cost.amortization_years`
+    spreads every capex column over its years, not the network's alone."""
+    base = ROOT / "scenarios/quickstart.yaml"
+    text = (
+        f"name: t\nbase: {{file: {base}}}\n"
+        "variants:\n  - name: whole\n  - name: quarter\n    topology: {params: {nodes: 8}}\n"
+    )
+    four, two = tmp_path / "four.yaml", tmp_path / "two.yaml"
+    four.write_text(text)
+    two.write_text(text + "cost: {amortization_years: 2}\n")
+    results = C.run_comparison(C.load_comparison(four), "serial")
+    table = C.comparison_table(results)
+    if "network_usd_per_mtoken" not in table.columns:
+        pytest.skip("no price table")
+    whole, quarter = (r.summary for r in results)
+    assert quarter["job_share"] == 0.25 and whole["job_share"] == 1.0
+    assert list(table["network_usd_per_mtoken"]) == [
+        whole["network_usd_per_mtoken"],
+        quarter["network_usd_per_mtoken"],
+    ]
+    # a quarter of a cluster four times the size: the same network capex charged per token
+    # (a rail-optimized Clos of one leaf per rail grows linearly in servers here)
+    assert quarter["network_usd_per_mtoken"] == pytest.approx(whole["network_usd_per_mtoken"], rel=1e-9)
+    runs2 = C.run_comparison(C.load_comparison(two), "serial")
+    halved = C.comparison_table(runs2)
+    assert list(halved["amortization_years"]) == [2.0, 2.0] and list(table["amortization_years"]) == [
+        4.0,
+        4.0,
+    ]
+    assert list(halved["network_usd_per_mtoken"]) == pytest.approx(
+        [2 * v for v in table["network_usd_per_mtoken"]], rel=1e-12
+    )
+    for r4, r2 in zip(results, runs2, strict=True):
+        assert r2.summary["capex_usd_per_mtoken"] == pytest.approx(
+            2 * r4.summary["capex_usd_per_mtoken"], rel=1e-12
+        )
+        assert r2.summary["energy_usd_per_mtoken"] == r4.summary["energy_usd_per_mtoken"]

@@ -7,8 +7,9 @@ What is modelled:
       evenly over the pairs of groups, one-GPU hosts on every router.
 
 What is simplified: links have one speed per design; a torus has no NICs unless storage is
-attached (then one frontend NIC per server on a single frontend switch); parallel global
-links between two routers are one edge.
+attached (then one frontend NIC per server on a single frontend switch, which carries the
+traffic to storage only: GPUs reach each other over the torus, `network/direct_routes.py`);
+parallel global links between two routers are one edge.
 """
 
 from __future__ import annotations
@@ -42,7 +43,8 @@ class TorusSpec(DesignSpecBase):
     not priced as cables). A dimension of size 2 gets one edge carrying both links.
 
     Simplifications: no NICs unless `storage` is given, in which case each server gets
-    one frontend NIC on a single frontend switch (a chassis drawn as one switch).
+    one frontend NIC on a single frontend switch (a chassis drawn as one switch) that
+    carries checkpoint traffic only (GPU-to-GPU traffic stays on the torus).
     """
 
     generator: Literal["torus"] = Field("torus", description="Design tag.")
@@ -148,9 +150,7 @@ def build_torus(spec: TorusSpec, gpu: GPUSpec | None = None) -> nx.Graph:
             parts.link(nic, fe, fe_bw, hop, "ethernet", reach="aoc")
         attach_storage(parts, spec.storage, [fe], [fe], "ethernet", hop)
     kmax = max(dims)
-    bis = 2 * (n / kmax) * bw
-    if spec.storage:  # the frontend switch is a second, non-blocking path between halves
-        bis += servers // 2 * spec.frontend_nic_gbps * GBPS_IN_BYTES_PER_S
+    bis = 2 * (n / kmax) * bw  # GPU traffic never takes the frontend (`direct_routes`)
     return parts.graph(
         spec.name or spec.generator,
         gpu,
