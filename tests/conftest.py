@@ -3,6 +3,7 @@ file and the CLI app with a wide console."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -46,11 +47,14 @@ def small_compare(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def app(monkeypatch: pytest.MonkeyPatch) -> typer.Typer:
-    """The `clustersim` app, with a console wide enough that CliRunner output is not wrapped."""
+def app(monkeypatch: pytest.MonkeyPatch) -> Iterator[typer.Typer]:
+    """The `clustersim` app, with a console wide enough that CliRunner output is not wrapped;
+    a `--format` given to it does not outlive the test (apps built without the root option
+    print tables)."""
     from simulator.commands import common
     from simulator.commands.app import app as clustersim
 
     monkeypatch.setattr(common.console, "width", 250)  # CliRunner has no terminal
     monkeypatch.setattr(common.err_console, "width", 250)
-    return clustersim
+    yield clustersim
+    common.set_output_format("table")

@@ -227,8 +227,9 @@ def topology_schema_tables() -> list[Table]:
     from simulator.network.design.registry import GENERATORS
     from simulator.network.design.storage import StorageSpec
     from simulator.network.hardware import nic_presets
+    from simulator.network.topology import TopologyHeader
 
-    tables = []
+    tables = [_params_table("every topology file, beside its generator's parameters", TopologyHeader)]
     for name in sorted(GENERATORS):
         spec = GENERATORS[name].spec
         doc = (spec.__doc__ or "").strip().splitlines()[0]

@@ -396,6 +396,10 @@ def _message(err: Any) -> str:
     kind = err.get("type", "")
     if kind == "extra_forbidden":
         return "unknown key (not in the schema; check its spelling)"
+    if kind == "union_tag_invalid":
+        ctx = err["ctx"]
+        tag_key = ctx["discriminator"].strip("'")
+        return f"unknown {tag_key} {ctx['tag']!r}; expected one of {ctx['expected_tags']}"
     if kind == "missing":
         return "required field is missing"
     if kind in ("model_type", "dict_type", "model_attributes_type"):
@@ -426,6 +430,8 @@ def validate(model: Any, doc: Document, loc: Loc = (), context: dict[str, Any] |
             cause = err.get("ctx", {}).get("error")
             if isinstance(cause, FieldError) and cause.field:
                 raw_loc = (*raw_loc, *cause.field.split("."))
+            elif err.get("type") == "union_tag_invalid":  # placed at the tag's key
+                raw_loc = (*raw_loc, err["ctx"]["discriminator"].strip("'"))
             # drop tagged-union discriminator values pydantic inserts into locations
             full = (*loc, *raw_loc)
             clean = _clean_loc(doc, full)

@@ -15,6 +15,7 @@ import functools
 import io
 import itertools
 import json
+import math
 from collections.abc import Callable, Collection
 from pathlib import Path
 from typing import Any
@@ -132,9 +133,26 @@ def write_frame(folder: Path, name: str, df: pd.DataFrame) -> Path:
     return path
 
 
-def write_json(path: Path, data: Any) -> None:
-    """Write indented JSON (numpy numbers as plain numbers, anything else unknown as text)."""
-    write_atomic(path, dumps_indented(data) + "\n")
+def write_json(path: Path, data: Any, finite: bool = False) -> None:
+    """Write indented JSON (numpy numbers as plain numbers, anything else unknown as text).
+
+    With `finite`, a number that is not finite (NaN, an infinity) is written as `null`:
+    JSON has no such numbers, and other readers refuse or misread Python's spellings.
+    """
+    write_atomic(path, dumps_indented(_nulls_for_nonfinite(data) if finite else data) + "\n")
+
+
+def _nulls_for_nonfinite(o: Any) -> Any:
+    """`o` with every float that is not finite (in mappings and lists, at any depth) as None."""
+    if isinstance(o, float | np.floating):
+        return o if math.isfinite(o) else None
+    if isinstance(o, dict):
+        return {k: _nulls_for_nonfinite(v) for k, v in o.items()}
+    if isinstance(o, list):
+        return [_nulls_for_nonfinite(v) for v in o]
+    if isinstance(o, tuple):
+        return tuple(_nulls_for_nonfinite(v) for v in o)
+    return o
 
 
 #: JSON values the encoder writes as one token (numpy floats are floats and write alike)

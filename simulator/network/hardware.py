@@ -216,17 +216,22 @@ def apply_nic_preset(data: Any, rate_key: str = "nic_gbps", medium_key: str = "m
         medium_key: the field holding the scale-out medium.
 
     Raises:
-        ValueError: unknown preset, the rate given as well, or a medium unlike the preset's.
+        FieldError: unknown preset, the rate given as well, or a medium unlike the preset's.
     """
     if not isinstance(data, Mapping) or data.get("nic") is None:
         return data
     presets = nic_presets()
     name = data["nic"]
     if name not in presets:
-        raise ValueError(f"unknown NIC preset {name!r}; expected one of {', '.join(sorted(presets))}")
+        raise FieldError(
+            f"unknown NIC preset {name!r}; expected one of {', '.join(sorted(presets))}", field="nic"
+        )
     if rate_key in data:
-        raise ValueError(f"give either nic ({name}) or {rate_key}, not both")
+        raise FieldError(f"give either nic ({name}) or {rate_key}, not both", field=rate_key)
     preset = presets[name]
     if data.get(medium_key, preset.medium) != preset.medium:
-        raise ValueError(f"{medium_key} {data[medium_key]!r} contradicts NIC preset {name} ({preset.medium})")
+        raise FieldError(
+            f"{medium_key} {data[medium_key]!r} contradicts NIC preset {name} ({preset.medium})",
+            field=medium_key,
+        )
     return {**data, rate_key: preset.gbps_per_gpu, medium_key: preset.medium}

@@ -27,6 +27,7 @@ from pydantic import Field
 
 from simulator.config.base import FileRef, Spec
 from simulator.config.loader import Document, check_file_kind, read_document, validate
+from simulator.errors import InputError
 from simulator.network.design.registry import build_design, generator_names, parse_generator_spec
 from simulator.network.graph import validate_graph
 from simulator.network.graph_file import read_graph_file
@@ -108,7 +109,12 @@ def load_topology(path: str | Path, doc: Document | None = None) -> Topology:
     if "generator" not in params:
         raise doc.error(f"missing 'generator' (one of {generator_names()}) or 'graph: {{file: ...}}'")
     spec = parse_generator_spec(doc.with_data(params))
-    g = build_design(spec, gpu)
+    try:
+        g = build_design(spec, gpu)
+    except InputError as exc:  # the parameters cannot be built: placed at the field it names
+        if exc.file is not None:
+            raise
+        raise doc.error(exc.message, (exc.field,) if exc.field else ()) from None
     g.graph["name"] = header.name
     g.graph["gpu"] = gpu
     g.graph["nic"] = getattr(spec, "nic", None)

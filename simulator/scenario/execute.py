@@ -80,7 +80,7 @@ class RunResult:
         out.mkdir(parents=True, exist_ok=True)
         for name, df in self.frames.items():
             write_frame(out, name, df)
-        write_json(out / "summary.json", self.summary)
+        write_json(out / "summary.json", self.summary, finite=True)
         write_atomic(out / "scenario.resolved.yaml", yaml.safe_dump(self.resolved, sort_keys=False))
         graph = None
         if self.graph is not None:

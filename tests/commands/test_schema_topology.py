@@ -34,6 +34,21 @@ def test_schema_topology_lists_every_generator_parameter_with_description(app: t
     assert "Gbit/s" in out and "µs" in out
 
 
+def test_schema_topology_lists_the_keys_every_topology_file_has(app: typer.Typer) -> None:
+    """name, description and gpu (required by every file, whatever its generator) are listed
+    once, in a section of their own, with whether each is required."""
+    import csv
+    import io
+
+    r = CliRunner().invoke(app, ["--format", "csv", "schema", "topology"])
+    assert r.exit_code == 0, r.output
+    rows = csv.DictReader(io.StringIO(r.output))
+    rows = [row for row in rows if row["section"].startswith("every topology")]
+    by_name = {row["parameter"]: row for row in rows}
+    assert set(by_name) == {"name", "description", "gpu", "graph"}
+    assert by_name["gpu"]["default"] == "(required)" and by_name["name"]["default"] == "(required)"
+
+
 def test_every_preset_states_its_per_gpu_rate_consistently() -> None:
     for name, p in nic_presets().items():
         # gbps_per_gpu = port rate x ports per 8-GPU server / 8 (sources.md)

@@ -490,7 +490,7 @@ def SEMANTIC() -> Iterator[tuple[str, str, str, str]]:  # noqa: N802
         "axes-same-name",
         st.replace(
             "    values: [10, 30]\n",
-            "    values: [10, 30]\n  - param: seeds\n    name: interval_min\n    values: [1, 2]\n",
+            "    values: [10, 30]\n  - param: policy.restart.queue_min\n    name: interval_min\n    values: [1, 2]\n",
         ),
         "twice",
     )
@@ -524,7 +524,7 @@ def SEMANTIC() -> Iterator[tuple[str, str, str, str]]:  # noqa: N802
     )
     yield "study", "no-step-source", st.replace("  step_time_s: 2.0\n", ""), "from_scenario"
     yield "study", "duration-forever", st.replace("duration_days: 2", "duration_days: 1.0e7"), "duration"
-    yield "study", "is-a-scenario", sc, "unknown key"
+    yield "study", "is-a-scenario", sc, "scenario file"
     # compare files
     yield "compare", "variant-name-twice", cmp.replace("name: tree", "name: ring"), "twice"
     yield "compare", "variant-name-path", cmp.replace("name: tree", "name: ../tree"), "name"
@@ -559,10 +559,28 @@ def SEMANTIC() -> Iterator[tuple[str, str, str, str]]:  # noqa: N802
         "colour",
     )
     yield "compare", "no-variants", cmp.split("variants:")[0] + "variants: []\n", "variants"
+    # topology parameters a generator cannot build: placed at the key to change
+    yield from _design_cases()
     # calibration profiles
     yield from _profile_cases()
     # calibration logs
     yield from _log_cases()
+
+
+def _design_cases() -> Iterator[tuple[str, str, str, str]]:
+    head = "name: t\ngpu:\n  file: ../_base/gpu.yaml\n"
+    yield "topology", "fat-tree-odd-k", head + "generator: fat_tree\nk: 7\n", "k: k must be even"
+    yield "topology", "torus-dimension-one", head + "generator: torus\ndims: [1, 4]\n", "dims: every torus"
+    yield (
+        "topology",
+        "unknown-generator",
+        TOPOLOGY.replace("rail_clos", "rail_clso"),
+        "generator: unknown generator",
+    )
+    leaf = "generator: superpod\nnodes: 64\nsu_size: 64\nswitch_radix: 64\n"
+    yield "topology", "leaf-ports-over-radix", head + leaf, "switch_radix: a leaf needs"
+    nic = "generator: superpod\nnodes: 8\nnic: connectx9\n"
+    yield "topology", "unknown-nic-preset", head + nic, "nic: unknown NIC preset"
 
 
 def _deadlock_trace() -> str:

@@ -105,3 +105,31 @@ def test_indented_json_is_that_of_the_standard_library() -> None:
     ]
     for data in cases:
         assert dumps_indented(data) == json.dumps(data, indent=2, default=_json_default)
+
+
+def _strict(text: str) -> object:
+    """JSON as RFC 8259 has it: NaN, Infinity and -Infinity are not numbers of it."""
+
+    def refuse(name: str) -> None:
+        raise ValueError(f"not JSON: {name}")
+
+    return json.loads(text, parse_constant=refuse)
+
+
+def test_summary_json_writes_non_finite_numbers_as_null(tmp_path) -> None:
+    """A one-seed failure study has no confidence interval ([NaN, NaN]); the file stays JSON
+    any reader accepts, with null there, and the run's in-memory summary keeps its NaN."""
+    import math
+
+    import yaml
+
+    from simulator import api
+    from tests.conftest import ROOT
+
+    sc = yaml.safe_load((ROOT / "scenarios/quickstart-failures.yaml").read_text())
+    sc["reliability"]["seeds"] = 1
+    r = api.run(sc, base_dir=ROOT / "scenarios", output=tmp_path / "out")
+    assert all(math.isnan(x) for x in r.summary["goodput_95ci"])
+    data = _strict((tmp_path / "out" / "summary.json").read_text())
+    assert isinstance(data, dict) and data["goodput_95ci"] == [None, None]
+    assert data["goodput"] == r.summary["goodput"]

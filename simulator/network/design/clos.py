@@ -25,7 +25,7 @@ import networkx as nx
 from pydantic import Field, model_validator
 
 from simulator.config.base import Spec
-from simulator.errors import InputError
+from simulator.errors import FieldError, InputError
 from simulator.network.design.limits import check_count, check_servers
 from simulator.network.design.parts import (
     GBPS_IN_BYTES_PER_S,
@@ -99,7 +99,11 @@ class RailClosSpec(Spec):
     nic_medium: Literal["ib", "ethernet"] = Field("ib", description="Scale-out medium.")
     servers_per_leaf: int = Field(32, ge=1, description="Servers whose rail-r NICs share a leaf.")
     oversubscription: float = Field(
-        1.0, ge=1.0, description="Leaf down/up bandwidth ratio (1 = non-blocking)."
+        1.0,
+        ge=1.0,
+        description="Leaf down/up bandwidth ratio (1 = non-blocking): the leaf keeps one uplink "
+        "per spine, each at the down bandwidth / ratio / uplinks (priced at the next speed the "
+        "price table lists).",
     )
     spines: int | None = Field(
         None,
@@ -117,7 +121,7 @@ class RailClosSpec(Spec):
     @model_validator(mode="after")
     def _check(self) -> RailClosSpec:
         if self.scale_up == "xgmi_mesh" and self.gpus_per_node < 2:
-            raise ValueError("xgmi_mesh needs at least 2 GPUs per node")
+            raise FieldError("xgmi_mesh needs at least 2 GPUs per node", field="gpus_per_node")
         spine_links = math.ceil(self.nodes / self.servers_per_leaf) * self.gpus_per_node * self.uplinks
         spines = {"spines": self.spines} if self.spines else {}
         check_servers(self.nodes, self.gpus_per_node, self.scale_up == "xgmi_mesh", spine_links, spines)
@@ -154,7 +158,11 @@ class SuperPodSpec(ClosSpecBase):
     pcie_gbyte_per_s: Gen5PcieGbytePerS = 64.0
     switch_radix: int = Field(64, ge=4, description="Ports per leaf/spine/core switch.")
     oversubscription: float = Field(
-        1.0, ge=1, description="Leaf down:up bandwidth ratio (1 = non-blocking, 2 = 2:1)."
+        1.0,
+        ge=1,
+        description="Leaf down:up bandwidth ratio asked (1 = non-blocking, 2 = 2:1): a leaf gets "
+        "ceil(su_size / ratio) uplink ports of the NIC speed, so the ratio built is su_size over "
+        "that (16 servers at 3: 6 uplinks, 2.67:1; `clustersim topo` shows it).",
     )
 
     @model_validator(mode="after")
@@ -224,7 +232,7 @@ class RailOnlySpec(ScaleOutSpecBase):
     @model_validator(mode="after")
     def _even_radix(self) -> RailOnlySpec:
         if self.switch_radix is not None and self.switch_radix % 2:
-            raise ValueError(f"switch_radix must be even, got {self.switch_radix}")
+            raise FieldError(f"switch_radix must be even, got {self.switch_radix}", field="switch_radix")
         check_servers(self.nodes, self.gpus_per_node)
         return self
 
@@ -269,7 +277,7 @@ class FatTreeSpec(HostsSpecBase):
     @model_validator(mode="after")
     def _even_k(self) -> FatTreeSpec:
         if self.k % 2:
-            raise ValueError(f"k must be even, got {self.k}")
+            raise FieldError(f"k must be even, got {self.k}", field="k")
         check_count("GPUs", self.k**3 // 4, {"k": self.k})
         return self
 

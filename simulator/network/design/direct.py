@@ -20,6 +20,7 @@ from typing import Literal
 import networkx as nx
 from pydantic import Field, model_validator
 
+from simulator.errors import FieldError
 from simulator.network.design.limits import check_count
 from simulator.network.design.parts import (
     GBPS_IN_BYTES_PER_S,
@@ -69,10 +70,11 @@ class TorusSpec(DesignSpecBase):
     @model_validator(mode="after")
     def _check_dims(self) -> TorusSpec:
         if any(d < 2 for d in self.dims):
-            raise ValueError(f"every torus dimension must be >= 2, got {self.dims}")
+            raise FieldError(f"every torus dimension must be >= 2, got {self.dims}", field="dims")
         if self.dims[-1] % self.gpus_per_node:
-            raise ValueError(
-                f"gpus_per_node ({self.gpus_per_node}) must divide the last dimension ({self.dims[-1]})"
+            raise FieldError(
+                f"gpus_per_node ({self.gpus_per_node}) must divide the last dimension ({self.dims[-1]})",
+                field="gpus_per_node",
             )
         check_count("GPUs", math.prod(self.dims), {"dims": max(self.dims)})
         return self
@@ -98,9 +100,10 @@ class DragonflySpec(HostsSpecBase):
     @model_validator(mode="after")
     def _check_groups(self) -> DragonflySpec:
         if self.groups is not None and self.groups > self.a * self.h + 1:
-            raise ValueError(
+            raise FieldError(
                 f"groups ({self.groups}) cannot exceed a*h+1 = {self.a * self.h + 1}: "
-                "every pair of groups needs a global link"
+                "every pair of groups needs a global link",
+                field="groups",
             )
         ng, a = self.group_count, self.a
         factors = {"a": a, "p": self.p, "h": self.h, **({"groups": ng} if self.groups else {})}

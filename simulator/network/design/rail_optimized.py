@@ -26,7 +26,7 @@ from typing import Literal
 import networkx as nx
 from pydantic import Field, model_validator
 
-from simulator.errors import InputError
+from simulator.errors import FieldError, InputError
 from simulator.network.design.limits import check_servers
 from simulator.network.design.parts import (
     GBPS_IN_BYTES_PER_S,
@@ -67,7 +67,7 @@ class RailOptimizedClosSpec(ClosSpecBase):
     @model_validator(mode="after")
     def _fits(self) -> RailOptimizedClosSpec:
         if self.switch_radix % 2:
-            raise ValueError(f"switch_radix must be even, got {self.switch_radix}")
+            raise FieldError(f"switch_radix must be even, got {self.switch_radix}", field="switch_radix")
         check_servers(self.nodes, self.gpus_per_node)
         return self
 
