@@ -42,8 +42,8 @@ def test_schema_topology_lists_the_keys_every_topology_file_has(app: typer.Typer
 
     r = CliRunner().invoke(app, ["--format", "csv", "schema", "topology"])
     assert r.exit_code == 0, r.output
-    rows = csv.DictReader(io.StringIO(r.output))
-    rows = [row for row in rows if row["section"].startswith("every topology")]
+    table = csv.DictReader(io.StringIO(r.output))
+    rows = [row for row in table if row["section"].startswith("every topology")]
     by_name = {row["parameter"]: row for row in rows}
     assert set(by_name) == {"name", "description", "gpu", "graph"}
     assert by_name["gpu"]["default"] == "(required)" and by_name["name"]["default"] == "(required)"
