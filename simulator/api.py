@@ -28,7 +28,7 @@ from typing import Any
 import pandas as pd
 import yaml
 
-from simulator.errors import InputError
+from simulator.errors import InputError, InputErrors
 from simulator.io import ResultsFolder
 from simulator.metrics.store import read_frames, read_summary
 from simulator.scenario.execute import RunResult, execute
@@ -81,6 +81,20 @@ class Result:
         return run_dashboard_html(self.frames, self.summary, graph)
 
 
+def _of_mapping(exc: InputError, path: Path) -> InputError:
+    """`exc` placed in the mapping given instead of the file it was written to for the run
+    (gone by now, its lines not the caller's): `<scenario mapping>: field.path: message`."""
+    errors = exc.errors if isinstance(exc, InputErrors) else [exc]
+    placed = [
+        InputError(e.message, file=MAPPING, field=e.field) if e.file == str(path) else e for e in errors
+    ]
+    return InputErrors(placed) if len(placed) > 1 else placed[0]
+
+
+#: how errors in a scenario given as a mapping name it
+MAPPING = "<scenario mapping>"
+
+
 def _absolute_files(node: Any, base: Path) -> Any:
     """A copy of a scenario mapping with every `{file: relative}` reference, and the `path` of
     an imported trace (`{format: ..., path: relative}`), made absolute."""
@@ -125,7 +139,10 @@ def run(
         with tempfile.TemporaryDirectory(prefix="clustersim-api-") as tmp:
             path = Path(tmp) / "scenario.yaml"
             path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
-            return run(path, steps=steps, seed=seed, output=output, on_step=on_step)
+            try:
+                return run(path, steps=steps, seed=seed, output=output, on_step=on_step)
+            except InputError as exc:
+                raise _of_mapping(exc, path) from None
     prep = prepare(scenario)
     if steps is not None:
         spec = prep.scenario.spec

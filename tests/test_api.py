@@ -47,6 +47,8 @@ def test_a_bad_mapping_is_one_line_naming_the_field() -> None:
     with pytest.raises(InputError) as err:
         api.run(data, base_dir=QUICKSTART.parent)
     assert "run.steps" in str(err.value) and "\n" not in str(err.value)
+    # placed in the mapping, not in the file written for the run (gone, its lines not the caller's)
+    assert str(err.value) == "<scenario mapping>: run.steps: input should be greater than or equal to 1"
 
 
 def test_compare_gives_the_table_and_each_variant(small_compare: Path) -> None:

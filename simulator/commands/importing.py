@@ -73,6 +73,21 @@ def _every_rank(prep: Any, scenario: Path) -> Any:
     return program_from_workload(doc.with_data(data), prep.topology, prep.cluster)
 
 
+def _warn_if_over_input_limit(output: Path) -> None:
+    """A trace written larger than the input limit cannot be run as it is: say how to."""
+    from simulator.config.loader import max_file_bytes
+
+    size, limit = output.stat().st_size, max_file_bytes()
+    if size > limit:
+        mib = -(-size // 2**20)  # rounded up
+        err_console.print(
+            f"warning: {output} is {size:,} bytes, over the limit of {limit:,} bytes on input files: "
+            f"run it with --max-file-mb {mib} (or CLUSTERSIM_MAX_FILE_MB={mib})",
+            markup=False,
+            soft_wrap=True,
+        )
+
+
 def import_chakra_command(
     folder: Annotated[Path, typer.Argument(help="Folder of PREFIX.RANK.et files (and comm_group.json).")],
     output: Annotated[Path, typer.Option("-o", "--output", help="Step trace YAML to write.")],
@@ -104,6 +119,7 @@ def import_chakra_command(
         fail(err)
     for warning in result.warnings:
         err_console.print(f"warning: {folder}: {warning}", markup=False, soft_wrap=True)
+    _warn_if_over_input_limit(output)
     console.print(f"{result.node_count} nodes of {n} ranks -> {len(program.ops)} ops: {output}")
 
 
@@ -142,6 +158,7 @@ def import_kineto_command(
         fail(err)
     for warning in result.warnings:
         err_console.print(f"warning: {warning}", markup=False, soft_wrap=True)
+    _warn_if_over_input_limit(output)
     console.print(
         f"{len(files)} rank trace(s), step {result.step} ({result.recorded_step_s * 1e3:.3f} ms recorded) "
         f"-> {len(program.ops)} ops: {output}"

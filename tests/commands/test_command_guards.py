@@ -280,3 +280,23 @@ def test_calibrate_writes_into_an_empty_file(app: typer.Typer, tmp_path: Path) -
     res = CliRunner().invoke(app, ["calibrate", str(SAMPLE), "-o", str(profile)])
     assert res.exit_code == 0, res.output
     assert {"sources", "collectives"} <= yaml.safe_load(profile.read_text()).keys()
+
+
+def test_an_import_larger_than_the_input_limit_says_how_to_run_it(
+    app: typer.Typer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The trace is written whole; a warning names its size, the limit and the option that
+    lets `run` read it (the default limit would refuse it)."""
+    monkeypatch.setenv("CLUSTERSIM_MAX_FILE_MB", "0.001")  # about 1 KiB
+    traces = sorted((ROOT / "workloads/traces/kineto/ddp4-synthetic").glob("rank*.json"))
+    out = tmp_path / "step.yaml"
+    res = CliRunner().invoke(app, ["import", "kineto", *map(str, traces), "-o", str(out)])
+    assert res.exit_code == 0, res.output
+    size = out.stat().st_size
+    assert size > 1024
+    mib = -(-size // 2**20)
+    limit = int(0.001 * 2**20)
+    assert (
+        f"is {size:,} bytes, over the limit of {limit:,} bytes on input files: "
+        f"run it with --max-file-mb {mib}" in " ".join(res.output.split())
+    )
