@@ -13,12 +13,14 @@ down are avoided.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 
 import networkx as nx
+import numpy as np
 
 from simulator.errors import SimulationError
 from simulator.network.graph import SCALE_UP_MEDIA
+from simulator.network.links import LinkTable
 
 
 class DirectRoutes:
@@ -29,12 +31,13 @@ class DirectRoutes:
         self._view = nx.subgraph_view(g, filter_node=gpus.__contains__, filter_edge=up)
 
     @classmethod
-    def of(
-        cls, g: nx.Graph, kind: Mapping[str, object], up: Callable[[str, str], bool]
-    ) -> DirectRoutes | None:
-        """The routes of `g`'s GPUs if some GPU has a scale-out link to another GPU, else None."""
-        gpus = frozenset(n for n, k in kind.items() if k == "gpu")
-        return cls(g, gpus, up) if _cabled(g, gpus) else None
+    def of(cls, g: nx.Graph, links: LinkTable, up: Callable[[str, str], bool]) -> DirectRoutes | None:
+        """The routes of `g`'s GPUs if some GPU has a scale-out link to another GPU, else None
+        (read from the link table: both ends of a link into a GPU, of a medium not scale-up)."""
+        both = links.into_gpu[0::2] & links.into_gpu[1::2]  # the two directions of each edge
+        if not any(links.medium[2 * i] not in SCALE_UP_MEDIA for i in np.flatnonzero(both).tolist()):
+            return None
+        return cls(g, frozenset(n for n, k in g.nodes(data="kind") if k == "gpu"), up)
 
     def serves(self, a: str, b: str) -> bool:
         """Whether the route from `a` to `b` is one of these (both are GPUs)."""
@@ -48,7 +51,8 @@ class DirectRoutes:
 
 def _cabled(g: nx.Graph, gpus: frozenset[str]) -> bool:
     """Whether some GPU has a link of a scale-out medium to another GPU."""
-    return any(u in gpus and v in gpus and m not in SCALE_UP_MEDIA for u, v, m in g.edges(data="medium"))
+    adj = g.adj
+    return any(v in gpus and d.get("medium") not in SCALE_UP_MEDIA for n in gpus for v, d in adj[n].items())
 
 
 def gpu_traffic_graph(g: nx.Graph) -> nx.Graph:

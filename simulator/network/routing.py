@@ -82,7 +82,7 @@ class Router:
         is_net_switch = {n for n, k in kind.items() if k == "switch" and int(data[n].get("tier", 1)) >= 1}
         self._net_switches = is_net_switch
         self._build_domains(is_net_switch)
-        self._direct = DirectRoutes.of(g, kind, self._up)  # GPU-to-GPU cables across servers
+        self._direct = DirectRoutes.of(g, self.links, self._up)  # GPU-to-GPU cables across servers
         # network endpoints: non-switch nodes with an up edge to a network switch
         self._attach: dict[str, list[str]] = {}
         up, down = self._up, self.down
