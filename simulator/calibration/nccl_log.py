@@ -15,8 +15,11 @@ header, tables without any header, `NCCL INFO` and MPI noise inside the table, r
 with `...`, several tables in one file.
 
 Simplified: a table ends at its `# Avg bus bandwidth` or `Out of bounds values` line, at the
-next run's header, rank lines or heading, or where the sizes start again from a smaller one;
-any other line is noise. What the scan gathers is raw (`RawTable`): which of the clues
+next run's header (`# nccl-tests ...`, `# nThread ...`, `Collective test starting`, the
+`#  size count type ...` column header), rank lines or heading; any other line is noise. A new
+table starts only after such a line: inside a table every size is larger than the one above
+it (nccl-tests steps sizes up), so a smaller or repeated size is refused as out of order
+rather than read as the start of another table. What the scan gathers is raw (`RawTable`): which of the clues
 settles the collective, GPU and node counts is decided by `simulator.calibration.inference`.
 """
 
@@ -205,16 +208,9 @@ class _LogScanner:
 
     def _row(self, lineno: int, tokens: list[str], size_bytes: int) -> None:
         cur = self.current
-        # size-0 rows repeat in real logs (one per small count that rounds to 0 bytes)
-        if cur is not None and not cur.ended and cur.rows and 0 < size_bytes == cur.last_size_bytes:
-            raise InputError(
-                f"sizes out of order: {size_bytes} again after line {cur.last_line}; expected "
-                "increasing sizes, one row each",
-                file=self.path,
-                line=lineno,
-                field="size",
-            )
-        if cur is None or cur.ended or (cur.rows and size_bytes < cur.last_size_bytes):
+        if cur is not None and not cur.ended and cur.rows:
+            self._check_order(lineno, size_bytes, cur)
+        if cur is None or cur.ended:
             self.close()
             cur = self.current = self._open(lineno)
         if cur.n_measured is None:
@@ -231,10 +227,32 @@ class _LogScanner:
         cur.last_size_bytes = size_bytes
         cur.last_line = lineno
 
+    def _check_order(self, lineno: int, size_bytes: int, cur: RawTable) -> None:
+        """A row inside a table must be larger than the one above it (size-0 rows may repeat:
+        small counts round to 0 bytes); a new table starts only at a header line.
+
+        Raises:
+            InputError: a size repeated, or smaller than the one above it.
+        """
+        last = cur.last_size_bytes
+        if size_bytes > last or size_bytes == last == 0:
+            return
+        what = "again" if size_bytes == last else f"after {last} on"
+        raise InputError(
+            f"sizes out of order: {size_bytes} {what} line {cur.last_line}; expected increasing "
+            "sizes, one row each (a new table starts at its column header)",
+            file=self.path,
+            line=lineno,
+            field="size",
+        )
+
     def _text(self, body: str) -> None:
         """A line that is no data row: a run header, rank, column header, trailer or heading."""
         text = body.lstrip("#").strip()
-        if text.startswith("nThread") and (rg := _RANGE.search(text)):
+        if text.startswith("nccl-tests") or text.startswith("rccl-tests"):
+            self._end_current()
+        elif text.startswith("nThread") and (rg := _RANGE.search(text)):
+            self._end_current()
             step = (int(rg.group(2)), rg.group(3)) if rg.group(2) else None
             self.next.run_range = (int(rg.group(1)), step)
             ng = _NGPUS.search(text)
@@ -265,10 +283,14 @@ class _LogScanner:
         elif (heading := _HEADING.match(body)) and not body.startswith("# "):
             self._heading((heading.group(1) or heading.group(2) or "").strip().strip("=#").strip())
         elif (kind := kind_of_perf(text)) is not None:
-            if self.current is not None and self.current.rows:
-                self.current.ended = True
+            self._end_current()
             self.next.start_kind = kind
         # anything else (NCCL INFO, MPI warnings, version lines) is noise
+
+    def _end_current(self) -> None:
+        """A line that starts a new run: the table above, if it has rows, is complete."""
+        if self.current is not None and self.current.rows:
+            self.current.ended = True
 
     def _current_or_last(self) -> RawTable | None:
         if self.current is not None:

@@ -187,3 +187,82 @@ def test_gpus_per_thread_is_read_from_the_run_header(samples: Path) -> None:
     # one rank per GPU (`nGpus 1`), and a table with no run header at all
     assert read_benchmark(samples / "h100-8gpu-1node-allreduce-dgx-nvidia-dgxc.txt")[0].gpus_per_thread == 1
     assert read_benchmark(samples / "h100-16gpu-2node-allreduce-aws-p5-efa.txt")[0].gpus_per_thread is None
+
+
+#: every table of every shipped sample: (line of its first row, rows read, both halves)
+SAMPLE_TABLES = {
+    "a100-40gb-8gpu-1node-allgather-superbench-fixture.txt": [(17, 68)],
+    "a100-40gb-8gpu-1node-allreduce-superbench-fixture.txt": [(17, 68)],
+    "a100-40gb-8gpu-1node-alltoall-superbench-fixture.txt": [(16, 68)],
+    "a100-40gb-8gpu-1node-broadcast-superbench-fixture.txt": [(17, 68)],
+    "a100-40gb-8gpu-1node-reduce-superbench-fixture.txt": [(17, 68)],
+    "a100-40gb-8gpu-1node-reducescatter-superbench-fixture.txt": [(17, 68)],
+    "a100-80gb-16gpu-2node-allreduce-aws-p4de-efa.txt": [(3, 58)],
+    "a100-80gb-8gpu-1node-allreduce-gcm-fixture.txt": [(17, 12)],
+    "a100-8gpu-1node-sendrecv-partial.txt": [(5, 8)],
+    "h100-16gpu-2node-allgather-gcp-a3high-tcpx-dstack.txt": [(6, 22)],
+    "h100-16gpu-2node-allgather-gcp-a3high-tcpx-gke-partial.txt": [(5, 20)],
+    "h100-16gpu-2node-allgather-gcp-a3mega-tcpxo-dstack.txt": [(6, 22)],
+    "h100-16gpu-2node-allgather-gcp-a3mega-tcpxo-gke.txt": [(4, 62)],
+    "h100-16gpu-2node-allreduce-aws-p5-efa-eks-excerpt.txt": [(4, 14)],
+    "h100-16gpu-2node-allreduce-aws-p5-efa.txt": [(3, 64)],
+    "h100-16gpu-2node-allreduce-gcp-a3mega-tcpxo.txt": [(24, 62)],
+    "h100-8gpu-1node-allreduce-aws-p5-batch.txt": [(4, 64)],
+    "h100-8gpu-1node-allreduce-dgx-nvidia-dgxc.txt": [(16, 64)],
+    "mi300x-8gpu-1node-allreduce-rccl-amdblog-graphmode.txt": [(22, 64)],
+    "mi300x-8gpu-1node-allreduce-rccl-amdblog.txt": [(22, 64)],
+    "mi300x-8gpu-1node-allreduce-rccl.txt": [(17, 62)],
+    "mi300x-vf-8gpu-1node-allreduce-rccl-azure-singleproc.txt": [(17, 50)],
+    "mi325x-1-2-4-8node-allreduce-rccl-ring-largesizes-excerpt.txt": [(2, 6), (6, 6), (10, 6), (14, 6)],
+    "mi355x-16gpu-2node-allreduce-rccl-pollara400-aac14.txt": [(29, 62)],
+    "mi355x-16gpu-2node-alltoall-rccl-pollara400-vultr.txt": [(31, 62)],
+    "mi355x-8gpu-1node-allreduce-rccl-vultr.txt": [(18, 58)],
+    "mi355x-8gpu-1node-alltoall-rccl-vultr.txt": [(18, 50)],
+    "mi355x-pollara400-1-2-4node-allreduce-alltoall-oci-largesizes-excerpt.txt": [
+        (8, 4),
+        (21, 4),
+        (31, 4),
+        (44, 4),
+        (57, 4),
+        (70, 4),
+    ],  # fmt: skip
+}
+
+
+def test_every_sample_splits_into_the_same_tables(samples: Path) -> None:
+    """Tables start at headers only: each sample gives the tables (first row, rows) it always did."""
+    got = {p.name: [(t.first_line, len(t.rows)) for t in read_benchmark(p)] for p in sample_files()}
+    assert got == SAMPLE_TABLES
+
+
+def test_a_smaller_size_inside_a_table_is_out_of_order(samples: Path, tmp_path: Path) -> None:
+    """One swapped row is refused at the row, not read as a second, shorter table."""
+    lines = (samples / "a100-40gb-8gpu-1node-allreduce-superbench-fixture.txt").read_text().splitlines()
+    i = next(n for n, ln in enumerate(lines) if ln.split()[:1] == ["1048576"])
+    lines[i], lines[i + 1] = lines[i + 1], lines[i]  # 2 MiB above 1 MiB
+    with pytest.raises(InputError) as exc:
+        parse_text("\n".join(lines), tmp_path / "swapped-allreduce.txt")
+    assert str(exc.value) == (
+        f"{tmp_path / 'swapped-allreduce.txt'}:{i + 2}: size: sizes out of order: 1048576 after "
+        f"2097152 on line {i + 1}; expected increasing sizes, one row each (a new table starts at "
+        "its column header)"
+    )
+
+
+def test_a_new_table_starts_at_a_header() -> None:
+    """Two runs in one file: the second starts at its column header, `# nThread` line or
+    `# nccl-tests` line, never at the size drop alone."""
+    sizes = [2**k for k in range(10, 16)]
+    one = synthetic_log("all_reduce", 8, 8, 20e-6, 400e9, sizes)
+    two = synthetic_log("all_reduce", 8, 8, 20e-6, 200e9, sizes)
+    both = parse_text(one + two, "two.log")
+    assert [len(t.rows) for t in both] == [12, 12]
+    assert both[1].rows["time_s"].min() > both[0].rows["time_s"].min()
+    trailer = ("Out of bounds", "Avg bus", "concluded")
+    rows_one = "\n".join(ln for ln in one.splitlines() if not any(w in ln for w in trailer))
+    rows_two = "\n".join(ln for ln in two.splitlines() if not ln.startswith("#"))
+    for separator in ("# nThread 1 nGpus 1 minBytes 8 maxBytes 32768 step: 2(factor)", "# nccl-tests 2.13.9"):
+        split = parse_text(f"{rows_one}\n{separator}\n{rows_two}", "two.log", collective="all_reduce")
+        assert [len(t.rows) for t in split] == [12, 12]
+    with pytest.raises(InputError, match=r"two\.log:\d+: size: sizes out of order: 1024 after 32768"):
+        parse_text(f"{rows_one}\n{rows_two}", "two.log", collective="all_reduce")
