@@ -120,6 +120,60 @@ def test_bad_kineto_input_is_one_line_exit_2(tmp_path, content, needle):
     assert len(lines) == 1 and str(path) in lines[0] and needle in lines[0], res.output
 
 
+def _first_kernel(data) -> int:
+    return next(i for i, e in enumerate(data["traceEvents"]) if e.get("cat") == "kernel")
+
+
+def _set(key, value):
+    """An edit of the first kernel event: `key` (`ts`, `dur` or `args.correlation`) set to `value`."""
+
+    def edit(data):
+        ev = data["traceEvents"][_first_kernel(data)]
+        if key.startswith("args."):
+            ev["args"][key[5:]] = value
+        else:
+            ev[key] = value
+
+    return edit
+
+
+@pytest.mark.parametrize(
+    "key, value, expected",
+    [
+        ("ts", "n/a", "expected a number, found 'n/a'"),
+        ("ts", True, "expected a number, found True"),
+        ("dur", -5, "expected a number of at least 0, found -5"),
+        ("dur", float("nan"), "expected a number of at least 0, found nan"),
+        ("args.correlation", "abc", "expected a whole number, found 'abc'"),
+        ("args.correlation", 101.5, "expected a whole number, found 101.5"),
+    ],
+)
+def test_a_bad_number_names_the_input_trace_and_event(tmp_path, key, value, expected):
+    """Bad times name the trace and event they are in, never the output (which is not written)."""
+    path = _write(tmp_path, _set(key, value))[0]
+    index = _first_kernel(json.loads(path.read_text()))
+    out = tmp_path / "t.yaml"
+    res = CliRunner().invoke(app, ["import", "kineto", str(path), "-o", str(out)])
+    assert res.exit_code == 2, res.output
+    lines = [ln for ln in res.output.splitlines() if ln.strip()]
+    assert lines == [f"error: {path}: traceEvents[{index}].{key}: {expected}"]
+    assert not out.exists()
+
+
+def test_a_gzip_cut_short_is_one_line(tmp_path):
+    import gzip
+
+    path = tmp_path / "rank0.json.gz"
+    path.write_bytes(gzip.compress(json.dumps(synthetic_kineto(0, P)).encode())[:100])
+    res = CliRunner().invoke(app, ["import", "kineto", str(path), "-o", str(tmp_path / "t.yaml")])
+    assert res.exit_code == 2, res.output
+    lines = [ln for ln in res.output.splitlines() if ln.strip()]
+    assert lines == [
+        f"error: {path}: not a complete gzip file (Compressed file ended before the end-of-stream marker "
+        "was reached)"
+    ]
+
+
 def test_missing_profiler_step_is_an_error_naming_the_steps(tmp_path):
     res = CliRunner().invoke(
         app, ["import", "kineto", str(_write(tmp_path)[0]), "-o", str(tmp_path / "t.yaml"), "--step", "9"]

@@ -41,6 +41,10 @@ whose peer was not profiled, keeps its measured duration as a compute op (not
 re-simulated); a collective with no group information runs over `Group size` consecutive
 ranks holding this rank (all ranks when that is unknown too); a trace without `cuda_sync`
 events makes each collective wait for the last compute op that ended before it started.
+
+Refused, one line naming the trace file (and the event, `traceEvents[i].dur`): a `ts`,
+`dur` or numeric arg (`correlation`, `stream`, ...) that is not a finite number, a `dur`
+below 0, and a `.json.gz` cut short.
 """
 
 from __future__ import annotations
@@ -48,7 +52,9 @@ from __future__ import annotations
 import ast
 import gzip
 import json
+import math
 import re
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -100,12 +106,73 @@ class _Kernel:
     launch_us: float | None = None
 
 
+#: numeric args the import reads (as int): event args, then the trace's distributedInfo
+INT_ARGS = (
+    "correlation", "stream", "wait_on_stream", "wait_on_cuda_event_record_corr_id", "Group size",
+    "In msg nelems", "Out msg nelems", "Src Rank", "Dst Rank",
+)  # fmt: skip
+
+
+def _number(
+    value: Any, path: Path, where: str, *, whole: bool = False, at_least: float | None = None
+) -> float:
+    """A JSON number (or a string holding one), finite; whole / at least `at_least` if asked.
+
+    Raises:
+        InputError: `path: where: expected ..., found ...`.
+    """
+    what = "a whole number" if whole else "a number"
+    if at_least is not None:
+        what += f" of at least {at_least:g}"
+    try:
+        if isinstance(value, bool) or not isinstance(value, int | float | str):
+            raise ValueError
+        x = float(value)
+    except ValueError:
+        raise InputError(f"expected {what}, found {value!r}", file=path, field=where) from None
+    if not math.isfinite(x) or (whole and not x.is_integer()) or (at_least is not None and x < at_least):
+        raise InputError(f"expected {what}, found {value!r}", file=path, field=where)
+    return x
+
+
+def _check_numbers(data: dict[str, Any], path: Path) -> None:
+    """Check, and make numbers of, the fields the import computes with: `ts` and `dur` (at
+    least 0) of every complete (`ph: X`) event, the numeric args it reads (`INT_ARGS`), and
+    `distributedInfo.rank` / `world_size`.
+
+    Raises:
+        InputError: the first such field that is not what it should be, named with its event.
+    """
+    info = data.get("distributedInfo")
+    if isinstance(info, dict):
+        for key in ("rank", "world_size"):
+            if key in info:
+                info[key] = int(_number(info[key], path, f"distributedInfo.{key}", whole=True, at_least=0))
+    for i, ev in enumerate(data["traceEvents"]):
+        if ev.get("ph") != "X":
+            continue
+        ev["ts"] = _number(ev.get("ts"), path, f"traceEvents[{i}].ts")
+        if "dur" in ev:
+            ev["dur"] = _number(ev["dur"], path, f"traceEvents[{i}].dur", at_least=0)
+        args = ev.get("args")
+        if args is None:
+            continue
+        if not isinstance(args, dict):
+            raise InputError(f"expected a mapping, found {args!r}", file=path, field=f"traceEvents[{i}].args")
+        for key in INT_ARGS:
+            if args.get(key) is not None:
+                args[key] = int(_number(args[key], path, f"traceEvents[{i}].args.{key}", whole=True))
+
+
 def load_events(path: Path) -> dict[str, Any]:
-    """The JSON object of a Kineto trace file; not a trace: one-line InputError."""
+    """The JSON object of a Kineto trace file, its numbers checked (`_check_numbers`); not a
+    trace, or a `.gz` cut short: one-line InputError naming the file."""
     check_regular_file(path)
     try:
         raw = gzip.decompress(path.read_bytes()) if path.suffix == ".gz" else path.read_bytes()
         data = json.loads(raw)
+    except (EOFError, gzip.BadGzipFile, zlib.error) as exc:
+        raise InputError(f"not a complete gzip file ({exc or 'cut short'})", file=path) from None
     except OSError as exc:
         raise InputError(f"cannot read file: {exc}", file=path) from None
     except (ValueError, UnicodeDecodeError) as exc:
@@ -119,6 +186,7 @@ def load_events(path: Path) -> dict[str, Any]:
             raise InputError(
                 f"traceEvents[{i}]: expected an event object, found {type(ev).__name__}", file=path
             )
+    _check_numbers(data, path)
     return data
 
 
