@@ -6,15 +6,23 @@ The CSV form read here has one row per message size and the columns
     size_bytes, time_us_oop, busbw_oop[, time_us_ip, busbw_ip]
 
 (time in microseconds, bus bandwidth in GB/s = 1e9 B/s, as nccl-tests prints them; `_oop`
-is the out-of-place half, `_ip` the in-place half), and optionally `collective`, `n_gpus`,
-`n_nodes`, `count` and `type` (constant over the file, except count). The in-place pair is
-optional but comes as a pair. Collective, GPU and node counts come from the columns, else
-the CLI arguments, else the file name (`simulator.calibration.inference`).
+is the out-of-place half, `_ip` the in-place half), and optionally `algbw_oop` / `algbw_ip`
+(algorithm bandwidth, GB/s), `collective`, `n_gpus`, `n_nodes`, `count` and `type` (constant
+over the file, except count). The in-place pair is optional but comes as a pair. Collective,
+GPU and node counts come from the columns, else the CLI arguments, else the file name
+(`simulator.calibration.inference`).
+
+Read as the log parser reads the same rows: size-0 rows (nccl-tests prints some; NCCL
+returns early for them) are left out, and a bus bandwidth of 0 (nccl-tests prints 0.00 for
+the smallest sizes) is a value.
 
 Checked, one line `file:line: column: message` each: missing columns, a size that is not a
-whole number or not larger than the one above it, a time or bandwidth that is not a finite
-positive number, two collectives (or GPU / node counts) in one file, and a table without
-rows. Simplified: the algorithm bandwidth is not a column; it is size / time.
+whole number or not larger than the one above it, a time that is not a finite positive
+number, a bandwidth that is not a finite number of at least 0, two collectives (or GPU /
+node counts) in one file, fewer than 2 GPUs, a table without rows above 0 bytes, and, where
+the algbw columns are given, busbw / algbw against the collective's factor
+(`simulator.calibration.row_checks`). Simplified: without algbw columns the algorithm
+bandwidth is size / time.
 """
 
 from __future__ import annotations
@@ -28,12 +36,15 @@ import pandas as pd
 
 from simulator.calibration.collective import normalize_kind
 from simulator.calibration.inference import infer_collective, infer_gpus, infer_nodes
+from simulator.calibration.row_checks import check_gpus, check_ratios
 from simulator.calibration.table import BenchmarkTable
 from simulator.config.loader import read_input_bytes
 from simulator.errors import InputError
 
 REQUIRED = ("size_bytes", "time_us_oop", "busbw_oop")
 IN_PLACE = ("time_us_ip", "busbw_ip")
+#: optional algorithm bandwidth of each half (GB/s)
+ALGBW = {False: "algbw_oop", True: "algbw_ip"}
 SECONDS_PER_MICROSECOND = 1e-6
 BYTES_PER_GB = 1e9
 
@@ -52,14 +63,16 @@ def is_collective_csv(path: Path) -> bool:
     return "size_bytes" in [h.strip().lower() for h in header]
 
 
-def _positive(row: dict[str, str], col: str, path: Path, line: int) -> float:
+def _positive(row: dict[str, str], col: str, path: Path, line: int, *, zero: bool = False) -> float:
+    """The number in `col`: finite and above 0 (at least 0 with `zero`)."""
     raw = (row.get(col) or "").strip()
     try:
         val = float(raw)
     except ValueError:
         raise InputError(f"expected a number, found {raw!r}", file=path, line=line, field=col) from None
-    if not math.isfinite(val) or val <= 0:
-        raise InputError(f"expected a finite number above 0, found {raw}", file=path, line=line, field=col)
+    if not math.isfinite(val) or val < 0 or (val == 0 and not zero):
+        what = "of at least 0" if zero else "above 0"
+        raise InputError(f"expected a finite number {what}, found {raw}", file=path, line=line, field=col)
     return val
 
 
@@ -110,6 +123,8 @@ def _records(header: list[str], rows: list[tuple[int, dict[str, str]]], path: Pa
             raise InputError(f"expected a whole number of bytes, found {raw!r}", file=path, line=line,
                              field="size_bytes")  # fmt: skip
         size = int(raw)
+        if size == 0:  # as in logs: NCCL returns early, so a size-0 row measures nothing
+            continue
         if size <= last:
             raise InputError(
                 f"sizes out of order: {size} after {last}; expected increasing sizes, one row each",
@@ -121,12 +136,18 @@ def _records(header: list[str], rows: list[tuple[int, dict[str, str]]], path: Pa
         count = (row.get("count") or "").strip()
         for t_col, bw_col, in_place in halves:
             time_s = _positive(row, t_col, path, line) * SECONDS_PER_MICROSECOND
-            busbw = _positive(row, bw_col, path, line) * BYTES_PER_GB
+            busbw = _positive(row, bw_col, path, line, zero=True) * BYTES_PER_GB
+            algbw = size / time_s
+            if ALGBW[in_place] in header:
+                algbw = _positive(row, ALGBW[in_place], path, line, zero=True) * BYTES_PER_GB
             records.append(
                 {"size_bytes": size, "count": int(count) if count.isdigit() else 0, "dtype": dtype or "",
-                 "redop": None, "root": None, "time_s": time_s, "algbw_bytes_per_s": size / time_s,
+                 "redop": None, "root": None, "time_s": time_s, "algbw_bytes_per_s": algbw,
                  "busbw_bytes_per_s": busbw, "wrong": float("nan"), "in_place": in_place, "line": line}
             )  # fmt: skip
+    if not records:
+        raise InputError("no row above 0 bytes; expected one row per message size", file=path,
+                         line=rows[0][0], field="size_bytes")  # fmt: skip
     frame = pd.DataFrame(records)
     frame["root"] = frame["root"].astype("Int64")
     return frame
@@ -177,6 +198,11 @@ def read_csv_table(
     gpus_col = _constant(rows, "n_gpus", p) if "n_gpus" in header else None
     nodes_col = _constant(rows, "n_nodes", p) if "n_nodes" in header else None
     gpus, gpus_note = infer_gpus({}, _int(gpus_col, p, first, "n_gpus") or n_gpus, frame, kind, p, first)
+    if gpus_col is not None:
+        gpus_note = f"{gpus} GPUs from the n_gpus column"
+    check_gpus(gpus, gpus_note, p, first)
+    printed = frame["in_place"].map(lambda ip: ALGBW[bool(ip)] in header)
+    check_ratios(frame[printed], kind, gpus, f"{kind_note}, {gpus_note}", p)
     nodes, nodes_note = infer_nodes({}, None, _int(nodes_col, p, first, "n_nodes") or n_nodes, p, first)
     if nodes > gpus:
         raise InputError(f"impossible layout of {gpus} GPUs on {nodes} nodes", file=p, line=first,

@@ -14,6 +14,10 @@ Tolerated, because real logs have them: launcher prefixes (`0: ` from `srun --la
 header, tables without any header, `NCCL INFO` and MPI noise inside the table, rows elided
 with `...`, several tables in one file.
 
+Refused: `# Out of bounds values : N FAILED` with N above 0 (nccl-tests' data check found
+wrong results, so the times are not of a correct run; the `#wrong` count of each row is
+checked in `simulator.calibration.row_checks`).
+
 Simplified: a table ends at its `# Avg bus bandwidth` or `Out of bounds values` line, at the
 next run's header (`# nccl-tests ...`, `# nThread ...`, `Collective test starting`, the
 `#  size count type ...` column header), rank lines or heading; any other line is noise. A new
@@ -55,6 +59,7 @@ _AVG = re.compile(r"Avg bus bandwidth\s*:\s*([0-9.eE+\-]+)")
 _RANGE = re.compile(r"\bmaxBytes\s+(\d+)(?:.*?\bstep:\s*(\d+)\s*\((factor|bytes)\))?")
 _NGPUS = re.compile(r"\bnGpus\s+(\d+)")
 _HEADING = re.compile(r"^\s*(?:#{2,}\s+(\S.*)|={3,}\s*(.*?)\s*=*\s*)$")
+_OUT_OF_BOUNDS = re.compile(r"Out of bounds values\s*:\s*(\d+)")
 _ELISION = re.compile(r"^\s*#?\s*(?:\.\.\.|…|<.*truncated.*>)\s*$")
 
 
@@ -181,7 +186,7 @@ class _LogScanner:
             else:
                 self.next.elided = True
         else:
-            self._text(body)
+            self._text(lineno, body)
 
     def _open(self, lineno: int) -> RawTable:
         nxt = self.next
@@ -237,7 +242,7 @@ class _LogScanner:
         last = cur.last_size_bytes
         if size_bytes > last or size_bytes == last == 0:
             return
-        what = "again" if size_bytes == last else f"after {last} on"
+        what = "again after" if size_bytes == last else f"after {last} on"
         raise InputError(
             f"sizes out of order: {size_bytes} {what} line {cur.last_line}; expected increasing "
             "sizes, one row each (a new table starts at its column header)",
@@ -246,7 +251,7 @@ class _LogScanner:
             field="size",
         )
 
-    def _text(self, body: str) -> None:
+    def _text(self, lineno: int, body: str) -> None:
         """A line that is no data row: a run header, rank, column header, trailer or heading."""
         text = body.lstrip("#").strip()
         if text.startswith("nccl-tests") or text.startswith("rccl-tests"):
@@ -271,8 +276,7 @@ class _LogScanner:
                 target.avg_busbw_bytes_per_s = float(avg.group(1)) * BYTES_PER_GB
                 target.ended = True
         elif text.startswith("Out of bounds values"):
-            if self.current is not None:
-                self.current.ended = True
+            self._out_of_bounds(lineno, text)
         elif "Collective test concluded" in text:
             kind = kind_of_perf(text)
             target = self._current_or_last()
@@ -286,6 +290,25 @@ class _LogScanner:
             self._end_current()
             self.next.start_kind = kind
         # anything else (NCCL INFO, MPI warnings, version lines) is noise
+
+    def _out_of_bounds(self, lineno: int, text: str) -> None:
+        """`# Out of bounds values : N OK|FAILED` ends a table; N above 0 is a failed data check.
+
+        Raises:
+            InputError: N is above 0 (the run computed wrong results; its times are not of a
+                correct run).
+        """
+        if self.current is not None:
+            self.current.ended = True
+        m = _OUT_OF_BOUNDS.search(text)
+        if m and int(m.group(1)) > 0:
+            raise InputError(
+                f"{m.group(1)} values out of bounds: nccl-tests' data check failed, so the times "
+                "above are not of a correct run; rerun until it says 0 OK",
+                file=self.path,
+                line=lineno,
+                field="wrong",
+            )
 
     def _end_current(self) -> None:
         """A line that starts a new run: the table above, if it has rows, is complete."""

@@ -32,6 +32,7 @@ from simulator.calibration.collective import KINDS
 from simulator.calibration.csv_table import is_collective_csv, read_csv_table
 from simulator.calibration.inference import infer_collective, infer_gpus, infer_nodes, ratio_disagreement
 from simulator.calibration.nccl_log import RawTable, scan_log
+from simulator.calibration.row_checks import check_gpus, check_ratios, check_wrong
 from simulator.calibration.table import BenchmarkTable
 from simulator.calibration.truncation import cut_warnings
 from simulator.config.loader import read_input_bytes
@@ -123,14 +124,18 @@ def _benchmark_table(
     """Settle what a scanned table measured (see `simulator.calibration.inference`).
 
     Raises:
-        InputError: the collective, GPU or node count is unknown, or the GPUs cannot sit on
-            the nodes.
+        InputError: the collective, GPU or node count is unknown, the GPUs cannot sit on
+            the nodes, or a row disagrees with them (`simulator.calibration.row_checks`).
     """
     rows = _rows_frame(raw)
     _one_kind(raw, p)
     log_kind = raw.heading_kind or raw.start_kind or raw.end_kind
     kind, kind_note = infer_collective(log_kind, collective, p, raw.first_line)
     gpus, gpus_note = infer_gpus(raw.ranks, n_gpus, rows, kind, p, raw.first_line)
+    check_gpus(gpus, gpus_note, p, raw.first_line)
+    if raw.half is None or {"#wrong", "wrong"} & set(raw.half):  # a count, not an `error` column
+        check_wrong(rows, p)
+    check_ratios(rows, kind, gpus, f"{kind_note}, {gpus_note}", p)
     notes = [kind_note, gpus_note]
     disagreement = ratio_disagreement(rows, kind, gpus)
     if disagreement is not None:

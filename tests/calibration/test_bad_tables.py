@@ -80,7 +80,8 @@ def _csv_value(value: str, col: int) -> object:
         rows[1] = ",".join(cells)
         p.write_text("\n".join([HEADER, *rows]) + "\n")
         name = HEADER.split(",")[col]
-        return p, f"{p}:3: {name}: expected a finite number above 0, found {value}"
+        bound = "of at least 0" if name.startswith("busbw") else "above 0"  # busbw prints 0.00
+        return p, f"{p}:3: {name}: expected a finite number {bound}, found {value}"
 
     return make
 
@@ -96,6 +97,41 @@ def _log_nan_time(tmp: Path) -> tuple[Path, str]:
     return p, f"{p}:{i + 1}: time: expected a time above 0 us, found nan"
 
 
+def _log_swapped_rows(tmp: Path) -> tuple[Path, str]:
+    lines = _log_lines()
+    i = _first_row(lines) + 3
+    lines[i], lines[i + 1] = lines[i + 1], lines[i]
+    p = tmp / "swapped.log"
+    p.write_text("\n".join(lines) + "\n")
+    return p, f"{p}:{i + 2}: size: sizes out of order: 8192 after 16384 on line {i + 1}; expected increasing"
+
+
+def _log_one_gpu(tmp: Path) -> tuple[Path, str]:
+    lines = synthetic_log("all_reduce", 1, 1, 10e-6, 400e9, SIZES).splitlines()
+    p = tmp / "one.log"
+    p.write_text("\n".join(lines) + "\n")
+    return p, f"{p}:{_first_row(lines) + 1}: n_gpus: 1 (1 GPUs from the '# Rank' lines): a collective needs"
+
+
+def _log_other_collective(tmp: Path) -> tuple[Path, str]:
+    lines = [
+        ln for ln in synthetic_log("all_gather", 8, 8, 10e-6, 400e9, SIZES).splitlines() if "_perf" not in ln
+    ]
+    p = tmp / "allreduce.log"
+    p.write_text("\n".join(lines) + "\n")
+    row = _first_row(lines) + len(SIZES)
+    return p, f"{p}:{row}: busbw: busbw/algbw = "
+
+
+def _log_wrong(tmp: Path) -> tuple[Path, str]:
+    lines = _log_lines()
+    i = _first_row(lines)
+    lines[i] = lines[i].rstrip()[:-1] + "1"
+    p = tmp / "wrong.log"
+    p.write_text("\n".join(lines) + "\n")
+    return p, f"{p}:{i + 1}: wrong: 1 wrong elements (in-place, size 1024): nccl-tests' data check failed"
+
+
 CASES = {
     "log with no rows": _no_rows,
     "mixed collectives in a log table": _mixed_log,
@@ -107,6 +143,10 @@ CASES = {
     "CSV negative time": _csv_value("-3.5", 3),
     "CSV negative busbw": _csv_value("-1", 2),
     "log NaN time": _log_nan_time,
+    "log with two rows swapped": _log_swapped_rows,
+    "log of one GPU": _log_one_gpu,
+    "log of another collective than its file name": _log_other_collective,
+    "log with wrong elements": _log_wrong,
 }
 
 
