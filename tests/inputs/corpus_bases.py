@@ -246,6 +246,7 @@ GRAPHML = """\
 """
 
 LOG_SAMPLE = ROOT / "topologies/calibration/samples/a100-40gb-8gpu-1node-allreduce-superbench-fixture.txt"
+LOG_ALLGATHER = ROOT / "topologies/calibration/samples/a100-40gb-8gpu-1node-allgather-superbench-fixture.txt"
 PROFILE_SOURCE = ROOT / "topologies/calibration/h100-nvswitch-efa.yaml"
 
 
@@ -656,3 +657,12 @@ def _log_cases() -> Iterator[tuple[str, str, str, str]]:
     yield "log", "not-a-log", "hello world\n" * 20, ""
     yield "log", "binary", "\x00\x01\x02" * 100, ""
     yield "log", "csv-garbage", "a,b,c\n1,2,3\n", ""
+    # one mistake in a real log (the file name says all_reduce; 8 '# Rank' lines)
+    i = next(n for n, ln in enumerate(lines) if ln.split()[:1] == ["1048576"])
+    swapped = [*lines[:i], lines[i + 1], lines[i], *lines[i + 2 :]]
+    yield "log", "allreduce-swapped-row", "".join(swapped), "sizes out of order"
+    one_gpu = [ln for ln in lines if "Rank" not in ln or "Rank  0" in ln]
+    yield "log", "allreduce-one-gpu", "".join(one_gpu), "n_gpus"
+    yield "log", "allreduce-mislabelled", LOG_ALLGATHER.read_text(), "fits all_gather"
+    failed = text.replace("Out of bounds values : 0 OK", "Out of bounds values : 3 FAILED")
+    yield "log", "allreduce-out-of-bounds", failed, "out of bounds"
