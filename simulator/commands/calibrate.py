@@ -9,7 +9,9 @@ size_bytes, time_us_oop, busbw_oop[, time_us_ip, busbw_ip]; `simulator.calibrati
 and GEMM / memory-kernel CSV files,
 fits every table, writes the profile (atomically) and its calibration page beside it
 (`PROFILE.html`, plotly.js embedded; `simulator.viz.calibration.profile_dashboard_html`,
-rebuilt by `clustersim dashboard PROFILE.yaml`), and prints the fit error per table. The second form
+rebuilt by `clustersim dashboard PROFILE.yaml`), and prints the fit error per table against
+the faster of the out-of-place and in-place times of each size (the time fitted; the
+screen says so). The second form
 predicts every measured size of the logs from the profile (across scales where the
 profile lacks that GPU/node count) and prints the error per size against the out-of-place
 times (`--in-place`: the in-place times; it says which it scores); `--max-error PCT` exits 1
@@ -205,6 +207,7 @@ def _print_fits(
         "line: max without the efficiency curve",
         style="dim",
     )
+    say(f"measured: {FIT_SCORES}", style="dim")
     for i, f in enumerate(fits, start=1):
         say(f"#{i} {f.table.label}")
     for t in tables:
@@ -231,6 +234,13 @@ def _print_fits(
                 f"memory: overhead {m.overhead_s * 1e6:.1f} us, {m.rate_per_s / 1e9:.1f} GB/s "
                 f"sustained, max error {_pct(m.max_abs_error)}"
             )
+
+
+#: which time of a size the fit errors score (`BenchmarkTable.sizes`, half="faster")
+FIT_SCORES = (
+    "the faster of the out-of-place and in-place times of each size (the time fitted); "
+    "--check scores the out-of-place times (--in-place: the in-place times)"
+)
 
 
 def fit_records(fits: list[TableFit]) -> list[dict[str, object]]:
@@ -317,6 +327,7 @@ def _check(profile_path: Path, logs: list[Path], collective: str | None, gpus: i
     say(
         f"scoring {half.replace('_', '-')} times"
         + (" (--in-place scores the in-place half)" if half == "out_of_place" else "")
+        + "; the fit table of `calibrate -o` scores the faster of the two halves of each size"
     )
     worst: list[tuple[str, float]] = []
     records: list[dict[str, object]] = []

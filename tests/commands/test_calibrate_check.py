@@ -77,3 +77,25 @@ def test_in_place_needs_an_in_place_half(app: typer.Typer, tmp_path: Path) -> No
     table.write_text("size_bytes,time_us_oop,busbw_oop\n1048576,30.0,65.5\n2097152,40.0,98.3\n")
     r = CliRunner().invoke(app, ["calibrate", "--check", str(prof), str(table), "--in-place"])
     assert r.exit_code == 2 and "no in-place times" in r.output
+
+
+def test_fit_and_check_say_which_time_they_score(app: typer.Typer, tmp_path: Path) -> None:
+    """The fit table scores the faster half of each size, --check the out-of-place half: both say so."""
+    table = _csv(tmp_path / "allreduce-16gpu-2node.csv", 0.5)
+    out = tmp_path / "p.yaml"
+    r = CliRunner().invoke(app, ["calibrate", str(table), "-o", str(out)])
+    assert r.exit_code == 0, r.output
+    said = " ".join(r.output.split())
+    assert (
+        "measured: the faster of the out-of-place and in-place times of each size (the time fitted); "
+        "--check scores the out-of-place times (--in-place: the in-place times)"
+    ) in said
+    r = CliRunner().invoke(app, ["calibrate", "--check", str(out), str(table)])
+    assert r.exit_code == 0, r.output
+    said = " ".join(r.output.split())
+    assert (
+        "scoring out-of-place times (--in-place scores the in-place half); the fit table of "
+        "`calibrate -o` scores the faster of the two halves of each size"
+    ) in said
+    # fitted on the in-place (faster) half, so the out-of-place half is 2x the prediction
+    assert "-50.0%" in r.output
