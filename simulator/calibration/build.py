@@ -27,7 +27,7 @@ import argparse
 from pathlib import Path
 
 from simulator.calibration.fit import fit_table
-from simulator.calibration.joint import fit_joint, make_sample, resized_cluster
+from simulator.calibration.joint import check_fits, fit_joint, make_sample, resized_cluster
 from simulator.calibration.parser import DEFAULT_OUT, DEFAULT_SAMPLES, read_benchmarks
 from simulator.calibration.profile import CalibrationProfile, CollectiveParamsFit, build_profile
 from simulator.calibration.table import BenchmarkTable
@@ -130,7 +130,11 @@ PROFILE_TOPOLOGY: dict[str, str] = {
 def joint_block(tables: list[BenchmarkTable], topology: Path) -> CollectiveParamsFit | None:
     """The `collective_params:` block fitted jointly over `tables` on `topology` (None when no
     table is one the collective model prices: all-to-all and send/recv only)."""
-    samples = [make_sample(t, resized_cluster(topology, t.n_nodes)) for t in tables]
+    samples = []
+    for t in tables:
+        cluster = resized_cluster(topology, t.n_nodes)
+        check_fits(t, cluster, topology)
+        samples.append(make_sample(t, cluster))
     try:
         fit = fit_joint(samples)
     except ValueError:

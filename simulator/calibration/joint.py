@@ -17,8 +17,10 @@ truth for a collective alone on its fabric: the engine runs the chosen algorithm
 its samples when run (`replay`).
 
 Each table needs its system: the topology it ran on (`resized_cluster` resizes a topology
-file to the table's node count); its `GroupFacts` and the library defaults for its GPU and
-NIC preset (`default_params`) are read from there.
+file to the table's node count where its generator counts servers, and takes a one-server
+topology such as nvswitch_node or xgmi_mesh as it is; `check_fits` refuses a table whose
+GPUs and servers the topology does not hold); its `GroupFacts` and the library defaults for
+its GPU and NIC preset (`default_params`) are read from there.
 
 Residuals are weighted so that each table's sizes below 1 MiB and from 1 MiB weigh the
 same in total. Point-to-point tables (all-to-all, send/recv) are left out of that fit: the
@@ -65,6 +67,7 @@ from simulator.calibration.profile import CalibrationProfile, CollectiveParamsFi
 from simulator.calibration.replay import replay
 from simulator.calibration.table import BenchmarkTable
 from simulator.config.loader import read_document
+from simulator.errors import InputError
 from simulator.network.cluster import Cluster
 from simulator.network.collective_params import (
     FITTED_FIELDS,
@@ -73,6 +76,7 @@ from simulator.network.collective_params import (
     fitted_values,
     with_fitted,
 )
+from simulator.network.design.registry import GENERATORS
 from simulator.network.selection import P2P_KINDS, GroupFacts, choose
 from simulator.network.topology import load_topology
 
@@ -176,15 +180,47 @@ class JointFit:
 
 
 def resized_cluster(topology: Path, n_nodes: int) -> Cluster:
-    """The topology file's system, resized to `n_nodes` servers (one leaf group)."""
+    """The topology file's system with `n_nodes` servers (one leaf group).
+
+    Resized where its generator counts servers (`nodes`: rail_clos, superpod, ...); a
+    topology that does not (a one-server generator such as nvswitch_node or xgmi_mesh, one
+    sized by other parameters, or a graph file) is used as it is: `check_fits` then says
+    whether a table's GPUs and servers are in it.
+    """
     doc = read_document(topology)
-    data = dict(doc.data)
-    data["nodes"] = n_nodes
-    for key in ("servers_per_leaf", "su_size"):
-        if key in data or (data.get("generator") == "rail_clos" and key == "servers_per_leaf"):
-            data[key] = n_nodes
+    data = doc.data
+    gen = GENERATORS.get(str(data.get("generator"))) if isinstance(data, dict) else None
+    if isinstance(data, dict) and gen is not None and "nodes" in gen.spec.model_fields:
+        data = dict(data)
+        data["nodes"] = n_nodes
+        for key in ("servers_per_leaf", "su_size"):
+            if key in data or (data.get("generator") == "rail_clos" and key == "servers_per_leaf"):
+                data[key] = n_nodes
     topo = load_topology(doc.path, doc.with_data(data))
     return Cluster(topo.graph, topo.gpu)
+
+
+def check_fits(table: BenchmarkTable, cluster: Cluster, topology: Path) -> None:
+    """Refuse a table whose GPUs are not in `cluster` as they were in the run: its first
+    `table.n_gpus` GPUs must exist and span `table.n_nodes` servers.
+
+    Raises:
+        InputError: at the topology file's `generator` (or first) line.
+    """
+    gpus = list(cluster.gpus)
+    spans = cluster.topo.facts(gpus[: table.n_gpus]).n_nodes if len(gpus) >= table.n_gpus else None
+    if spans == table.n_nodes:
+        return
+    has = f"{len(gpus)} GPUs" + ("" if spans is None else f", the first {table.n_gpus} on {spans} server(s)")
+    doc = read_document(topology)
+    line = doc.line_of(("generator",)) if isinstance(doc.data, dict) and "generator" in doc.data else 1
+    raise InputError(
+        f"{table.label} ran on {table.n_gpus} GPUs / {table.n_nodes} node(s), which this topology does "
+        f"not hold ({has}); give the topology of the system the logs ran on",
+        file=topology,
+        line=line,
+        field="generator" if line != 1 else None,
+    )
 
 
 def make_sample(table: BenchmarkTable, cluster: Cluster) -> Sample:

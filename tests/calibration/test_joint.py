@@ -219,3 +219,43 @@ def test_a_point_to_point_latency_is_fitted_on_the_sizes_below_one_mib() -> None
     profile = CalibrationProfile(name="p", collective_params=block)
     res = replay(table, profile, cluster=cluster, half="out_of_place", tuning=ProfileTuning([("p", profile)]))
     assert np.allclose(res["simulated_s"].to_numpy(), s.fabric_s + 40e-6, rtol=1e-9, atol=1e-12)
+
+
+def test_one_server_topologies_are_used_as_they_are(tmp_path, app) -> None:
+    """nvswitch_node and xgmi_mesh count no servers: a one-node table runs on them as they
+    are; a two-node table is refused at the topology's generator line, and nothing is written."""
+    from typer.testing import CliRunner
+
+    from simulator.calibration.joint import check_fits
+
+    one = read_benchmark(SAMPLES / "mi300x-8gpu-1node-allreduce-rccl.txt")[0]
+    two = read_benchmark(SAMPLES / "mi355x-16gpu-2node-allreduce-rccl-pollara400-aac14.txt")[0]
+    for name in ("mi300x-xgmi-node.yaml", "h100-dgx-node.yaml"):
+        topology = ROOT / "topologies" / name
+        cluster = resized_cluster(topology, 1)
+        assert len(cluster.gpus) == 8 and cluster.topo.facts(list(cluster.gpus)).n_nodes == 1
+        check_fits(one, cluster, topology)
+        with pytest.raises(InputError) as exc:
+            check_fits(two, resized_cluster(topology, 2), topology)
+        assert str(exc.value) == (
+            f"{topology}:4: generator: mi355x-16gpu-2node-allreduce-rccl-pollara400-aac14.txt ran on 16 "
+            "GPUs / 2 node(s), which this topology does not hold (8 GPUs); give the topology of the "
+            "system the logs ran on"
+        )
+    # a generator that counts servers is still resized
+    cluster = resized_cluster(P5, 4)
+    assert cluster.topo.facts(list(cluster.gpus)).n_nodes == 4
+    out = tmp_path / "mi300x.yaml"
+    topology = ROOT / "topologies" / "mi300x-xgmi-node.yaml"
+    log = SAMPLES / "mi300x-8gpu-1node-allreduce-rccl.txt"
+    r = CliRunner().invoke(app, ["calibrate", str(log), "--topology", str(topology), "-o", str(out)])
+    assert r.exit_code == 0, r.output
+    assert "collective_params (joint fit on mi300x-xgmi-node.yaml)" in " ".join(r.output.split())
+    assert "scale_up_efficiency" in out.read_text()
+    bad = tmp_path / "bad.yaml"
+    r = CliRunner().invoke(
+        app, ["calibrate", str(log), str(SAMPLES / two.source), "--topology", str(topology), "-o", str(bad)]
+    )
+    assert r.exit_code == 2 and not bad.exists()
+    lines = [ln for ln in r.output.splitlines() if ln.strip()]
+    assert len(lines) == 1 and lines[0].startswith(f"error: {topology}:4: generator: "), r.output
