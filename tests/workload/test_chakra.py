@@ -103,6 +103,15 @@ def test_generated_step_round_trip_same_step_time(tmp_path):
     assert comms(back) == comms(prep.program)
     t0, t1 = step_time_s(prep, prep.program), step_time_s(prep, back)
     assert abs(t1 - t0) <= 1e-9 * t0
+    # docs/interchange.md: MFU (model FLOPs per step over the step time) and tokens come
+    # through; the kernels' FLOPs do not (durations only), which is what lowers the energy
+    for key in ("model_flops_per_step", "tokens_per_step"):
+        assert back.meta[key] == prep.program.meta[key] > 0
+
+    def flops(p):
+        return sum(o.flops or 0.0 for o in p.ops if o.kind == "compute")
+
+    assert flops(back) < 1e-5 * flops(prep.program)  # a few small ops keep theirs
 
 
 def _tiny_program() -> StepProgram:
