@@ -5,8 +5,9 @@
     clustersim calibrate --check PROFILE.yaml LOGS... [--in-place] [--max-error PCT]
 
 The first form reads nccl-tests / rccl-tests logs or collective CSV tables (columns
-size_bytes, time_us_oop, busbw_oop[, time_us_ip, busbw_ip]; `simulator.calibration.csv_table`),
-and GEMM / memory-kernel CSV files,
+size_bytes, time_us_oop, busbw_oop[, time_us_ip, busbw_ip], optionally algbw_oop / algbw_ip;
+`simulator.calibration.csv_table`), and GEMM / memory-kernel CSV files, refuses a table whose
+rows disagree with its collective and GPU count (`simulator.calibration.row_checks`),
 fits every table, writes the profile (atomically) and its calibration page beside it
 (`PROFILE.html`, plotly.js embedded; `simulator.viz.calibration.profile_dashboard_html`,
 rebuilt by `clustersim dashboard PROFILE.yaml`), and prints the fit error per table against
