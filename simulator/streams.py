@@ -29,6 +29,24 @@ def stream(seed: int, name: str) -> np.random.Generator:
     return np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(_key(name),)))
 
 
+def unique_names(names: list[str]) -> list[str]:
+    """Stream names for sources whose natural names may repeat (two failure sources with
+    one target and cause): the first source with a name keeps it, the k-th repeat (k >= 1)
+    gets `<name>/<k>` (the next such suffix no other source is named), so repeated
+    sources draw independently while every first one keeps its stream."""
+    taken = set(names)
+    seen: set[str] = set()
+    out = []
+    for name in names:
+        unique, k = name, 0
+        while unique in seen or (k and unique in taken):  # a suffix may be another's own name
+            k += 1
+            unique = f"{name}/{k}"
+        seen.add(unique)
+        out.append(unique)
+    return out
+
+
 def step_stream(seed: int, name: str) -> np.random.Generator:
     """The step-level stream `name` of `seed` (the name's key mixed into the entropy)."""
     return np.random.default_rng(np.random.SeedSequence([seed, _key(name)]))

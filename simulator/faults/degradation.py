@@ -10,7 +10,8 @@ an event; the step time in the new state comes from the step oracle.
 What is simplified: the job is not interrupted by a degradation (a flapping link that makes
 NCCL time out is a `link` failure instead); episodes on a component that overlap simply
 overlap (the strongest effect wins). Timelines come from named streams
-(`degradation/<kind>/<label>`) so they are common random numbers across policies.
+(`degradation/<kind>/<label>`) so they are common random numbers across policies; a
+repeated name gets `/<k>` on its k-th repeat, so two alike sources draw independently.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from pydantic import ConfigDict, Field, model_validator
 from simulator.config.base import Spec
 from simulator.errors import SimulationError
 from simulator.faults.state import JobShape
-from simulator.streams import stream
+from simulator.streams import stream, unique_names
 from simulator.units import to_si
 
 #: Most state changes the degradations of one run may make; more means episodes far too
@@ -131,8 +132,9 @@ def sample_degradations(
 ) -> list[DegradationChange]:
     """Sample every degradation start and end of the run, sorted by time."""
     out: list[DegradationChange] = []
+    names = unique_names([f"degradation/{spec.kind}/{spec.label(i)}" for i, spec in enumerate(specs)])
     for index, spec in enumerate(specs):
-        name = f"degradation/{spec.kind}/{spec.label(index)}"
+        name = names[index]
         rng = stream(seed, name)
         count = job.count(spec.component_class)
         if spec.at_s is not None:

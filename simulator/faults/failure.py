@@ -17,7 +17,9 @@ hardware (hot-spare replenishment, elastic rejoin, `wait_for_repair`).
 Common random numbers: the whole timeline is sampled before the run from streams spawned
 by name (`failure/<target>/<cause>` for arrivals, `.../repair` for repair times) from
 `SeedSequence(seed)`, so the same seed gives the same failures whatever the policy does,
-and adding a failure source does not move the others.
+and adding a failure source does not move the others. Two sources with one target and
+cause are two independent processes (their rates add): the first keeps the stream
+`failure/<target>/<cause>`, the k-th repeat draws from `failure/<target>/<cause>/<k>`.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ from pydantic import ConfigDict, Field, model_validator
 from simulator.config.base import Spec
 from simulator.errors import SimulationError
 from simulator.faults.state import JobShape
-from simulator.streams import stream
+from simulator.streams import stream, unique_names
 from simulator.units import to_si
 
 ComponentClass = Literal["gpu", "hbm", "host", "nic", "link", "switch", "storage", "software"]
@@ -309,8 +311,9 @@ def sample_failures(
 ) -> list[FailureEvent]:
     """Sample every failure of the run, sorted by time (independent of any policy)."""
     events: list[FailureEvent] = []
+    names = unique_names([f"failure/{spec.target}/{spec.label(i)}" for i, spec in enumerate(specs)])
     for index, spec in enumerate(specs):
-        name = f"failure/{spec.target}/{spec.label(index)}"
+        name = names[index]
         blast = spec.blast_gpus if spec.blast_gpus is not None else job.default_blast_gpus(spec.target)
         blast = min(blast, job.n_gpus)
         count = job.count(spec.target)
