@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 import yaml
+from rich.markup import escape
 from rich.table import Table
 
 from simulator.commands.common import fail, frame_records, phased_progress, print_table, say
@@ -39,7 +40,7 @@ def _summary_table(title: str, summary: pd.DataFrame, axes: list[str]) -> Table:
         table.add_column(col)
     for row in summary.to_dict("records"):  # each column's own type (iterrows makes ints floats)
         table.add_row(
-            *[str(row[a]) for a in axes],
+            *[escape(str(row[a])) for a in axes],  # a label such as `[exponential] ...` is no markup
             _mean_interval(row, "goodput"),
             _mean_interval(row, "ettr"),
             _mean_interval(row, "interruptions", "{:.1f}"),

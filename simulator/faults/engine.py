@@ -40,7 +40,7 @@ import simpy
 from simulator.engine.context import run_gc
 from simulator.faults.degradation import DegradationChange
 from simulator.faults.failure import FailureEvent
-from simulator.faults.records import RunLevelResult, incident_frame, segment_frame, summarize
+from simulator.faults.records import RUN_SETTINGS, RunLevelResult, incident_frame, segment_frame, summarize
 from simulator.faults.recovery import FailureRecovery
 from simulator.faults.run_core import HostsRepaired
 from simulator.faults.state import JobShape, StepOracle
@@ -197,15 +197,16 @@ class RunLevelEngine(FailureRecovery, SteadyCycles):
         segments = segment_frame(self.segments, self.job.dp_replicas)
         incidents = incident_frame(self.incidents)
         summary = summarize(segments, incidents, self.duration_s, healthy_step)
-        summary.update(
-            interval_steps=math.inf if self.interval_steps is None else float(self.interval_steps),
-            interval_s=math.inf if self.interval_steps is None else self.interval_steps * healthy_step,
-            checkpoint_cost_s=self.delta_s,
-            model_job_mtbf_s=self.mtbf_s,
-            healthy_step_s=healthy_step,
-            oracle_states=float(self.oracle.distinct_states),
-            min_gpus_allowed=float(self.min_gpus),
+        settings = (
+            math.inf if self.interval_steps is None else float(self.interval_steps),
+            math.inf if self.interval_steps is None else self.interval_steps * healthy_step,
+            self.delta_s,
+            self.mtbf_s,
+            healthy_step,
+            float(self.oracle.distinct_states),
+            float(self.min_gpus),
         )
+        summary.update(zip(RUN_SETTINGS, settings, strict=True))
         return RunLevelResult(incidents, segments, summary, self.seed, list(self.notes))
 
 

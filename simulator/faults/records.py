@@ -68,6 +68,24 @@ SEGMENT_COLUMNS = [
     "state",  # the ClusterState's performance key as text (ClusterState.label)
 ]
 
+#: The run's settings the engine adds to `summarize`'s figures (`RunLevelEngine.result`).
+RUN_SETTINGS = (
+    "interval_steps",
+    "interval_s",
+    "checkpoint_cost_s",
+    "model_job_mtbf_s",
+    "healthy_step_s",
+    "oracle_states",
+    "min_gpus_allowed",
+)
+
+
+def run_columns() -> list[str]:
+    """The columns of a run's summary (a `runs` row): `summarize`'s figures, read off a run
+    that recorded nothing, then `RUN_SETTINGS`."""
+    empty = summarize(pd.DataFrame(columns=SEGMENT_COLUMNS), pd.DataFrame(columns=INCIDENT_COLUMNS), 1.0, 1.0)
+    return [*empty, *RUN_SETTINGS]
+
 
 @dataclasses.dataclass
 class RunLevelResult:

@@ -21,7 +21,6 @@ less noisy than the per-variant intervals suggest.
 from __future__ import annotations
 
 import itertools
-import json
 import logging
 import math
 from collections.abc import Callable, Iterable, Sequence
@@ -46,6 +45,7 @@ from simulator.faults.state import JobShape, ScalingOracle, StepOracle
 from simulator.scenario.oracle import answer_questions, oracle_from_scenario
 from simulator.scenario.spec import MAX_RUN_DURATION_S
 from simulator.study.executor import LOCAL_DASK, default_workers, run_tasks
+from simulator.study.labels import axis_labels, reserved_column_problem, value_label
 from simulator.study.merge import UnsettablePath, parse_path, with_settings
 from simulator.units import to_si
 
@@ -118,7 +118,11 @@ class AxisSpec(Spec):
 
     param: str = Field(min_length=1, description="Dotted path in the study file, e.g. 'policy.interval_min'.")
     values: list[Any] = Field(min_length=1, description="Values to try (numbers, strings or mappings).")
-    name: str | None = Field(None, description="Column name in the results (default: param).")
+    name: str | None = Field(
+        None,
+        description="Column name in the results (default: param); not a column the study "
+        "writes itself (goodput, seed, variant, kind, ...).",
+    )
 
     @property
     def column(self) -> str:
@@ -129,6 +133,13 @@ class AxisSpec(Spec):
     def _not_the_runs(cls, v: str) -> str:
         if v in _NOT_SWEPT:
             raise ValueError(f"{v!r} is not a swept parameter: {_NOT_SWEPT[v]}")
+        return v
+
+    @field_validator("name")
+    @classmethod
+    def _not_a_result_column(cls, v: str | None) -> str | None:
+        if v is not None and (problem := reserved_column_problem(v)):
+            raise ValueError(problem)
         return v
 
 
@@ -211,13 +222,6 @@ def build_oracle(spec: StudySpec, base_dir: Path) -> StepOracle:
         load_storage_s=write if s.checkpoint_load_storage_s is None else s.checkpoint_load_storage_s,
         load_peer_s=s.checkpoint_load_peer_s,
     )
-
-
-def value_label(value: Any) -> Any:
-    """A short label for an axis value (a mapping's `kind`, else the value)."""
-    if isinstance(value, dict):
-        return value.get("name") or value.get("kind") or json.dumps(value, sort_keys=True)
-    return value
 
 
 def _variant_data(doc: Document, settings: Sequence[tuple[AxisSpec, int, Any]]) -> dict[str, Any]:
@@ -348,10 +352,11 @@ def study_from_document(doc: Document) -> Study:
         return alone[(i, k)]
 
     combos = itertools.product(*[list(enumerate(a.values)) for a in axes]) if axes else [()]
+    axis_label = [axis_labels(a.values) for a in axes]
     for index, combo in enumerate(combos):
         settings = [(a, i, k, v) for i, (a, (k, v)) in enumerate(zip(axes, combo, strict=True))]
         data = _variant_data(doc, [(a, i, v) for a, i, _, v in settings])
-        labels = {a.column: value_label(v) for a, _, _, v in settings}
+        labels = {a.column: axis_label[i][k] for a, i, k, _ in settings}
         try:
             vspec = _validated(doc.with_data(data))
         except InputErrors as exc:
@@ -365,7 +370,8 @@ def study_from_document(doc: Document) -> Study:
 
 
 def check_study(spec: StudySpec, doc: Document) -> None:
-    """What the schema cannot see: two axes with one column name, more runs (variants ×
+    """What the schema cannot see: an axis named by its param like a result column, two
+    axes with one column name, more runs (variants ×
     seeds) than `MAX_STUDY_RUNS`, a `from_scenario` file that does not exist.
 
     Raises:
@@ -373,6 +379,8 @@ def check_study(spec: StudySpec, doc: Document) -> None:
     """
     seen: dict[str, int] = {}
     for i, axis in enumerate(spec.axes):
+        if axis.name is None and (problem := reserved_column_problem(axis.column)):
+            raise doc.error(problem, ("axes", i, "param"))
         if axis.column in seen:
             key = "name" if axis.name else "param"
             raise doc.error(

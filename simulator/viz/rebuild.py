@@ -146,20 +146,21 @@ MAX_VARIANT_TILES = 24
 
 
 def _study_cards(runs: pd.DataFrame, axes: list[str], n_variants: int, n_seeds: int) -> list[tuple[str, str]]:
-    """Headline cards of a study: the run count, then one tile per variant (best mean
-    goodput first) with its mean goodput and ETTR over seeds; nothing is averaged over
-    variants."""
+    """Headline cards of a study: the run count, then one tile per variant (grouped by the
+    `variant` column, best mean goodput first) with its axis values and its mean goodput and
+    ETTR over seeds; nothing is averaged over variants."""
     cards = [("runs", f"{len(runs):,} <span class='s'>({n_variants} variants x {n_seeds} seeds)</span>")]
     if "goodput" not in runs:
         return cards
-    keys = axes or (["variant"] if "variant" in runs else [])
+    keys = ["variant", *[a for a in axes if a != "variant"]] if "variant" in runs else axes
     if not keys:
         return cards
     metrics = [m for m in ("goodput", "ettr") if m in runs]
     per = runs.groupby(keys, sort=False)[metrics].mean().sort_values("goodput", ascending=False)
+    shown = axes or ["variant"]
     for key, row in per.head(MAX_VARIANT_TILES).iterrows():
-        values = key if isinstance(key, tuple) else (key,)
-        where = ", ".join(f"{a}={v}" for a, v in zip(keys, values, strict=True))
+        values = dict(zip(keys, key if isinstance(key, tuple) else (key,), strict=True))
+        where = ", ".join(f"{a}={values[a]}" for a in shown)
         value = f"{row['goodput'] * 100:.1f}%"
         if "ettr" in row:
             value += f" <span class='s'>ETTR {row['ettr'] * 100:.1f}%</span>"
@@ -208,6 +209,16 @@ def build_study(folder: Path) -> tuple[str, str]:
     return study_page(name, runs, study), "sweep.html"
 
 
+def _page_axes(runs: pd.DataFrame) -> list[str]:
+    """The columns a study page groups by: the axis columns when their values tell the
+    variants apart (each label one variant), else `variant` (results whose axis labels
+    name two variants alike are not pooled)."""
+    axes = [a for a in runs.attrs.get("axes", []) if a in runs]
+    if axes and "variant" in runs and (runs.groupby(axes, dropna=False)["variant"].nunique() > 1).any():
+        return ["variant"]
+    return axes
+
+
 def study_page(name: str, runs: pd.DataFrame, study: dict[str, Any]) -> str:
     """The study page, written by `clustersim sweep` and rebuilt by `clustersim dashboard`:
     per-variant tiles, goodput (and ETTR) against the axes, and where each variant's wall
@@ -218,7 +229,10 @@ def study_page(name: str, runs: pd.DataFrame, study: dict[str, Any]) -> str:
         runs: the `runs` frame, its axes in `runs.attrs['axes']`.
         study: the resolved study mapping (its `description` is shown).
     """
-    axes = list(runs.attrs.get("axes", []))
+    axes = _page_axes(runs)
+    if axes != list(runs.attrs.get("axes", [])):
+        runs = runs.copy()
+        runs.attrs["axes"] = axes
     n_seeds = int(runs["seed"].nunique()) if "seed" in runs else 1
     n_variants = int(runs["variant"].nunique()) if "variant" in runs else len(runs) // max(n_seeds, 1)
     cards = _study_cards(runs, axes, n_variants, n_seeds)

@@ -120,3 +120,28 @@ def test_sweep_figure_with_one_seed_has_no_band() -> None:
     runs.attrs["axes"] = ["interval_min"]
     fig = sweep_figure(runs)
     assert not [t for t in fig.data if t.fill == "toself"] and "no interval" in fig.layout.title.text
+
+
+def test_study_page_never_pools_variants_that_share_an_axis_label():
+    """Results whose axis column names two variants alike (one policy `kind`) are tiled
+    and plotted per variant; distinct labels keep the axis."""
+    from simulator.viz.rebuild import _study_cards, study_page
+
+    runs = pd.DataFrame(
+        {
+            "variant": [0, 0, 1, 1],
+            "policy": ["checkpoint_restart"] * 4,
+            "seed": [0, 1, 0, 1],
+            "goodput": [0.9, 0.8, 0.5, 0.4],
+            "ettr": [0.9, 0.8, 0.5, 0.4],
+        }
+    )
+    runs.attrs["axes"] = ["policy"]
+    html = study_page("s", runs, {})
+    assert "goodput, variant=0" in html and "goodput, variant=1" in html
+    assert "85.0%" in html and "45.0%" in html and "65.0%" not in html
+    labelled = runs.assign(policy=["a", "a", "b", "b"])
+    labelled.attrs["axes"] = ["policy"]
+    cards = _study_cards(labelled, ["policy"], 2, 2)
+    assert [c[0] for c in cards[1:]] == ["goodput, policy=a", "goodput, policy=b"]
+    assert cards[1][1].startswith("85.0%") and cards[2][1].startswith("45.0%")
