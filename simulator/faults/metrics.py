@@ -14,7 +14,10 @@ checkpoint stall, restart, elastic rejoin):
   unproductive part is the time to notice a failure, wait to be rescheduled, initialize,
   load the checkpoint and recompute the progress lost since it; here blocking checkpoint
   stalls are also unproductive. Unlike goodput, a slow step counts in full.
-- job MTTI: mean time to interruption, W / interruptions.
+- job MTTI: mean time to interruption, W / interruptions. Per run (a `runs` row) that is
+  the run's own ratio; over several seeds it is the ratio estimator ΣW / Σinterruptions
+  (`ratio_interval`), not the mean of the per-seed ratios, which is biased high (Jensen)
+  and infinite as soon as one seed has no interruption.
 - lost work per interruption: compute time rolled back (recomputed later), plus the part
   of a checkpoint write the failure aborted.
 - checkpoint_s, restart_s, restart_wait_s, rejoin_s: wall time in those phases.
@@ -23,7 +26,9 @@ checkpoint stall, restart, elastic rejoin):
 
 Monte Carlo: each metric over N seeds is reported as its mean and the two-sided 95%
 Student-t interval mean ± t(0.975, N−1)·s/√N (`t_interval`, the package's one
-implementation of it).
+implementation of it). A ratio of sums (the job MTTI) gets the delta-method interval of the
+ratio estimator R = Σx/Σy: R ± t(0.975, N−1)·s_d/(√N·ȳ), s_d the sample standard deviation
+of the residuals x_k − R·y_k (`ratio_interval`).
 
 What is simplified: the interval treats the seeds as independent draws of a roughly
 normal mean; with few seeds it can leave the physical range, so `aggregate` clips it to
@@ -74,18 +79,61 @@ def t_interval(values: Iterable[float], confidence: float = 0.95) -> tuple[float
     mean = float(x.mean())
     if len(x) < 2 or not np.isfinite(x).all():
         return mean, math.nan, math.nan
+    half = _student_t(confidence, len(x)) * float(x.std(ddof=1)) / math.sqrt(len(x))
+    return mean, mean - half, mean + half
+
+
+#: Metrics of `METRICS` that are a ratio of two per-run sums: aggregated as Σ numerator /
+#: Σ denominator over the seeds (`ratio_interval`), when both columns are present.
+RATIOS = {"job_mtti_s": ("wall_s", "interruptions")}
+
+
+def _student_t(confidence: float, n: int) -> float:
     # imported here: scipy.stats costs about half a second, and a run without failures
     # (or `clustersim --help`) never asks for an interval
     from scipy import stats
 
-    half = float(stats.t.ppf(0.5 + confidence / 2, len(x) - 1) * x.std(ddof=1) / math.sqrt(len(x)))
-    return mean, mean - half, mean + half
+    return float(stats.t.ppf(0.5 + confidence / 2, n - 1))
+
+
+def ratio_interval(
+    numerators: Iterable[float], denominators: Iterable[float], confidence: float = 0.95
+) -> tuple[float, float, float]:
+    """Ratio estimator Σx/Σy over runs and its two-sided delta-method Student-t interval.
+
+    The half-width is t((1 + confidence) / 2, n − 1)·s_d/(√n·ȳ), with s_d the sample
+    standard deviation (ddof 1) of x_k − R·y_k and ȳ the mean denominator.
+
+    Args:
+        numerators: one value per run (e.g. its wall time).
+        denominators: one value per run (e.g. its interruptions).
+        confidence: two-sided confidence level, e.g. 0.95.
+
+    Returns:
+        (ratio, low, high). An infinite ratio (no denominator anywhere) or a single run
+        gives NaN bounds; no runs give NaNs.
+    """
+    x = np.asarray(list(numerators), dtype=float)
+    y = np.asarray(list(denominators), dtype=float)
+    if len(x) == 0:
+        return math.nan, math.nan, math.nan
+    total = float(y.sum())
+    if total == 0:
+        return math.inf, math.nan, math.nan
+    ratio = float(x.sum()) / total
+    if len(x) < 2:
+        return ratio, math.nan, math.nan
+    spread = float((x - ratio * y).std(ddof=1))
+    half = _student_t(confidence, len(x)) * spread / (math.sqrt(len(x)) * float(y.mean()))
+    return ratio, ratio - half, ratio + half
 
 
 def aggregate(
     runs: pd.DataFrame, by: Sequence[str] = (), metrics: Sequence[str] = METRICS, confidence: float = 0.95
 ) -> pd.DataFrame:
-    """Per group of runs: `n`, and for each metric `<m>_mean`, `<m>_lo`, `<m>_hi` (`t_interval`).
+    """Per group of runs: `n`, and for each metric `<m>_mean`, `<m>_lo`, `<m>_hi` (`t_interval`;
+    for a ratio of `RATIOS`, the ratio estimator and its interval, `ratio_interval`; `_mean`
+    is then that ratio, not a mean of the runs' ratios).
 
     Args:
         runs: one row per run (seed) with the metrics as columns.
@@ -103,12 +151,17 @@ def aggregate(
         row = dict(zip(by, key, strict=True))
         row["n"] = len(g)
         for m in metrics:
-            if m in g:
+            num, den = RATIOS.get(m, ("", ""))
+            if num in g and den in g:
+                mean, lo, hi = ratio_interval(g[num].astype(float), g[den].astype(float), confidence)
+            elif m in g:
                 mean, lo, hi = t_interval(g[m].astype(float), confidence)
-                # a t-interval of few seeds can leave the physical range: clip to it
-                lo = max(lo, 0.0)
-                if m in ("goodput", "ettr"):
-                    hi = min(hi, 1.0)
-                row[f"{m}_mean"], row[f"{m}_lo"], row[f"{m}_hi"] = mean, lo, hi
+            else:
+                continue
+            # a t-interval of few seeds can leave the physical range: clip to it
+            lo = max(lo, 0.0)
+            if m in ("goodput", "ettr"):
+                hi = min(hi, 1.0)
+            row[f"{m}_mean"], row[f"{m}_lo"], row[f"{m}_hi"] = mean, lo, hi
         rows.append(row)
     return pd.DataFrame(rows)

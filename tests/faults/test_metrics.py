@@ -1,0 +1,47 @@
+"""Aggregates over seeds: the job MTTI is a ratio estimator, the other metrics means."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+import pytest
+from scipy import stats
+
+from simulator.faults.metrics import aggregate, ratio_interval
+
+RUNS = pd.DataFrame(
+    {
+        "wall_s": [100.0, 100.0, 100.0],
+        "interruptions": [0.0, 1.0, 4.0],
+        "job_mtti_s": [math.inf, 100.0, 25.0],  # each seed's own W / interruptions
+        "goodput": [0.9, 0.8, 0.7],
+    }
+)
+
+
+def test_job_mtti_is_total_wall_time_over_total_interruptions():
+    """The mean of per-seed ratios is infinite here (one seed never stops); the ratio
+    estimator is 300 s / 5 interruptions = 60 s, with the delta-method interval."""
+    row = aggregate(RUNS).iloc[0]
+    assert row["job_mtti_s_mean"] == 60.0
+    # residuals 100 - 60*y: 100, 40, -140 (sum 0); s_d = sqrt(15600); mean interruptions 5/3
+    half = stats.t.ppf(0.975, 2) * math.sqrt(15600) / (math.sqrt(3) * 5 / 3)
+    assert row["job_mtti_s_hi"] == pytest.approx(60 + half, rel=1e-12)
+    assert row["job_mtti_s_lo"] == 0.0  # 60 - 186 s, clipped to the physical range
+    # the other metrics stay means over seeds, and the per-seed column is untouched
+    assert row["goodput_mean"] == pytest.approx(0.8, rel=1e-12)
+    assert list(RUNS["job_mtti_s"])[1:] == [100.0, 25.0]
+
+
+def test_ratio_interval_edges():
+    assert ratio_interval([100.0, 100.0], [0.0, 0.0])[0] == math.inf
+    mean, lo, hi = ratio_interval([100.0], [4.0])
+    assert mean == 25.0 and math.isnan(lo) and math.isnan(hi)
+    # equal ratios in every run: no spread, a zero-width interval
+    assert ratio_interval([100.0, 200.0], [2.0, 4.0]) == (50.0, 50.0, 50.0)
+
+
+def test_without_wall_time_the_per_seed_mean_is_kept():
+    row = aggregate(RUNS[["job_mtti_s"]].iloc[1:]).iloc[0]
+    assert row["job_mtti_s_mean"] == 62.5
