@@ -47,6 +47,7 @@ from simulator.scenario.spec import MAX_RUN_DURATION_S
 from simulator.study.executor import LOCAL_DASK, default_workers, run_tasks
 from simulator.study.labels import axis_labels, reserved_column_problem, value_label
 from simulator.study.merge import UnsettablePath, parse_path, with_settings
+from simulator.study.step_costs import StepCostsSpec
 from simulator.units import to_si
 
 log = logging.getLogger(__name__)
@@ -70,47 +71,6 @@ def runs_problem(variants: int, seeds: int) -> str | None:
         f"{MAX_STUDY_RUNS:,} (each a whole Monte Carlo simulation of the job, up to some 10 s, "
         "with its own result file)"
     )
-
-
-class StepCostsSpec(Spec):
-    """Step-level answers as constants (a `ScalingOracle`), or from a scenario file."""
-
-    model_config = ConfigDict(allow_inf_nan=False)
-
-    from_scenario: str | None = Field(
-        None, description="Scenario whose step simulation answers (path relative to this file)."
-    )
-    step_time_s: float | None = Field(None, gt=0, description="Healthy step time, s.")
-    comm_fraction: float = Field(
-        0.2, ge=0, lt=1, description="Share of the healthy step that is exposed communication."
-    )
-    checkpoint_write_s: float | None = Field(
-        None, ge=0, description="Blocking checkpoint write to storage, s (YAML: checkpoint_write_min)."
-    )
-    checkpoint_snapshot_s: float = Field(10.0, ge=0, description="Snapshot to host memory, s.")
-    checkpoint_load_storage_s: float | None = Field(
-        None, ge=0, description="Checkpoint load from storage, s (default: the write time)."
-    )
-    checkpoint_load_peer_s: float = Field(20.0, ge=0, description="Checkpoint load from a peer host, s.")
-    drain_slowdown: float = Field(0.05, ge=0, description="Step slowdown while a drain runs (0.05: 5%).")
-    down_link_penalty: float = Field(0.05, ge=0, description="Communication slowdown per down link.")
-
-    @model_validator(mode="before")
-    @classmethod
-    def _units(cls, data: Any) -> Any:
-        return to_si(
-            data,
-            "checkpoint_write_s",
-            "checkpoint_snapshot_s",
-            "checkpoint_load_storage_s",
-            "checkpoint_load_peer_s",
-        )
-
-    @model_validator(mode="after")
-    def _one_source(self) -> StepCostsSpec:
-        if self.from_scenario is None and (self.step_time_s is None or self.checkpoint_write_s is None):
-            raise ValueError("give from_scenario, or step_time_s and checkpoint_write_s")
-        return self
 
 
 class AxisSpec(Spec):
