@@ -5,8 +5,10 @@ What depends on the job's shape and the run's length is checked here, before any
 runs: that a scheduled failure or degradation names a component the job has, that a
 failure takes out no more GPUs than the job has, that an elastic job may shrink to
 `min_replicas` (no more than its replicas), that an in-memory snapshot's peer is another
-host, and that the failure and degradation rates fit in a run of the given length (the
-expected count, duration × components / MTBF, below the most a run may sample).
+host, that a policy waiting for repairs (`wait_for_repair`, `when_empty: wait_repair`) has
+a repair time for every failure that takes GPUs out (none would mean instant repair), and
+that the failure and degradation rates fit in a run of the given length (the expected
+count, duration × components / MTBF, below the most a run may sample).
 
 `job_problems` returns every problem with the path of the field at fault (as the file
 spells it: `("failures", 2, "component")`), for the caller to report against its file as
@@ -55,7 +57,7 @@ def job_problems(
         (field path, message) pairs, in file order.
     """
     out = [*_failure_problems(failures, job), *_degradation_problems(degradations, job, duration_s)]
-    out += _policy_problems(policy, job)
+    out += _policy_problems(policy, job) + _repair_problems(failures, policy, job)
     expected = [_expected_failures(s, job, duration_s, mtbf_scale) for s in [*preset, *failures]]
     total = sum(expected)
     if total > MAX_FAILURES:
@@ -133,6 +135,32 @@ def _policy_problems(policy: Any, job: JobShape) -> list[tuple[Loc, str]]:
             )
         ]
     return []
+
+
+def _repair_problems(failures: Sequence[Any], policy: Any, job: JobShape) -> list[tuple[Loc, str]]:
+    """A policy that waits for repairs, and a failure source that takes GPUs out without a
+    repair time (it would mean instant repair): the first such source, one problem."""
+    waits = policy.waits_for_repair() if policy is not None else None
+    if waits is None:
+        return []
+    bare = [
+        i
+        for i, spec in enumerate(failures)
+        if spec.repair is None
+        and (spec.blast_gpus if spec.blast_gpus is not None else job.default_blast_gpus(spec.target)) > 0
+    ]
+    if not bare:
+        return []
+    more = f" (and {len(bare) - 1} more source(s) like it)" if len(bare) > 1 else ""
+    spec = failures[bare[0]]
+    return [
+        (
+            ("failures", bare[0]),
+            f"{spec.target} failure {spec.label(bare[0])!r} has no repair_h (or repair){more}, "
+            f"but the policy waits for repairs ({waits}): its hardware would be back at once; "
+            "give it a repair time",
+        )
+    ]
 
 
 def _no_such(component_class: str, index: int, count: int) -> str:

@@ -12,7 +12,10 @@ run level drains whole hosts, so a failure removes every host its GPUs sit on.
 What is simplified: each component is a renewal process whose clock does not pause during
 repair (the slot is refilled by replacement hardware, which starts ageing at once); repair
 times are drawn per failure but only matter to policies that wait for the repaired
-hardware (hot-spare replenishment, elastic rejoin, `wait_for_repair`).
+hardware (hot-spare replenishment, elastic rejoin, `wait_for_repair`). A source without a
+repair time is repaired at once; a policy that waits for repairs (`wait_for_repair`,
+`when_empty: wait_repair`) refuses such a source when it takes GPUs out
+(`simulator.faults.checks`).
 
 Common random numbers: the whole timeline is sampled before the run from streams spawned
 by name (`failure/<target>/<cause>` for arrivals, `.../repair` for repair times) from

@@ -116,6 +116,11 @@ class _PolicyBase(Spec):
     interval_steps: int | None = Field(None, gt=0, description="Steps between checkpoints.")
     restart: RestartSpec = Field(default_factory=RestartSpec, description="Restart cost model.")
 
+    def waits_for_repair(self) -> str | None:
+        """The setting that makes the job wait for failed hardware's repair (as the file
+        spells it), or None when it never waits for one."""
+        return None
+
     @model_validator(mode="before")
     @classmethod
     def _interval_units(cls, data: Any) -> Any:
@@ -164,6 +169,10 @@ class CheckpointRestartSpec(_PolicyBase):
         False, description="Wait for the failed hosts' repair instead of queueing for replacements."
     )
 
+    def waits_for_repair(self) -> str | None:
+        """`wait_for_repair: true`, when set."""
+        return "wait_for_repair: true" if self.wait_for_repair else None
+
     def build(self) -> Policy:
         """The policy's runtime for one run."""
         return CheckpointRestart(self)
@@ -203,6 +212,10 @@ class HotSparesSpec(_PolicyBase):
     when_empty: Literal["queue", "wait_repair"] = Field(
         "queue", description="With no spare left: queue for replacements or wait for the repair."
     )
+
+    def waits_for_repair(self) -> str | None:
+        """`when_empty: wait_repair`, when set."""
+        return "when_empty: wait_repair" if self.when_empty == "wait_repair" else None
 
     def build(self) -> Policy:
         """The policy's runtime for one run."""

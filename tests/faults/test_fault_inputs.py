@@ -88,6 +88,19 @@ CASES = [
         CR,
         "5: failures.0.blast_gpus: 17 GPUs is more than the job's 16",
     ),
+    # waiting for a repair that takes no time: refused at the failure source
+    (
+        GPU,
+        "{kind: checkpoint_restart, wait_for_repair: true}",
+        "5: failures.0: gpu failure 'gpu#0' has no repair_h (or repair), but the policy waits for "
+        "repairs (wait_for_repair: true): its hardware would be back at once; give it a repair time",
+    ),
+    (
+        "{kind: exponential, target: host, mtbf_h: 1000, cause: PSU}",
+        "{kind: hot_spares, pool_hosts: 0, when_empty: wait_repair}",
+        "5: failures.0: host failure 'PSU' has no repair_h (or repair), but the policy waits for "
+        "repairs (when_empty: wait_repair): its hardware would be back at once; give it a repair time",
+    ),
 ]
 
 
@@ -167,3 +180,27 @@ def test_interval_far_too_short_is_refused() -> None:
             1e5,
             0,
         )
+
+
+@pytest.mark.parametrize(
+    ("failure", "pol"),
+    [
+        (
+            "{kind: exponential, target: software, mtbf_h: 1000}",
+            "{kind: checkpoint_restart, wait_for_repair: true}",
+        ),
+        (
+            "{kind: exponential, target: gpu, mtbf_h: 1000, repair_h: 4}",
+            "{kind: checkpoint_restart, wait_for_repair: true}",
+        ),
+        (GPU, "{kind: hot_spares, pool_hosts: 1}"),
+        (GPU, CR),
+    ],
+)
+def test_no_repair_time_is_fine_when_nothing_waits_for_one(tmp_path: Path, failure: str, pol: str) -> None:
+    """A software failure takes no hardware out, a repair time is given, or the policy
+    queues for replacements: nothing to refuse."""
+    path = tmp_path / "s.yaml"
+    path.write_text(SCENARIO.format(root=ROOT, failure=failure, policy=pol))
+    r = cli.invoke(app, ["validate", str(path)])
+    assert r.exit_code == 0, r.output
