@@ -195,6 +195,18 @@ def _check_file(path: Path) -> str:
     )
 
 
+def _warn_unread_reliability(spec: Any) -> None:
+    """One line when `reliability` is given but nothing here reads it: without a `policy`
+    (or a `cluster`) the run is the step only; a study's `from_scenario` still reads it."""
+    if spec.policy is None and spec.cluster is None and "reliability" in spec.model_fields_set:
+        err_console.print(
+            "warning: reliability is read by the run level (a `policy`) and by a study's "
+            "from_scenario, not by this run: it simulates the step only",
+            markup=False,
+            soft_wrap=True,
+        )
+
+
 def run(
     scenario: Annotated[Path, typer.Argument(help="Scenario YAML file.")],
     output: Annotated[Path | None, typer.Option("-o", "--output", help="Results folder.")] = None,
@@ -212,6 +224,7 @@ def run(
     try:
         prep = prepare(scenario)
         check_run_level(prep)
+        _warn_unread_reliability(prep.scenario.spec)
         freeze_long_lived()  # the prepared scenario: topology, cluster, program
         if steps is not None:
             prep.scenario.spec = prep.scenario.spec.model_copy(

@@ -396,7 +396,9 @@ class ScenarioSpec(Spec):
         default_factory=list, description="Stragglers, slow or flapping links."
     )
     policy: PolicySpec | None = Field(
-        None, description="Fault-tolerance policy; when given, the run level simulates days of training."
+        None,
+        description="Fault-tolerance policy; when given, the run level simulates days of training "
+        "(failures, degradations and a preset need one, except under `cluster`).",
     )
     reliability: ReliabilitySpec = Field(ReliabilitySpec(), description="Run-level settings.")
 
@@ -419,6 +421,23 @@ class ScenarioSpec(Spec):
                 "give one of `workload` (one job), `jobs` (several on one fabric) or `cluster` (days of "
                 f"a scheduler), not {' and '.join(given)}",
                 field=given[-1],
+            )
+        return self
+
+    @model_validator(mode="after")
+    def _faults_need_a_policy(self) -> ScenarioSpec:
+        """Failures and degradations are simulated by the run level, which a `policy` turns
+        on (a `cluster` runs them with or without one): without it they would be ignored."""
+        if self.policy is not None or self.cluster is not None:
+            return self
+        what = {"preset": "a failure preset", "failures": "failures", "degradations": "degradations"}
+        given = [k for k in what if getattr(self, k)]
+        if given:
+            raise FieldError(
+                f"{what[given[0]]} are simulated only under a fault-tolerance `policy` (the run "
+                "level): without one this scenario runs the step only; give a policy, e.g. "
+                "{kind: checkpoint_restart}, or remove them",
+                field=given[0],
             )
         return self
 

@@ -1,0 +1,59 @@
+"""Failures and degradations are simulated by the run level: without a `policy` they are
+refused, not silently ignored; a `reliability` block alone is only a warning."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from simulator.commands.app import app
+
+ROOT = Path(__file__).resolve().parents[2]
+HEAD = f"""\
+name: faulty
+topology: {{file: {ROOT}/topologies/h100-rail-clos-2n.yaml}}
+workload: {{file: {ROOT}/workloads/traces/dp16-gpt1p3b-step.yaml}}
+"""
+RELIABILITY = "reliability: {duration_days: 3, seeds: 1, checkpoint_gbyte: 18.2, storage_gbyte_per_s: 10}\n"
+
+
+@pytest.mark.parametrize(
+    ("block", "key", "what"),
+    [
+        ("failures:\n  - {kind: exponential, target: gpu, mtbf_h: 1000}\n", "failures", "failures"),
+        (
+            "degradations:\n  - {kind: straggler, mtbe_h: 50, duration_h: 1, slowdown: 1.5}\n",
+            "degradations",
+            "degradations",
+        ),
+        ("preset: llama3_405b\n", "preset", "a failure preset"),
+    ],
+)
+def test_faults_without_a_policy_are_one_line_at_their_key(tmp_path, block, key, what):
+    path = tmp_path / "s.yaml"
+    path.write_text(HEAD + block + RELIABILITY)
+    out = tmp_path / "out"
+    for args in (["validate", str(path)], ["run", str(path), "-o", str(out)]):
+        r = CliRunner().invoke(app, args)
+        lines = [ln for ln in r.output.splitlines() if ln.strip()]
+        assert r.exit_code == 2 and lines == [
+            f"error: {path}:4: {key}: {what} are simulated only under a fault-tolerance `policy` (the "
+            "run level): without one this scenario runs the step only; give a policy, e.g. "
+            "{kind: checkpoint_restart}, or remove them"
+        ], r.output
+    assert not out.exists()
+
+
+def test_reliability_alone_runs_the_step_with_a_warning(tmp_path):
+    path = tmp_path / "s.yaml"
+    path.write_text(HEAD + RELIABILITY)
+    r = CliRunner().invoke(app, ["run", str(path), "-o", str(tmp_path / "out")])
+    assert r.exit_code == 0, r.output
+    warnings = [ln for ln in r.output.splitlines() if ln.startswith("warning:")]
+    assert warnings == [
+        "warning: reliability is read by the run level (a `policy`) and by a study's from_scenario, "
+        "not by this run: it simulates the step only"
+    ]
+    assert not (tmp_path / "out" / "runs.parquet").exists()
