@@ -19,7 +19,7 @@ checkpoint stall, restart, elastic rejoin):
   (`ratio_interval`), not the mean of the per-seed ratios, which is biased high (Jensen)
   and infinite as soon as one seed has no interruption.
 - lost work per interruption: compute time rolled back (recomputed later), plus the part
-  of a checkpoint write the failure aborted.
+  of a blocking checkpoint stall the failure aborted (that stall is also checkpoint time).
 - checkpoint_s, restart_s, restart_wait_s, rejoin_s: wall time in those phases.
 - degraded_s: compute time in a state slower than healthy (stragglers, degraded or down
   links, fewer replicas).
