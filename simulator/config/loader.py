@@ -437,10 +437,36 @@ def validate(model: Any, doc: Document, loc: Loc = (), context: dict[str, Any] |
             clean = _clean_loc(doc, full)
             if err.get("type") == "missing" and full and (not clean or clean[-1] != full[-1]):
                 clean = (*clean, full[-1])  # a missing key is absent from the data by definition
-            errors.append(doc.error(_message(err), clean))
+            message = _in_key_unit(err, clean[-1], full[-1]) if clean and full else None
+            errors.append(doc.error(message or _message(err), clean))
         # what the file says wrong comes before what it leaves out (the first line shown)
         errors.sort(key=lambda e: e.message == "required field is missing")
         raise InputErrors(errors) from None
+
+
+#: pydantic's numeric bounds, by the error type that reports them
+_BOUNDS = {
+    "greater_than": ("gt", "greater than"),
+    "greater_than_equal": ("ge", "greater than or equal to"),
+    "less_than": ("lt", "less than"),
+    "less_than_equal": ("le", "less than or equal to"),
+}
+
+
+def _in_key_unit(err: Any, key: Any, si_name: Any) -> str | None:
+    """A bound of an SI field given in a human unit, said in the key's unit
+    (`duration_days`: at most 3652.5, not 315576000 seconds); None for any other error."""
+    bound = _BOUNDS.get(err.get("type", ""))
+    if bound is None or not isinstance(key, str) or not isinstance(si_name, str) or key == si_name:
+        return None
+    limit = err.get("ctx", {}).get(bound[0])
+    units = [
+        (sfx, u) for sfx, u in HUMAN_UNITS.items() if key.endswith(sfx) and si_name.endswith(u.si_suffix)
+    ]
+    if not isinstance(limit, (int, float)) or limit == 0 or not units:
+        return None  # a bound of 0 is 0 in every unit: the schema's message says it
+    suffix, unit = max(units, key=lambda su: len(su[0]))
+    return f"input should be {bound[1]} {float(limit) / unit.factor:.10g} {suffix.lstrip('_')}"
 
 
 def _human_spelling(data: dict[Any, Any], si_name: str) -> str:
