@@ -498,14 +498,17 @@ def SEMANTIC() -> Iterator[tuple[str, str, str, str]]:  # noqa: N802
     yield (
         "study",
         "from-scenario-missing",
-        st.replace("  step_time_s: 2.0\n  checkpoint_write_min: 5\n", "  from_scenario: nowhere.yaml\n"),
+        st.replace(
+            "  step_time_s: 2.0\n  checkpoint_write_min: 5\n  checkpoint_snapshot_s: 10\n",
+            "  from_scenario: nowhere.yaml\n",
+        ),
         "not found",
     )
     yield (
         "study",
         "from-scenario-bad",
         st.replace(
-            "  step_time_s: 2.0\n  checkpoint_write_min: 5\n",
+            "  step_time_s: 2.0\n  checkpoint_write_min: 5\n  checkpoint_snapshot_s: 10\n",
             "  from_scenario: ../scenario/steps-zero.yaml\n",
         ),
         "steps",
