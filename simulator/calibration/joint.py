@@ -213,13 +213,13 @@ def check_fits(table: BenchmarkTable, cluster: Cluster, topology: Path) -> None:
         return
     has = f"{len(gpus)} GPUs" + ("" if spans is None else f", the first {table.n_gpus} on {spans} server(s)")
     doc = read_document(topology)
-    line = doc.line_of(("generator",)) if isinstance(doc.data, dict) and "generator" in doc.data else 1
+    keyed = isinstance(doc.data, dict) and "generator" in doc.data
     raise InputError(
         f"{table.label} ran on {table.n_gpus} GPUs / {table.n_nodes} node(s), which this topology does "
         f"not hold ({has}); give the topology of the system the logs ran on",
         file=topology,
-        line=line,
-        field="generator" if line != 1 else None,
+        line=doc.line_of(("generator",)) if keyed else 1,
+        field="generator" if keyed else None,
     )
 
 

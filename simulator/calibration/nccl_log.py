@@ -23,8 +23,10 @@ next run's header (`# nccl-tests ...`, `# nThread ...`, `Collective test startin
 `#  size count type ...` column header), rank lines or heading; any other line is noise. A new
 table starts only after such a line: inside a table every size is larger than the one above
 it (nccl-tests steps sizes up), so a smaller or repeated size is refused as out of order
-rather than read as the start of another table. What the scan gathers is raw (`RawTable`): which of the clues
-settles the collective, GPU and node counts is decided by `simulator.calibration.inference`.
+rather than read as the start of another table, unless its data type or reduction op
+changes (`-d all`, `-o all`: one sweep per type or op under one header). What the scan
+gathers is raw (`RawTable`): which of the clues settles the collective, GPU and node counts
+is decided by `simulator.calibration.inference`.
 """
 
 from __future__ import annotations
@@ -92,6 +94,17 @@ def nodes_in(text: str) -> int | None:
         return 1
     m = re.search(r"\b(\d+)[\s\-]*nodes?\b", t)
     return int(m.group(1)) if m else None
+
+
+def _next_sweep(cur: RawTable, tokens: list[str], size_bytes: int) -> bool:
+    """Whether the row starts the sweep of another data type or reduction op under the same
+    header, as nccl-tests prints for `-d all` or `-o all`: its size is not above the last and
+    its type or op is not the last row's."""
+    if size_bytes > cur.last_size_bytes or len(tokens) < 3:
+        return False
+    op = tokens[3] if len(tokens) > 3 and re.fullmatch(r"[A-Za-z_]\w*", tokens[3]) else None
+    last = cur.rows[-1]
+    return (tokens[2], op) != (last.get("dtype"), last.get("redop"))
 
 
 @dataclass
@@ -214,7 +227,10 @@ class _LogScanner:
     def _row(self, lineno: int, tokens: list[str], size_bytes: int) -> None:
         cur = self.current
         if cur is not None and not cur.ended and cur.rows:
-            self._check_order(lineno, size_bytes, cur)
+            if _next_sweep(cur, tokens, size_bytes):
+                cur.ended = True  # `-d all` / `-o all`: the next type's or op's sizes, one header
+            else:
+                self._check_order(lineno, size_bytes, cur)
         if cur is None or cur.ended:
             self.close()
             cur = self.current = self._open(lineno)

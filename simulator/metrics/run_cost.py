@@ -167,14 +167,19 @@ def cost_columns(
     return run_cost(frames, summary, graph, gpu, prices, power_cap_fraction)
 
 
-def run_power_frames(frames: dict[str, pd.DataFrame], summary: dict[str, Any]) -> dict[str, pd.DataFrame]:
-    """The run level's facility power (`power` frame) from its `segments`; adds the peak,
-    minimum, mean, energy and largest swing to `summary` (`simulator.metrics.run_power`).
-    Nothing when the run has no cost columns or no segments."""
+def run_power_frames(
+    frames: dict[str, pd.DataFrame], summary: dict[str, Any], prices: PriceSpec | None = None
+) -> dict[str, pd.DataFrame]:
+    """The run level's facility power (`power` frame) from its `segments`, by `prices` (default:
+    the default table); adds the peak, minimum, mean, energy and largest swing to `summary`
+    (`simulator.metrics.run_power`). Nothing when the run has no cost columns or no segments."""
     segments = frames.get("segments")
-    if segments is None or "it_power_computing_w" not in summary or not DEFAULT_PRICES.is_file():
+    if segments is None or "it_power_computing_w" not in summary:
         return {}
-    prices = load_prices()
+    if prices is None:
+        if not DEFAULT_PRICES.is_file():
+            return {}
+        prices = load_prices()
     power = run_power_frame(segments, summary, prices)
     summary.update(run_power_summary(power, prices))
     return {"power": power}

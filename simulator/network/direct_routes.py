@@ -1,14 +1,15 @@
-"""Routes between GPUs of a direct network: GPU-to-GPU links across servers, no switch between.
+"""Routes between GPUs of a direct network: GPU-to-GPU cables across servers, no switch between.
 
-What is modelled: in a design whose GPUs are cabled to GPUs of other servers (a torus), the
-GPUs' traffic to each other takes a shortest path over those GPU-to-GPU links alone, the
-path it takes when the design has no NIC at all. NICs and switches such a design also has
-(the frontend network that reaches storage) carry only traffic to or from a node that is
-not a GPU, such as a checkpoint's writes; they are never a shortcut between two GPUs.
+What is modelled: GPUs cabled to other GPUs by links of a scale-out medium (a torus, or a
+few direct cables beside a switched fabric) reach each other over those cables, by a
+shortest path among the GPUs so cabled, the path they take when the design has no NIC at
+all. NICs and switches such a design also has (the frontend network that reaches storage)
+are never a shortcut between two of them. Every other route, and a route between two
+cabled GPUs that their cables (those up) do not join, follows the switched fabric
+(`simulator.network.routing`).
 
 What is simplified: one shortest path per pair, as networkx's breadth-first search finds it
-(ties by the graph's order of nodes and edges), not dimension-order routing; links that are
-down are avoided.
+(ties by the graph's order of nodes and edges), not dimension-order routing.
 """
 
 from __future__ import annotations
@@ -24,42 +25,54 @@ from simulator.network.links import LinkTable
 
 
 class DirectRoutes:
-    """Shortest paths over the GPU-to-GPU links of a direct network (`of` finds one)."""
+    """Shortest paths among the GPUs cabled to other GPUs (`of` finds them)."""
 
-    def __init__(self, g: nx.Graph, gpus: frozenset[str], up: Callable[[str, str], bool]) -> None:
-        self.gpus = gpus
-        self._view = nx.subgraph_view(g, filter_node=gpus.__contains__, filter_edge=up)
+    def __init__(self, g: nx.Graph, cabled: frozenset[str], up: Callable[[str, str], bool]) -> None:
+        self.cabled = cabled
+        self._view = nx.subgraph_view(g, filter_node=cabled.__contains__, filter_edge=up)
+        self._part: dict[str, set[str]] = {}  # GPU -> the cabled GPUs its cables (up) reach
 
     @classmethod
     def of(cls, g: nx.Graph, links: LinkTable, up: Callable[[str, str], bool]) -> DirectRoutes | None:
-        """The routes of `g`'s GPUs if some GPU has a scale-out link to another GPU, else None
-        (read from the link table: both ends of a link into a GPU, of a medium not scale-up)."""
+        """The routes among `g`'s GPUs that have a scale-out link to another GPU, None if no
+        GPU has one (read from the link table: both ends of a link into a GPU, of a medium
+        that is not scale-up)."""
         both = links.into_gpu[0::2] & links.into_gpu[1::2]  # the two directions of each edge
-        if not any(links.medium[2 * i] not in SCALE_UP_MEDIA for i in np.flatnonzero(both).tolist()):
+        edges = [2 * i for i in np.flatnonzero(both).tolist() if links.medium[2 * i] not in SCALE_UP_MEDIA]
+        if not edges:
             return None
-        return cls(g, frozenset(n for n, k in g.nodes(data="kind") if k == "gpu"), up)
+        return cls(g, frozenset(n for i in edges for n in (links.src[i], links.dst[i])), up)
 
     def serves(self, a: str, b: str) -> bool:
-        """Whether the route from `a` to `b` is one of these (both are GPUs)."""
-        return a in self.gpus and b in self.gpus
+        """Whether the route from `a` to `b` is one of these: both are cabled GPUs that their
+        cables join."""
+        if a not in self.cabled or b not in self.cabled:
+            return False
+        part = self._part.get(a)
+        if part is None:
+            part = nx.node_connected_component(self._view, a)
+            for n in part:
+                self._part[n] = part
+        return b in part
 
     def path(self, a: str, b: str) -> list[str]:
-        """Nodes of the shortest path from GPU `a` to GPU `b` over GPU-to-GPU links
-        (`SimulationError` if there is none)."""
+        """Nodes of the shortest path from GPU `a` to GPU `b` among the cabled GPUs (`serves`)."""
         return shortest_path(self._view, a, b)
-
-
-def _cabled(g: nx.Graph, gpus: frozenset[str]) -> bool:
-    """Whether some GPU has a link of a scale-out medium to another GPU."""
-    adj = g.adj
-    return any(v in gpus and d.get("medium") not in SCALE_UP_MEDIA for n in gpus for v, d in adj[n].items())
 
 
 def gpu_traffic_graph(g: nx.Graph) -> nx.Graph:
     """The part of `g` that traffic between GPUs crosses: the GPUs and their links to each
-    other in a direct network, all of `g` otherwise."""
+    other when every GPU is cabled to others and the cables join them all (a torus, with or
+    without a frontend network), all of `g` otherwise."""
     gpus = frozenset(n for n, k in g.nodes(data="kind") if k == "gpu")
-    return nx.subgraph_view(g, filter_node=gpus.__contains__) if _cabled(g, gpus) else g
+    adj = g.adj
+    cabled = {
+        n for n in gpus if any(v in gpus and d.get("medium") not in SCALE_UP_MEDIA for v, d in adj[n].items())
+    }
+    if not gpus or cabled != gpus:
+        return g
+    view = nx.subgraph_view(g, filter_node=gpus.__contains__)
+    return view if nx.is_connected(view) else g
 
 
 def shortest_path(view: nx.Graph, a: str, b: str) -> list[str]:

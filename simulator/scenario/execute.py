@@ -30,6 +30,7 @@ from simulator.metrics import frames as fr
 from simulator.metrics.run_cost import cost_columns, run_power_frames
 from simulator.metrics.store import node_link_data, write_frame, write_json
 from simulator.metrics.summary import summarize
+from simulator.network.prices import PriceSpec
 from simulator.scenario.prepare import PreparedRun, run_identity, step_simulator
 
 #: Op and flow records past which the engine is collected before the frames are built:
@@ -130,6 +131,7 @@ def execute(
     seed: int | None = None,
     overrides: dict[str, Any] | None = None,
     release_ops: bool = False,
+    prices: PriceSpec | None = None,
 ) -> RunResult:
     """Simulate the prepared run and collect its frames and summary.
 
@@ -144,6 +146,8 @@ def execute(
             reads), so that their memory is free before the frames are built (`_release_ops`).
             Ignored when the scenario has a run level, which simulates the step again, and
             by runs of several jobs or of a cluster, which release nothing.
+        prices: the price table of the cost columns (default: topologies/prices.yaml); a
+            comparison gives its own.
     """
     sc = prep.scenario.spec
     seed = sc.seed if seed is None else seed
@@ -173,12 +177,30 @@ def execute(
         "links": fr.links_frame(out.intervals, prep.cluster.links, prep.cluster.capacity_factors()),
         "steps": steps,
     }
+    meta = _meta(prep, out, seed, n_simulated)
+    summary = summarize(frames, meta)
+    cap = sc.compute.power_cap_fraction
+    summary.update(
+        cost_columns(frames, summary, prep.topology.graph, prep.topology.gpu, prices, power_cap_fraction=cap)
+    )
+    if sc.run_level:
+        from simulator.scenario.run_level import run_level
+
+        frames.update(run_level(prep, summary, seed))
+        frames.update(run_power_frames(frames, summary, prices))
+    return RunResult(sc.name, frames, summary, _resolved(prep, seed, overrides), prep.topology.graph)
+
+
+def _meta(prep: PreparedRun, out: _EngineOutput, seed: int, n_simulated: int) -> dict[str, Any]:
+    """The summary's figures that are not read from the frames: the run's identity, the
+    job's size, the program's and engine's figures, the calibration applied."""
+    program = prep.program
     n_job = len(program.rank_gpus)
     meta: dict[str, Any] = {
         **run_identity(prep, seed),
         "gpus_in_job": n_job,
         "simulated_ranks": n_simulated,
-        "fidelity": sc.network.fidelity,
+        "fidelity": prep.scenario.spec.network.fidelity,
         **out.meta,
     }
     for k, v in program.meta.items():
@@ -193,17 +215,7 @@ def execute(
         if isinstance(prep.tuning, ProfileTuning) and prep.tuning.warnings:
             # clamps applied and collectives no profile speaks for (simulator.calibration.apply)
             meta["calibration_warnings"] = prep.tuning.warnings
-    summary = summarize(frames, meta)
-    cap = sc.compute.power_cap_fraction
-    summary.update(
-        cost_columns(frames, summary, prep.topology.graph, prep.topology.gpu, power_cap_fraction=cap)
-    )
-    if sc.run_level:
-        from simulator.scenario.run_level import run_level
-
-        frames.update(run_level(prep, summary, seed))
-        frames.update(run_power_frames(frames, summary))
-    return RunResult(sc.name, frames, summary, _resolved(prep, seed, overrides), prep.topology.graph)
+    return meta
 
 
 @dataclass

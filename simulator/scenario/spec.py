@@ -430,11 +430,15 @@ class ScenarioSpec(Spec):
         on (a `cluster` runs them with or without one): without it they would be ignored."""
         if self.policy is not None or self.cluster is not None:
             return self
-        what = {"preset": "a failure preset", "failures": "failures", "degradations": "degradations"}
+        what = {
+            "preset": "a failure preset is",
+            "failures": "failures are",
+            "degradations": "degradations are",
+        }
         given = [k for k in what if getattr(self, k)]
         if given:
             raise FieldError(
-                f"{what[given[0]]} are simulated only under a fault-tolerance `policy` (the run "
+                f"{what[given[0]]} simulated only under a fault-tolerance `policy` (the run "
                 "level): without one this scenario runs the step only; give a policy, e.g. "
                 "{kind: checkpoint_restart}, or remove them",
                 field=given[0],

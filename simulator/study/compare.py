@@ -393,7 +393,8 @@ def simulate_variant(task: VariantTask) -> VariantOutcome:
             prep.scenario.spec = sc.model_copy(
                 update={"run": sc.run.model_copy(update={"steps": task.steps})}
             )
-        result = execute(prep, overrides={"run.steps": task.steps} if task.steps is not None else None)
+        overrides = {"run.steps": task.steps} if task.steps is not None else None
+        result = execute(prep, overrides=overrides, prices=task.prices)  # the comparison's own table
     except ClustersimError as err:
         lines = err.lines() if hasattr(err, "lines") else [str(err)]
         return VariantOutcome(task.variant, error=(type(err).__name__, err.exit_code, lines))
@@ -404,20 +405,14 @@ def simulate_variant(task: VariantTask) -> VariantOutcome:
         frames[name] = df
     result.frames = frames
     result.summary = {"variant": task.variant, "compare": task.compare, **result.summary}
-    result.summary.update(
-        network_cost(prep.topology.graph, task.prices, result.summary.get("gpus_in_topology"))
-    )
-    if task.prices is not None and "steps" in result.frames:  # a cluster run has no step to price
-        result.summary.update(
-            cost_columns(
-                result.frames,
-                result.summary,
-                prep.topology.graph,
-                prep.topology.gpu,
-                task.prices,
-                prep.scenario.spec.compute.power_cap_fraction,
-            )
-        )
+    # the whole cluster's network, where the run's cost columns (the job's share) left it out
+    network = network_cost(prep.topology.graph, task.prices, result.summary.get("gpus_in_topology"))
+    for k, v in network.items():
+        result.summary.setdefault(k, v)
+    if prep.jobs and task.prices is not None:  # several jobs' steps: priced here, not by the run
+        cap = prep.scenario.spec.compute.power_cap_fraction
+        graph, gpu = prep.topology.graph, prep.topology.gpu
+        result.summary.update(cost_columns(result.frames, result.summary, graph, gpu, task.prices, cap))
     result.resolved["variant"] = task.variant
     result.resolved["compare"] = task.compare
     if task.topology_params:  # the topology file is the base's; these edits made the variant's

@@ -113,10 +113,20 @@ def axis_labels(values: list[Any]) -> list[Any]:
             parts = ", ".join(f"{k}={_text(flat[k])}" for k in keys if k in flat)
             labels[i] = f"{base} {parts}" if parts else base
     counts = Counter(str(label) for label in labels)
-    for i, v in enumerate(values):
-        if not _scalar(v) and (counts[str(labels[i])] > 1 or len(str(labels[i])) > MAX_LABEL_CHARS):
-            base = str(value_label(v))
-            if len(base) > MAX_LABEL_CHARS:
-                base = "list" if isinstance(v, list) else "mapping"
-            labels[i] = f"{base}#{i}"
+    redo = [
+        i
+        for i, v in enumerate(values)
+        if not _scalar(v) and (counts[str(labels[i])] > 1 or len(str(labels[i])) > MAX_LABEL_CHARS)
+    ]
+    taken = {str(labels[i]) for i in range(len(values)) if i not in redo}
+    for i in redo:
+        base = str(value_label(values[i]))
+        if len(base) > MAX_LABEL_CHARS:
+            base = "list" if isinstance(values[i], list) else "mapping"
+        label, k = f"{base}#{i}", i
+        while label in taken:  # a label another value has (or took) already: the next free one
+            k += len(values)
+            label = f"{base}#{k}"
+        taken.add(label)
+        labels[i] = label
     return labels

@@ -242,6 +242,15 @@ def test_one_server_topologies_are_used_as_they_are(tmp_path, app) -> None:
             "GPUs / 2 node(s), which this topology does not hold (8 GPUs); give the topology of the "
             "system the logs ran on"
         )
+    # the key is named wherever it stands, its first line included
+    first = tmp_path / "generator-first.yaml"
+    text = (ROOT / "topologies" / "h100-dgx-node.yaml").read_text()
+    gen = next(ln for ln in text.splitlines() if ln.startswith("generator:"))
+    body = [ln for ln in text.splitlines() if ln != gen and not ln.startswith("#")]
+    first.write_text("\n".join([gen, *body]).replace("gpus/", str(ROOT / "topologies" / "gpus") + "/") + "\n")
+    with pytest.raises(InputError) as exc:
+        check_fits(two, resized_cluster(first, 2), first)
+    assert str(exc.value).startswith(f"{first}:1: generator: ")
     # a generator that counts servers is still resized
     cluster = resized_cluster(P5, 4)
     assert cluster.topo.facts(list(cluster.gpus)).n_nodes == 4

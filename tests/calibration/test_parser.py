@@ -249,6 +249,24 @@ def test_a_smaller_size_inside_a_table_is_out_of_order(samples: Path, tmp_path: 
     )
 
 
+def test_each_data_type_of_a_sweep_is_a_table_of_its_own(samples: Path, tmp_path: Path) -> None:
+    """`-d all` (or `-o all`): nccl-tests prints the column header once and then every size
+    again for each type (or op), so a smaller size whose type or op changes starts a table."""
+    lines = (samples / "a100-40gb-8gpu-1node-allreduce-superbench-fixture.txt").read_text().splitlines()
+    rows = [n for n, ln in enumerate(lines) if ln.split()[:1] and ln.split()[0].isdigit()]
+    block = [lines[n] for n in rows]
+    half = [ln.replace(" float ", " half  ", 1) for ln in block]
+    assert all(" half " in ln for ln in half)
+    text = "\n".join(lines[: rows[-1] + 1] + half + lines[rows[-1] + 1 :])
+    tables = parse_text(text, tmp_path / "dall.txt", collective="all_reduce")
+    assert [len(t.rows) for t in tables] == [2 * len(block)] * 2
+    assert set(tables[0].rows["dtype"]) == {"float"} and set(tables[1].rows["dtype"]) == {"half"}
+    # the same type again is a row out of order, not a sweep
+    same = "\n".join(lines[: rows[-1] + 1] + block + lines[rows[-1] + 1 :])
+    with pytest.raises(InputError, match="sizes out of order"):
+        parse_text(same, tmp_path / "twice.txt", collective="all_reduce")
+
+
 def test_a_new_table_starts_at_a_header() -> None:
     """Two runs in one file: the second starts at its column header, `# nThread` line or
     `# nccl-tests` line, never at the size drop alone."""

@@ -22,13 +22,13 @@ RELIABILITY = "reliability: {duration_days: 3, seeds: 1, checkpoint_gbyte: 18.2,
 @pytest.mark.parametrize(
     ("block", "key", "what"),
     [
-        ("failures:\n  - {kind: exponential, target: gpu, mtbf_h: 1000}\n", "failures", "failures"),
+        ("failures:\n  - {kind: exponential, target: gpu, mtbf_h: 1000}\n", "failures", "failures are"),
         (
             "degradations:\n  - {kind: straggler, mtbe_h: 50, duration_h: 1, slowdown: 1.5}\n",
             "degradations",
-            "degradations",
+            "degradations are",
         ),
-        ("preset: llama3_405b\n", "preset", "a failure preset"),
+        ("preset: llama3_405b\n", "preset", "a failure preset is"),
     ],
 )
 def test_faults_without_a_policy_are_one_line_at_their_key(tmp_path, block, key, what):
@@ -39,7 +39,7 @@ def test_faults_without_a_policy_are_one_line_at_their_key(tmp_path, block, key,
         r = CliRunner().invoke(app, args)
         lines = [ln for ln in r.output.splitlines() if ln.strip()]
         assert r.exit_code == 2 and lines == [
-            f"error: {path}:4: {key}: {what} are simulated only under a fault-tolerance `policy` (the "
+            f"error: {path}:4: {key}: {what} simulated only under a fault-tolerance `policy` (the "
             "run level): without one this scenario runs the step only; give a policy, e.g. "
             "{kind: checkpoint_restart}, or remove them"
         ], r.output

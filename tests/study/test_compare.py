@@ -136,3 +136,27 @@ def test_cost_columns_are_the_runs_and_amortization_applies_to_all(tmp_path: Pat
             2 * r4.summary["capex_usd_per_mtoken"], rel=1e-12
         )
         assert r2.summary["energy_usd_per_mtoken"] == r4.summary["energy_usd_per_mtoken"]
+
+
+def test_a_comparisons_own_price_table_prices_every_cost_column(tmp_path: Path) -> None:
+    """The run's cost columns come from the comparison's table: one that has no price for the
+    job's GPU leaves them out (with the run's note), instead of keeping the default table's
+    (priced over its 4 years while the comparison asked for 8); the network columns, which
+    need no GPU price, are the comparison table's."""
+    table = (ROOT / "topologies/prices.yaml").read_text()
+    line = "  H100 SXM5 80GB: {value: 27500, source: gpu-analyst, date: 2024-06}\n"
+    assert table.count(line) == 1
+    (tmp_path / "prices.yaml").write_text(table.replace(line, ""))
+    path = tmp_path / "c.yaml"
+    path.write_text(
+        f"name: t\nbase: {{file: {ROOT / 'scenarios/quickstart.yaml'}}}\n"
+        "cost: {prices: {file: prices.yaml}, amortization_years: 8}\n"
+        "variants:\n  - name: a\n    run: {steps: 1}\n"
+    )
+    (run,) = C.run_comparison(C.load_comparison(path), "serial")
+    s = run.summary
+    assert "no price in the price table" in s["cost_note"]
+    for key in ("usd_per_mtoken", "network_usd_per_mtoken", "capex_usd", "amortization_years"):
+        assert key not in s, key
+    assert s["network_capex_usd"] > 0
+    assert "network_usd_per_mtoken" not in C.comparison_table([run]).columns

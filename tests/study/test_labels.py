@@ -46,6 +46,12 @@ def test_labels_tell_apart_values_that_share_a_kind():
     assert axis_labels([10, 30.5, "a"]) == [10, 30.5, "a"]
 
 
+def test_a_position_label_never_takes_a_label_another_value_has():
+    assert axis_labels(["a#1", {"kind": "a"}, {"kind": "a"}]) == ["a#1", "a#4", "a#2"]
+    labels = axis_labels([{"kind": "a", "name": "x#1"}, {"kind": "x"}, {"kind": "x"}])
+    assert labels == ["x#1", "x#4", "x#2"] and len(set(labels)) == 3
+
+
 def test_list_values_get_text_labels():
     gpu = [{"kind": "exponential", "target": "gpu", "mtbf_h": 5000}]
     host = [{"kind": "exponential", "target": "host", "mtbf_h": 5000}]

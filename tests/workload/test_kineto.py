@@ -146,6 +146,12 @@ def _set(key, value):
         ("dur", float("nan"), "expected a number of at least 0, found nan"),
         ("args.correlation", "abc", "expected a whole number, found 'abc'"),
         ("args.correlation", 101.5, "expected a whole number, found 101.5"),
+        (
+            "args.correlation",
+            10**400,
+            "expected a whole number, found 1000000000000000000000000000000000000...",
+        ),
+        ("ts", 10**400, "expected a number, found 1000000000000000000000000000000000000..."),
     ],
 )
 def test_a_bad_number_names_the_input_trace_and_event(tmp_path, key, value, expected):

@@ -128,8 +128,9 @@ def _number(
         if isinstance(value, bool) or not isinstance(value, int | float | str):
             raise ValueError
         x = float(value)
-    except ValueError:
-        raise InputError(f"expected {what}, found {value!r}", file=path, field=where) from None
+    except (ValueError, OverflowError):  # an integer too large for a float overflows
+        shown = repr(value) if len(repr(value)) <= 40 else repr(value)[:37] + "..."
+        raise InputError(f"expected {what}, found {shown}", file=path, field=where) from None
     if not math.isfinite(x) or (whole and not x.is_integer()) or (at_least is not None and x < at_least):
         raise InputError(f"expected {what}, found {value!r}", file=path, field=where)
     return x
