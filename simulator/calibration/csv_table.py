@@ -56,7 +56,7 @@ def is_collective_csv(path: Path) -> bool:
     if not path.is_file():
         return False
     try:
-        with path.open(encoding="utf-8", newline="") as fh:
+        with path.open(encoding="utf-8-sig", newline="") as fh:  # a spreadsheet's byte-order mark
             header = next(csv.reader(fh), [])
     except (OSError, UnicodeDecodeError):
         return False
@@ -99,7 +99,7 @@ def _constant(rows: list[tuple[int, dict[str, str]]], col: str, path: Path) -> s
 def _read_rows(path: Path) -> tuple[list[str], list[tuple[int, dict[str, str]]], str]:
     data = read_input_bytes(path, bounded=False)
     try:
-        text = data.decode("utf-8")
+        text = data.decode("utf-8-sig")  # a spreadsheet's export starts with a byte-order mark
     except UnicodeDecodeError:
         raise InputError("not a text file", file=path, line=1) from None
     reader = csv.DictReader(text.splitlines())

@@ -345,7 +345,7 @@ def _check(profile_path: Path, logs: list[Path], collective: str | None, gpus: i
         if over:
             raise CheckFailed(
                 "; ".join(
-                    f"{label}: median |error| {_pct(med)} above --max-error {_pct(max_error)}"
+                    f"{label}: median |error| {100 * med:.4g}% above --max-error {100 * max_error:.4g}%"
                     for label, med in over
                 )  # fmt: skip
             )

@@ -88,9 +88,22 @@ def query(
     table = Table(show_header=True, title=f"{len(df)} row(s)")
     for col in df.columns:
         table.add_column(str(col))
-    for row in df.head(limit).itertuples(index=False):
+    shown = df.head(limit)
+    for row in shown.itertuples(index=False):
         table.add_row(*(str(v) for v in row))
-    print_table(table)
+    # --format csv / json: numbers as numbers (not the text shown), a missing one as null
+    print_table(table, [{str(k): _plain(v) for k, v in r.items()} for r in shown.to_dict(orient="records")])
+
+
+def _plain(v: object) -> object:
+    """A cell as JSON holds it: a number as a number (NaN as None), text and booleans as
+    they are, anything else (a time, a list) as the text the table shows."""
+    import numpy as np  # (numpy is loaded by then: the query's frame is pandas)
+
+    v = v.item() if isinstance(v, np.generic) else v
+    if isinstance(v, float) and v != v:
+        return None
+    return v if v is None or isinstance(v, str | int | float | bool) else str(v)
 
 
 def register(app: typer.Typer) -> None:

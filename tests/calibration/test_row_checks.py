@@ -161,6 +161,12 @@ def test_csv_rows_read_as_the_log_rows(samples: Path, tmp_path: Path) -> None:
     assert len(table.rows) == len(sized) == 2 * 32
     for col in ("size_bytes", "time_s", "algbw_bytes_per_s", "busbw_bytes_per_s", "in_place"):
         assert np.array_equal(table.rows[col].to_numpy(), sized[col].to_numpy()), col
+    # the same table exported by a spreadsheet (UTF-8 with a byte-order mark) reads the same
+    bom = tmp_path / "bom" / csv.name
+    bom.parent.mkdir()
+    bom.write_bytes(b"\xef\xbb\xbf" + csv.read_bytes())
+    again = read_csv_table(bom)
+    assert again.collective == "all_reduce" and again.rows["time_s"].equals(table.rows["time_s"])
 
 
 def test_csv_of_another_collective_is_refused_where_algbw_is_given(samples: Path, tmp_path: Path) -> None:

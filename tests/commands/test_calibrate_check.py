@@ -58,7 +58,12 @@ def test_max_error_exits_1_when_the_median_is_above_it(app: typer.Typer, tmp_pat
         app, ["calibrate", "--check", str(prof), str(table), "--in-place", "--max-error", "50"]
     )
     assert r.exit_code == 1, r.output
-    assert "median |error| 100.0% above --max-error 50.0%" in r.output
+    assert "median |error| 100% above --max-error 50%" in r.output
+    # the bar as given, not rounded to one decimal (1.44 is not said as 1.4)
+    r = CliRunner().invoke(
+        app, ["calibrate", "--check", str(prof), str(table), "--in-place", "--max-error", "1.44"]
+    )
+    assert r.exit_code == 1 and "above --max-error 1.44%" in r.output, r.output
     r = CliRunner().invoke(app, ["calibrate", str(table), "-o", str(tmp_path / "x.yaml"), "--max-error", "5"])
     assert r.exit_code == 2 and "go with --check" in r.output
 

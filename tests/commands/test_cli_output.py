@@ -67,6 +67,26 @@ def test_piped_table_keeps_long_cells_whole(tmp_path: Path) -> None:
     assert long_a in res.stdout and long_b in res.stdout and "…" not in res.stdout
 
 
+def test_query_as_json_gives_numbers_as_numbers(tmp_path: Path) -> None:
+    """--format json: a number as the number (every digit), a missing one as null, a time as
+    the text the table shows."""
+    from simulator.commands import common
+
+    CliRunner().invoke(app, ["run", str(QUICKSTART), "--steps", "1", "-o", str(tmp_path / "r")])
+    sql = (
+        "select step, step_time_s, 'nan'::double as m, TIMESTAMP '2024-01-01 00:00:00' as t "
+        "from steps limit 1"
+    )
+    try:
+        res = CliRunner().invoke(app, ["--format", "json", "query", str(tmp_path / "r"), sql])
+    finally:
+        common.set_output_format("table")
+    assert res.exit_code == 0, res.output
+    (row,) = json.loads(res.stdout)["rows"]
+    summary = json.loads((tmp_path / "r" / "summary.json").read_text())
+    assert row == {"step": 0, "step_time_s": summary["step_time_s"], "m": None, "t": "2024-01-01 00:00:00"}
+
+
 def test_help_loads_no_numeric_library() -> None:
     """`clustersim --help` stays light: the simulator, pandas, plotly and scipy are imported
     inside the commands (the CPU time is measured in the report, not asserted here)."""
