@@ -148,7 +148,10 @@ def infer_gpus(
         InputError: nothing tells the GPU count.
     """
     if ranks:
-        return len(ranks), f"{len(ranks)} GPUs from the '# Rank' lines"
+        note = f"{len(ranks)} GPUs from the '# Rank' lines"
+        if argument is not None and argument != len(ranks):
+            note += f" (not --gpus {argument}: the log's own lines win)"
+        return len(ranks), note
     if argument is not None:
         return argument, f"{argument} GPUs from the argument"
     if (from_name := file_token(path.stem, "gpu")) is not None:
@@ -189,7 +192,10 @@ def infer_nodes(
     """
     if ranks:
         nodes = len({host for host, _ in ranks.values()})
-        return nodes, f"{nodes} node(s) from the hosts of the '# Rank' lines"
+        note = f"{nodes} node(s) from the hosts of the '# Rank' lines"
+        if argument is not None and argument != nodes:
+            note += f" (not --nodes {argument}: the log's own lines win)"
+        return nodes, note
     if heading_nodes is not None:
         return heading_nodes, f"{heading_nodes} node(s) from the section heading"
     if argument is not None:

@@ -212,7 +212,9 @@ def _print_fits(
     for i, f in enumerate(fits, start=1):
         say(f"#{i} {f.table.label}")
     for t in tables:
-        inferred = [n for n in t.notes if "inferred" in n or "file name" in n or "ratio" in n]
+        inferred = [
+            n for n in t.notes if any(w in n for w in ("inferred", "file name", "ratio", "own lines win"))
+        ]
         if inferred:
             say(f"{t.label}: " + "; ".join(inferred), style="dim")
     if compute is not None:
@@ -489,6 +491,8 @@ def calibrate(
         csvs = [f for f in files if f.suffix.lower() == ".csv" and not is_collective_csv(f)]
         logs = [f for f in files if f not in csvs]
         if check is not None:
+            if output is not None:
+                raise InputError("--check writes no profile: leave out -o/--output (it scores PROFILE)")
             if csvs:
                 raise InputError(
                     "--check compares collective tables (logs, or CSV with columns "

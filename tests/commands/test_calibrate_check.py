@@ -9,6 +9,7 @@ from typer.testing import CliRunner
 
 from simulator.calibration.collective import busbw_factor
 from tests.calibration.logs import synthetic_log
+from tests.conftest import ROOT
 
 SIZES = [2**k for k in range(10, 31)]
 ALPHA_S, BUSBW = 20e-6, 400e9
@@ -64,6 +65,10 @@ def test_max_error_exits_1_when_the_median_is_above_it(app: typer.Typer, tmp_pat
         app, ["calibrate", "--check", str(prof), str(table), "--in-place", "--max-error", "1.44"]
     )
     assert r.exit_code == 1 and "above --max-error 1.44%" in r.output, r.output
+    # -o beside --check would be ignored: refused, and nothing written
+    out = tmp_path / "never.yaml"
+    r = CliRunner().invoke(app, ["calibrate", "--check", str(prof), str(table), "-o", str(out)])
+    assert r.exit_code == 2 and "--check writes no profile" in r.output and not out.exists(), r.output
     r = CliRunner().invoke(app, ["calibrate", str(table), "-o", str(tmp_path / "x.yaml"), "--max-error", "5"])
     assert r.exit_code == 2 and "go with --check" in r.output
 
@@ -104,3 +109,15 @@ def test_fit_and_check_say_which_time_they_score(app: typer.Typer, tmp_path: Pat
     ) in said
     # fitted on the in-place (faster) half, so the out-of-place half is 2x the prediction
     assert "-50.0%" in r.output
+
+
+def test_a_gpu_count_the_log_contradicts_is_said_not_dropped(app: typer.Typer, tmp_path: Path) -> None:
+    """The log's '# Rank' lines count 8 GPUs on one host; --gpus 16 and --nodes 2 do not
+    change the fit, and the screen says which count won and what was given."""
+    log = ROOT / "topologies/calibration/samples/a100-40gb-8gpu-1node-allreduce-superbench-fixture.txt"
+    out = tmp_path / "p.yaml"
+    r = CliRunner().invoke(app, ["calibrate", str(log), "-o", str(out), "--gpus", "16", "--nodes", "2"])
+    assert r.exit_code == 0, r.output
+    text = " ".join(r.output.split())
+    assert "8 GPUs from the '# Rank' lines (not --gpus 16: the log's own lines win)" in text
+    assert "1 node(s) from the hosts of the '# Rank' lines (not --nodes 2: the log's own lines win)" in text
