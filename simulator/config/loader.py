@@ -492,6 +492,8 @@ def _clean_loc(doc: Document, loc: Loc) -> Loc:
     out: list[str | int] = []
     data: Any = doc.data
     for part in loc:
+        if isinstance(data, list) and isinstance(part, str) and part.isdigit():
+            part = int(part)  # an index in a validator's dotted field path ("failures.0.at_s")
         if isinstance(data, dict) and isinstance(part, str) and part not in data:
             part = _human_spelling(data, part)
         if (

@@ -57,3 +57,26 @@ def test_reliability_alone_runs_the_step_with_a_warning(tmp_path):
         "not by this run: it simulates the step only"
     ]
     assert not (tmp_path / "out" / "runs.parquet").exists()
+
+
+def test_a_scheduled_failure_after_the_runs_end_is_one_line_at_its_time(tmp_path):
+    """A 3-day run (72 h) with a failure scheduled at 100 h: it would be dropped without a
+    word; it is refused at its `at_h`, whichever item of the list it is. At 70 h it runs."""
+    policy = "policy: {kind: checkpoint_restart, interval: daly}\n"
+    path = tmp_path / "s.yaml"
+    for at_h, code in ((100, 2), (70, 0)):
+        failures = (
+            "failures:\n  - {kind: exponential, target: gpu, mtbf_h: 1000, repair_h: 4}\n"
+            f"  - {{kind: scheduled, target: host, at_h: [1, {at_h}], repair_h: 4}}\n"
+        )
+        path.write_text(HEAD + failures + policy + RELIABILITY)
+        r = CliRunner().invoke(app, ["validate", str(path)])
+        assert r.exit_code == code, r.output
+    lines = [ln for ln in r.output.splitlines() if ln.strip()]
+    assert len(lines) == 1
+    path.write_text(HEAD + failures.replace("70]", "100]") + policy + RELIABILITY)
+    r = CliRunner().invoke(app, ["validate", str(path)])
+    assert [ln for ln in r.output.splitlines() if ln.strip()] == [
+        f"error: {path}:6: failures.1.at_h: a failure at 100 h is after the run's end (72 h, "
+        "reliability.duration): it would never happen"
+    ]
