@@ -33,7 +33,7 @@ from pydantic import ConfigDict, Field, field_validator, model_validator
 
 from simulator.config.base import Spec
 from simulator.config.loader import Document, check_file_kind, read_document, validate
-from simulator.errors import InputError, InputErrors
+from simulator.errors import FieldError, InputError, InputErrors
 from simulator.faults.checks import job_problems
 from simulator.faults.degradation import DegradationSpec
 from simulator.faults.engine import simulate_run
@@ -140,6 +140,18 @@ class StudySpec(Spec):
     @classmethod
     def _units(cls, data: Any) -> Any:
         return to_si(data, "duration_s")
+
+    @model_validator(mode="after")
+    def _failing_parts_exist(self) -> StudySpec:
+        """A failure source of a class the job has none of (`job.storage: 0` with storage
+        failures) would never fire: refused at its target."""
+        for i, f in enumerate(self.failures):
+            if f.target == "storage" and self.job.storage == 0:
+                raise FieldError(
+                    "the job has no storage (job.storage: 0): storage failures would never happen",
+                    field=f"failures.{i}.target",
+                )
+        return self
 
     def all_failures(self) -> list[Any]:
         base = PRESETS[self.preset]() if self.preset else []

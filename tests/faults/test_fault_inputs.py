@@ -204,3 +204,26 @@ def test_no_repair_time_is_fine_when_nothing_waits_for_one(tmp_path: Path, failu
     path.write_text(SCENARIO.format(root=ROOT, failure=failure, policy=pol))
     r = cli.invoke(app, ["validate", str(path)])
     assert r.exit_code == 0, r.output
+
+
+def test_storage_failures_of_a_job_without_storage_are_refused(tmp_path: Path) -> None:
+    """`job.storage: 0` and a storage failure source: it would never fire (the run was simulated
+    with no failure at all); refused at the source's target, and fine with one storage system."""
+    study = (
+        STUDY.split("axes:")[0]
+        .replace("gpus_per_replica: 8}", "gpus_per_replica: 8, storage: 0}")
+        .replace(
+            "{kind: scheduled, target: gpu, component: 9999, at_h: 1}",
+            "{kind: exponential, target: storage, mtbf_h: 100}",
+        )
+    )
+    path = tmp_path / "study.yaml"
+    path.write_text(study)
+    r = cli.invoke(app, ["validate", str(path)])
+    lines = [line for line in r.output.splitlines() if line.strip()]
+    assert r.exit_code == 2 and lines == [
+        f"error: {path}:5: failures.0.target: the job has no storage (job.storage: 0): storage "
+        "failures would never happen"
+    ], r.output
+    path.write_text(study.replace("storage: 0}", "storage: 1}"))
+    assert cli.invoke(app, ["validate", str(path)]).exit_code == 0
