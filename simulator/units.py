@@ -212,10 +212,12 @@ def physical_limit_error(name: str, value: float) -> str | None:
         A message such as `must be at most 1e+15 bytes/s (found 1e+20)`, or None.
     """
     limits, si_value, si_suffix = NAMED_LIMITS.get(name), value, name
+    human: tuple[str, float] | None = None  # the name's own unit and its factor, if human
     if limits is None:
         for suffix, unit in sorted(HUMAN_UNITS.items(), key=lambda kv: -len(kv[0])):
             if name.endswith(suffix):
                 si_value, si_suffix = value * unit.factor, unit.si_suffix
+                human = (suffix.removeprefix("_"), unit.factor)
                 break
         for suffix in SI_SUFFIXES:
             if si_suffix.endswith(suffix) and not (suffix == "_s" and si_suffix.endswith("_per_s")):
@@ -227,10 +229,15 @@ def physical_limit_error(name: str, value: float) -> str | None:
     else:
         unit_name = name
     low, high = limits
+    said = unit_name
+    if human is not None:  # said in the unit the name spells, as the value was given
+        said, high_said, low_said, found = human[0], high / human[1], low / human[1], value
+    else:
+        high_said, low_said, found = high, low, si_value
     if abs(si_value) > high:
-        return f"must be at most {high:g} {unit_name} (found {si_value:g} {unit_name})"
+        return f"must be at most {high_said:g} {said} (found {found:g} {said})"
     if si_value != 0 and abs(si_value) < low:
-        return f"must be 0 or at least {low:g} {unit_name} (found {si_value:g} {unit_name})"
+        return f"must be 0 or at least {low_said:g} {said} (found {found:g} {said})"
     return None
 
 

@@ -31,7 +31,7 @@ from yaml.resolver import Resolver
 from yaml.scanner import Scanner
 
 from simulator.errors import FieldError, InputError, InputErrors
-from simulator.units import HUMAN_UNITS, split_si
+from simulator.units import HUMAN_UNITS, physical_limit_error, split_si
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -438,10 +438,27 @@ def validate(model: Any, doc: Document, loc: Loc = (), context: dict[str, Any] |
             if err.get("type") == "missing" and full and (not clean or clean[-1] != full[-1]):
                 clean = (*clean, full[-1])  # a missing key is absent from the data by definition
             message = _in_key_unit(err, clean[-1], full[-1]) if clean and full else None
+            if message is None and isinstance(cause, FieldError) and clean and clean[-1] != full[-1]:
+                message = _limit_as_given(doc, clean)
             errors.append(doc.error(message or _message(err), clean))
         # what the file says wrong comes before what it leaves out (the first line shown)
         errors.sort(key=lambda e: e.message == "required field is missing")
         raise InputErrors(errors) from None
+
+
+def _limit_as_given(doc: Document, loc: Loc) -> str | None:
+    """The physical limit of a value given under a human-unit key (`mtbf_h`), said in that
+    unit from the value as written (the check ran on its SI value); None if there is none."""
+    value: Any = doc.data
+    for part in loc:
+        try:
+            value = value[part]
+        except (KeyError, IndexError, TypeError):
+            return None
+    key = loc[-1]
+    if isinstance(key, str) and isinstance(value, int | float) and not isinstance(value, bool):
+        return physical_limit_error(key, float(value))
+    return None
 
 
 #: pydantic's numeric bounds, by the error type that reports them

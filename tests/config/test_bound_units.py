@@ -33,3 +33,17 @@ def _error(tmp_path: Path, duration: str) -> str:
 )
 def test_duration_limit_in_the_keys_unit(tmp_path: Path, duration: str, message: str) -> None:
     assert _error(tmp_path, duration) == message
+
+
+def test_a_physical_limit_is_said_in_the_keys_unit_too(tmp_path: Path) -> None:
+    """An MTBF of 2e9 h is checked on its SI value (the limit is 1e12 s) and said in hours, as
+    it was given: at most 1e12 / 3600 = 2.77778e8 h."""
+    path = tmp_path / "st.yaml"
+    text = DATA.read_text()
+    mtbf = next(
+        ln.split("mtbf_h:")[1].split(",")[0].split("}")[0] for ln in text.splitlines() if "mtbf_h:" in ln
+    )
+    path.write_text(text.replace(f"mtbf_h:{mtbf}", " mtbf_h: 2.0e9", 1))
+    with pytest.raises(InputError) as exc:
+        load_study(path)
+    assert str(exc.value).split(": ", 1)[1].endswith("mtbf_h: must be at most 2.77778e+08 h (found 2e+09 h)")

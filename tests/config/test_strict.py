@@ -65,7 +65,7 @@ def test_numbers_read_as_yaml_1_2_does() -> None:
         ("bandwidth_gbps: 400\nenabled: 1", "l.yaml:2: enabled: expected true or false, found 1"),
         (
             "bandwidth_gbps: 1e-300",
-            "l.yaml:1: bandwidth_gbps: must be 0 or at least 1000 bytes/s (found 1.25e-292 bytes/s)",
+            "l.yaml:1: bandwidth_gbps: must be 0 or at least 8e-06 gbps (found 1e-300 gbps)",
         ),
         (
             "bandwidth_gbps: 400\nlatency_s: 1e13",
@@ -84,6 +84,8 @@ def test_text_is_fine_where_the_field_takes_text() -> None:
 
 def test_physical_limits_read_the_unit_from_the_name() -> None:
     assert physical_limit_error("nic_gbps", 400) is None
-    assert physical_limit_error("nic_gbps", 1e9) == "must be at most 1e+15 bytes/s (found 1.25e+17 bytes/s)"
+    # said in the unit the name spells (1e15 bytes/s is 8e6 Gbit/s), as the value was given
+    assert physical_limit_error("nic_gbps", 1e9) == "must be at most 8e+06 gbps (found 1e+09 gbps)"
+    assert physical_limit_error("mtbf_h", 2e9) == "must be at most 2.77778e+08 h (found 2e+09 h)"
     assert physical_limit_error("rate_per_s", 1e30) is None  # not a byte or FLOP rate
     assert physical_limit_error("flops", 1e26) == "must be at most 1e+25 flops (found 1e+26 flops)"
