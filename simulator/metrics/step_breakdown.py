@@ -130,7 +130,8 @@ def exposed_breakdown(
 
     in_comp = cover(comp) > 0
     comm = ~comp
-    per_tag = {tag: cover(comm & (tg == tag)) for tag in np.unique(tg[comm])}
+    # the tags in sorted order, as np.unique gives them (a set: np.unique sorts every row's text)
+    per_tag = {tag: cover(comm & (tg == tag)) for tag in sorted(set(tg[comm].tolist()))}
     n_cover = np.sum(list(per_tag.values()), axis=0)
     exposed = (~in_comp) & (n_cover > 0)
     out["exposed_comm_s"] = segment_sums(widths[exposed], seg_gid[exposed], n_groups)

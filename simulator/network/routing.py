@@ -38,7 +38,9 @@ from __future__ import annotations
 
 import zlib
 from collections import deque
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from operator import itemgetter
+from typing import Any
 
 import networkx as nx
 import numpy as np
@@ -377,7 +379,7 @@ class Router:
             paths[key] = np.array(hops, dtype=np.int64)
             forwarded[key] = len(hops) > 1 and not into_gpu.isdisjoint(hops[:-1])
 
-    def _latencies(self, keys: Iterable[tuple[str, str]]) -> None:
+    def _latencies(self, *keys: tuple[str, str]) -> None:
         """Sum and cache the latency of the route of each (a, b) of `keys`, as numpy sums the
         route's link latencies."""
         per_link, latency = self._link_latency_s, self._latency
@@ -540,30 +542,15 @@ class Router:
 
     def paths(self, edges: Sequence[tuple[str, str]]) -> list[np.ndarray]:
         """`path(a, b)` of every (a, b) of `edges`, in order."""
-        get = self._paths.get
-        out = list(map(get, edges))
-        if any(p is None for p in out):
-            self._route(*dict.fromkeys(e for e, p in zip(edges, out, strict=True) if p is None))
-            out = list(map(get, edges))
-        return out  # type: ignore[return-value]
+        return _lookup(self._paths, edges, self._route)
 
     def max_latency_s(self, edges: Sequence[tuple[str, str]]) -> float:
         """The largest `latency_s(a, b)` over the (a, b) of `edges` (not empty)."""
-        get = self._latency.get
-        lat = list(map(get, edges))
-        if any(x is None for x in lat):
-            self._latencies(dict.fromkeys(e for e, x in zip(edges, lat, strict=True) if x is None))
-            lat = list(map(get, edges))
-        return max(lat)  # type: ignore[type-var,return-value]
+        return max(_lookup(self._latency, edges, self._latencies))
 
     def forwarded_count(self, edges: Sequence[tuple[str, str]]) -> int:
         """How many of the (a, b) of `edges` are `forwarded_via_gpu` (each counted every time)."""
-        get = self._forwarded.get
-        flags = list(map(get, edges))
-        if any(f is None for f in flags):
-            self._route(*dict.fromkeys(e for e, f in zip(edges, flags, strict=True) if f is None))
-            flags = list(map(get, edges))
-        return sum(flags)  # type: ignore[arg-type]
+        return sum(_lookup(self._forwarded, edges, self._route))
 
     def forwarded_via_gpu(self, a: str, b: str) -> bool:
         """Does the route from `a` to `b` pass through another GPU (scale-up forwarding)?"""
@@ -577,7 +564,7 @@ class Router:
         key = (a, b)
         lat = self._latency.get(key)
         if lat is None:
-            self._latencies((key,))
+            self._latencies(key)
             lat = self._latency[key]
         return lat
 
@@ -596,3 +583,17 @@ class Router:
             gname = next(gname for gname in gpus if gname not in main)
             why = "is cut off from the fabric (its links are down); the job cannot be scheduled"
             raise SimulationError(f"GPU {gname} {why}")
+
+
+def _lookup(cache: dict[tuple[str, str], Any], keys: Sequence[tuple[str, str]], fill: Callable) -> list:
+    """`cache[k]` of every k of `keys`, in order, after `fill(*missing)` has cached the keys
+    not cached yet (each once). The look-ups are one C call (`operator.itemgetter`)."""
+    if not keys:
+        return []
+    get = itemgetter(*keys)
+    try:
+        got = get(cache)
+    except KeyError:
+        fill(*dict.fromkeys(k for k in keys if k not in cache))
+        got = get(cache)
+    return list(got) if len(keys) > 1 else [got]
