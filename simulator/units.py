@@ -130,7 +130,10 @@ def _scaled(key: str, value: Any, factor: float, allow_text: bool) -> Any:
     if isinstance(value, Mapping):
         return {k: _scaled(key, v, factor, allow_text) for k, v in value.items()}
     if isinstance(value, numbers.Real) and not isinstance(value, bool):
-        return float(value) * factor
+        try:
+            return float(value) * factor
+        except OverflowError:
+            raise UnitsError(f"must be a finite number, found {str(value)[:20]}...", field=key) from None
     if allow_text and isinstance(value, str):
         try:
             return float(value) * factor

@@ -60,6 +60,10 @@ class ProfileTuning:
         self.clamps: dict[tuple[str, int, int, str], list[float]] = {}
         self.unmatched: dict[tuple[str, int, int], str] = {}
         self.stretched: dict[tuple[str, int, int], str] = {}
+        #: collective kind -> the profile whose fitted physical parameters priced it
+        self.by_params: dict[str, str] = {}
+        #: profiles whose parameters were fitted on another GPU than the run's: (name, theirs, the run's)
+        self.other_gpu: list[tuple[str, str, str]] = []
 
     def tune(
         self, kind: str, n_ranks: int, n_nodes: int, size_bytes: float, model_busbw_bytes_per_s: float
@@ -67,7 +71,9 @@ class ProfileTuning:
         for name, profile in self.profiles:
             fit = profile.collective(kind, n_ranks, n_nodes, size_bytes)
             if profile.collective_params is not None and (fit is None or fit.predicted):
-                return None  # the fitted physical parameters speak where no table was measured
+                # the fitted physical parameters speak where no table was measured
+                self.by_params.setdefault(kind, f"{name}: fitted collective parameters (collective_params)")
+                return None
             if fit is None:
                 continue
             e = float(np.asarray(fit.curve(size_bytes)).reshape(-1)[0]) if size_bytes > 0 else 1.0
@@ -113,6 +119,11 @@ class ProfileTuning:
         """Every clamp applied and every collective left uncalibrated, one sentence each, sorted."""
         out = [why for _, why in sorted(self.unmatched.items())]
         out += [
+            f"{name}: collective_params were fitted on {theirs} tables; this run's GPU is {mine}, "
+            "and they are applied to it as they are"
+            for name, theirs, mine in self.other_gpu
+        ]
+        out += [
             f"{name}: collective_params {k} ended on its physical bound {b:g} when fitted (clamped)"
             for name, profile in self.profiles
             if profile.collective_params is not None
@@ -140,8 +151,11 @@ def fitted_collective_params(tuning: object, cluster: Cluster) -> CollectivePara
     with a `collective_params:` block (None: no such profile; the library's defaults)."""
     if not isinstance(tuning, ProfileTuning):
         return None
-    for _, profile in tuning.profiles:
+    for name, profile in tuning.profiles:
         if profile.collective_params is not None:
+            theirs = profile.collective_params.gpu
+            if theirs is not None and theirs != cluster.gpu.name:
+                tuning.other_gpu.append((name, theirs, cluster.gpu.name))
             base = default_params(cluster.gpu.name, cluster.topo.nic)
             return with_fitted(base, profile.collective_params.values)
     return None

@@ -140,7 +140,11 @@ def joint_block(tables: list[BenchmarkTable], topology: Path) -> CollectiveParam
     except ValueError:
         return None
     return CollectiveParamsFit(
-        topology=topology.name, values=fit.values, at_bounds=fit.at_bounds, table_errors=fit.table_errors
+        topology=topology.name,
+        gpu=cluster.gpu.name,
+        values=fit.values,
+        at_bounds=fit.at_bounds,
+        table_errors=fit.table_errors,
     )
 
 

@@ -156,6 +156,9 @@ class CollectiveParamsFit(Spec):
     """The collective model's physical parameters fitted jointly, and how well they fit."""
 
     topology: str = Field(description="Topology file (name) the tables were fitted on.")
+    gpu: str | None = Field(
+        None, description="GPU model of the tables fitted on (a run on another GPU is warned)."
+    )
     values: dict[str, float] = Field(
         description="Field of CollectiveParams -> fitted value (nic_efficiency, "
         "scale_up_efficiency, ll_efficiency, ll128_efficiency, net_latency_us, step_latency_us, "

@@ -113,7 +113,7 @@ def import_chakra_command(
             )
         data = result.data
         gpus = data.get("placement") or [f"rank{r}" for r in range(int(data["ranks"]))]
-        program = program_from_dict(data, output, list(gpus))
+        program = program_from_dict(data, folder, list(gpus))  # errors name the imported trace
         write_trace_yaml(data, output, header=f"Imported from the Chakra execution trace {folder.name}/.")
     except ClustersimError as err:
         fail(err)
@@ -147,7 +147,8 @@ def import_kineto_command(
         with progress_bar("reading ranks", len(files), unit="files"):
             result = import_kineto(list(files), step, dp_replicas, host_launches)
         data = result.data
-        program = program_from_dict(data, output, [f"rank{r}" for r in range(int(data["ranks"]))])
+        source = files[0] if len(files) == 1 else files[0].parent  # named in errors
+        program = program_from_dict(data, source, [f"rank{r}" for r in range(int(data["ranks"]))])
         header = (
             f"Imported from PyTorch profiler traces ({', '.join(f.name for f in files)}), "
             f"ProfilerStep#{result.step}.\nCompute kernels keep their measured durations; collectives are "

@@ -73,7 +73,10 @@ def _numbers_in(value: Any, path: str = "") -> list[tuple[str, float]]:
     if isinstance(value, bool):
         return []
     if isinstance(value, _NUMBERS):
-        return [(path, float(value))]
+        try:
+            return [(path, float(value))]
+        except OverflowError:  # a whole number beyond any float: refused as not finite
+            return [(path, math.copysign(math.inf, value))]
 
     def sub(k: Any) -> str:
         return f"{path}.{k}" if path else str(k)

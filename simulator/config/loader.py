@@ -244,6 +244,11 @@ def _expanded_size(node: yaml.Node, memo: dict[int, int]) -> int:
     return memo[key]
 
 
+#: The largest whole number an input may hold (a 64-bit integer: what frames and Parquet
+#: store; every count and size the simulator reads is far smaller).
+MAX_INT = 2**63 - 1
+
+
 def _construct(loader: _LineLoader, node: yaml.Node, path: Loc, lines: dict[Loc, int]) -> Any:
     lines.setdefault(path, node.start_mark.line + 1)
     loader.values += 1
@@ -274,7 +279,15 @@ def _construct(loader: _LineLoader, node: yaml.Node, path: Loc, lines: dict[Loc,
             lines[sub] = item.start_mark.line + 1
             items.append(_construct(loader, item, sub, lines))
         return items
-    return loader.construct_object(node, deep=True)
+    value = loader.construct_object(node, deep=True)
+    if type(value) is int and not -MAX_INT <= value <= MAX_INT:
+        shown = str(value) if len(str(value)) <= 24 else f"{str(value)[:20]}... ({len(str(value))} digits)"
+        raise InputError(
+            f"{shown} is too large; expected a whole number of at most 2**63 - 1",
+            line=lines[path],
+            field=".".join(str(p) for p in path) or None,
+        )
+    return value
 
 
 class Document:

@@ -35,7 +35,7 @@ from pathlib import Path
 
 import numpy as np
 
-from simulator.config.loader import read_text
+from simulator.config.loader import MAX_INT, read_text
 from simulator.errors import InputError
 from simulator.streams import stream
 
@@ -69,9 +69,15 @@ def _number(text: str, path: Path, line: int, col: str, kind: type) -> float:
             line=line,
             field=col,
         ) from None
-    if not math.isfinite(v) or v < 0:
-        raise InputError(f"must be a finite number >= 0, found {text!r}", file=path, line=line, field=col)
+    if (kind is int and v > MAX_INT) or not math.isfinite(v) or v < 0:
+        raise InputError(
+            f"must be a finite number >= 0, found {_shown(text)}", file=path, line=line, field=col
+        )
     return v
+
+
+def _shown(text: str) -> str:
+    return repr(text) if len(text) <= 24 else f"{text[:20]!r}... ({len(text)} characters)"
 
 
 def _priority(text: str, path: Path, line: int) -> int:
@@ -79,11 +85,19 @@ def _priority(text: str, path: Path, line: int) -> int:
     if not text:
         return 0
     try:
-        return int(text)
+        value = int(text)
     except ValueError:
         raise InputError(
-            f"expected an integer, found {text!r}", file=path, line=line, field="priority"
+            f"expected an integer, found {_shown(text)}", file=path, line=line, field="priority"
         ) from None
+    if not -MAX_INT <= value <= MAX_INT:
+        raise InputError(
+            f"expected an integer of at most 2**63 - 1, found {_shown(text)}",
+            file=path,
+            line=line,
+            field="priority",
+        )
+    return value
 
 
 def _row(rec: dict[str, str], path: Path, line: int) -> JobRow:

@@ -151,7 +151,7 @@ def _ranks_power(
     n_ranks = len(ranks)
     w = weights.reindex(ranks, fill_value=1).to_numpy(dtype=float)[:, None]
     comm = ops.comm & (ops.end > ops.start)
-    comp = np.flatnonzero(ops.compute)
+    comp = np.flatnonzero(ops.compute & (ops.end > ops.start))  # an op of no time draws nothing
     comp = comp[np.lexsort((ops.start[comp], rank[comp]))]  # stable: ties keep the frame's order
     c_rank, c_start, c_end, c_watts = rank[comp], ops.start[comp], ops.end[comp], ops.watts[comp]
     c_first = np.searchsorted(c_rank, np.arange(n_ranks), side="left")[:, None]
@@ -210,7 +210,7 @@ def _rank_pieces(
     an op's end, change there only), so they are evaluated at those midpoints alone.
     """
     idle_w, comm_w = levels
-    comp = ops.compute
+    comp = ops.compute & (ops.end > ops.start)  # an op of no time draws nothing
     comm = ops.comm & (ops.end > ops.start)
     order = np.argsort(ops.start[comp], kind="stable")
     cs, ce, op_w = ops.start[comp][order], ops.end[comp][order], ops.watts[comp][order]

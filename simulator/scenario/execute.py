@@ -207,14 +207,18 @@ def _meta(prep: PreparedRun, out: _EngineOutput, seed: int, n_simulated: int) ->
         meta[k] = v
     if "model_flops_per_step" in program.meta:
         meta["peak_flops_per_s"] = prep.topology.gpu.peak(str(program.meta.get("dtype", "bf16")))
-    if out.tuned:
-        meta["calibration_applied"] = out.tuned
+    applied = dict(out.tuned)
     if prep.tuning is not None:  # a calibration profile was given
         from simulator.calibration.apply import ProfileTuning
 
-        if isinstance(prep.tuning, ProfileTuning) and prep.tuning.warnings:
-            # clamps applied and collectives no profile speaks for (simulator.calibration.apply)
-            meta["calibration_warnings"] = prep.tuning.warnings
+        if isinstance(prep.tuning, ProfileTuning):
+            # kinds priced by a profile's fitted physical parameters rather than a curve entry
+            applied = {**prep.tuning.by_params, **applied}
+            if prep.tuning.warnings:
+                # clamps applied and collectives no profile speaks for (simulator.calibration.apply)
+                meta["calibration_warnings"] = prep.tuning.warnings
+    if applied:
+        meta["calibration_applied"] = dict(sorted(applied.items()))
     return meta
 
 

@@ -84,3 +84,28 @@ def test_speaking_beyond_the_measurement_is_a_warning() -> None:
         "all_reduce 8 GPUs/1 node(s) from intra-allreduce.log; extrapolated beyond 1 GiB, the largest "
         "size measured",
     ]
+
+
+def test_a_profile_fitted_on_another_gpu_is_named_in_the_summary_and_warned(tmp_path: Path) -> None:
+    """The MI300X profile's fitted parameters price an H100 run's all-reduce: the summary
+    says which profile priced it (`calibration_applied`) and warns that it was fitted on
+    another GPU (it used to change the step time with neither)."""
+    from simulator import api
+    from tests.conftest import ROOT
+
+    scenario = {
+        "name": "x",
+        "seed": 1,
+        "topology": {"file": str(ROOT / "topologies" / "h100-rail-clos-2n.yaml")},
+        "workload": {"file": str(ROOT / "workloads" / "traces" / "dp16-gpt1p3b-step.yaml")},
+        "calibration": [{"file": str(ROOT / "topologies" / "calibration" / "mi300x-xgmi.yaml")}],
+        "run": {"steps": 1},
+    }
+    s = api.run(scenario).summary
+    assert s["calibration_applied"] == {
+        "all_reduce": "mi300x-xgmi: fitted collective parameters (collective_params)"
+    }
+    assert (
+        "mi300x-xgmi: collective_params were fitted on AMD Instinct MI300X tables; this run's GPU is "
+        "H100 SXM5 80GB, and they are applied to it as they are"
+    ) in s["calibration_warnings"]

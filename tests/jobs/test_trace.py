@@ -58,6 +58,8 @@ def test_a_duplicate_name_and_an_unknown_column_are_errors(tmp_path: Path) -> No
         ("a,0,8,1,,,0,extra\n", "jobs.csv:2: expected 7 fields (one per header column), found 8"),
         ("a,0,8,1,,,high\n", "jobs.csv:2: priority: expected an integer, found 'high'"),
         ("a,0,8,1,,,2.5\n", "jobs.csv:2: priority: expected an integer, found '2.5'"),
+        ("a,0,8,1,,," + "9" * 400 + "\n", "jobs.csv:2: priority: expected an integer of at most 2**63 - 1"),
+        ("a,0," + "9" * 400 + ",1,,,0\n", "jobs.csv:2: gpus: must be a finite number >= 0, found '99999"),
     ],
 )
 def test_no_jobs_stray_fields_and_a_bad_priority_are_errors(tmp_path: Path, body: str, expected: str) -> None:

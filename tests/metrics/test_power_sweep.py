@@ -3,7 +3,7 @@ ranks it replaced, bit for bit (summary.json's peak power and timeline energy ke
 digits).
 
 The reference below is that loop: per rank (ascending), its draw at each segment midpoint
-(its last-started compute op while it runs, else communicating while a communication op of
+(its last-started compute op of positive length while it runs, else communicating while a communication op of
 positive length runs, else idle), added as weight x draw onto the running sums.
 """
 
@@ -24,8 +24,8 @@ INPUTS = en.PowerInputs(
 
 def _rank_draw(ops: pd.DataFrame, mids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     idle_w, comm_w = en._levels(INPUTS, PRICES)
-    comp = ((ops["kind"] == "compute") & (ops["stream"] != "host")).to_numpy()
     s, e = ops["started_at_s"].to_numpy(dtype=float), ops["finished_at_s"].to_numpy(dtype=float)
+    comp = ((ops["kind"] == "compute") & (ops["stream"] != "host")).to_numpy() & (e > s)
     comm = (ops["kind"] != "compute").to_numpy() & (e > s)
     watts_all = np.zeros(len(ops))
     if comp.any():

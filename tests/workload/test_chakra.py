@@ -10,6 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from simulator.commands.app import app
+from simulator.errors import InputError
 from simulator.scenario.prepare import prepare, step_simulator
 from simulator.workload.interchange import chakra_et_pb2 as pb
 from simulator.workload.interchange.chakra_io import attrs_of, make_attr, read_et, write_et
@@ -330,3 +331,82 @@ def test_a_rank_not_simulated_exports_an_empty_file_and_joins_its_collectives(tm
     back = program_from_dict(import_chakra(tmp_path / "et").data, tmp_path / "t.yaml", ["g0", "g1"])
     ar = next(o for o in back.ops if o.kind == "collective")
     assert (ar.group, ar.deps, ar.size_bytes) == ((0, 1), ("f@0",), 64.0)
+
+
+def _with_attr(tmp_path: Path, node_type: int, key: str, value) -> Path:
+    """The 2-rank trace with node 11 of rank 1 replaced by one of `node_type` carrying `key: value`."""
+    folder = tmp_path / "et"
+    _astra_style_trace(folder)
+    path = folder / "et.1.et"
+    comp = pb.Node(id=10, name="gemm", type=pb.COMP_NODE, duration_micros=250)
+    node = pb.Node(id=11, name="x", type=node_type)
+    base = {"comm_type": pb.ALL_REDUCE, "comm_size": 8} if node_type == pb.COMM_COLL_NODE else {}
+    if node_type == pb.COMM_SEND_NODE:
+        base = {"comm_dst": 0, "comm_size": 8}
+    node.attr.extend(make_attr(k, v) for k, v in {**base, key: value}.items())
+    write_et(path, pb.GlobalMetadata(version="0.0.4"), [comp, node])
+    return path
+
+
+@pytest.mark.parametrize(
+    "node_type, key, value, expected",
+    [
+        (pb.COMM_COLL_NODE, "comm_size", "big", "comm_size: expected a number of at least 0, found 'big'"),
+        (pb.COMM_COLL_NODE, "comm_size", -8, "comm_size: expected a number of at least 0, found -8"),
+        (pb.COMM_COLL_NODE, "comm_type", "ALL_REDUCE", "comm_type: expected a whole number of at least 0"),
+        (pb.COMM_COLL_NODE, "clustersim.group", ["x", "y"], "clustersim.group: expected a whole number"),
+        (
+            pb.COMM_SEND_NODE,
+            "comm_dst",
+            "one",
+            "comm_dst: expected a whole number of at least 0, found 'one'",
+        ),
+        (pb.COMP_NODE, "clustersim.duration_s", "fast", "clustersim.duration_s: expected a number"),
+    ],
+)
+def test_an_attribute_of_the_wrong_type_is_one_line_naming_the_node(
+    tmp_path, node_type, key, value, expected
+):
+    """Attributes that are not numbers where numbers belong: one line naming the ET file, the
+    node and the attribute (they used to end in a ValueError traceback)."""
+    path = _with_attr(tmp_path, node_type, key, value)
+    res = CliRunner().invoke(app, ["import", "chakra", str(path.parent), "-o", str(tmp_path / "t.yaml")])
+    assert res.exit_code == 2, res.output
+    lines = [ln for ln in res.output.splitlines() if ln.strip()]
+    assert len(lines) == 1 and lines[0].startswith(f"error: {path}: node 11: {expected}"), res.output
+
+
+def test_a_rank_in_comm_group_json_that_is_not_whole_is_refused(tmp_path):
+    _astra_style_trace(tmp_path / "et")
+    (tmp_path / "et" / "comm_group.json").write_text('{"7": [0, 1.7]}')
+    res = CliRunner().invoke(app, ["import", "chakra", str(tmp_path / "et"), "-o", str(tmp_path / "t.yaml")])
+    assert res.exit_code == 2
+    assert "comm_group.json: group '7': rank 1.7 is not a whole number" in res.output
+
+
+def test_export_refuses_a_folder_holding_ranks_of_another_trace(tmp_path):
+    """Rank files it would not replace would be read as ranks of the new trace on import."""
+    prog = _tiny_program()
+    folder = tmp_path / "et"
+    first = export_chakra(prog, folder)
+    assert export_chakra(prog, folder) == first  # the same trace again: replaced in place
+    (folder / "trace.7.et").write_bytes(b"")
+    with pytest.raises(InputError, match=r"holds ET files this export would not replace \(trace\.7\.et\)"):
+        export_chakra(prog, folder)
+
+
+def test_an_error_in_the_translated_trace_names_the_imported_folder_and_op(tmp_path):
+    """A send with no recv is found once the nodes are translated: the error names the ET
+    folder and the op, not the output file (which is not written)."""
+    folder = tmp_path / "et"
+    _astra_style_trace(folder)
+    meta, nodes = read_et(folder / "et.1.et")
+    write_et(folder / "et.1.et", meta, [n for n in nodes if n.type != pb.COMM_RECV_NODE])
+    out = tmp_path / "t.yaml"
+    res = CliRunner().invoke(app, ["import", "chakra", str(folder), "-o", str(out)])
+    assert res.exit_code == 2, res.output
+    lines = [ln for ln in res.output.splitlines() if ln.strip()]
+    assert len(lines) == 1 and lines[0].startswith(f"error: {folder}: ops.") and ": op xfer" in lines[0], (
+        res.output
+    )
+    assert str(out) not in lines[0] and not out.exists()

@@ -10,6 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from simulator.commands.app import app
+from simulator.errors import InputError
 from simulator.scenario.prepare import prepare, step_simulator
 from simulator.workload.interchange.kineto import import_kineto
 from simulator.workload.interchange.kineto_synth import SyntheticDDP, synthetic_kineto
@@ -247,3 +248,93 @@ def test_host_launches_subtract_synchronize_and_wait_for_the_gpu_instead(tmp_pat
     assert [op["duration_s"] for op in delays] == pytest.approx([0.0, 490e-6], abs=1e-12)
     assert delays[1]["deps"] == ["gemm_a"]
     assert delays[1]["id"] in ops["gemm_b"]["deps"]
+
+
+def _info(key, value):
+    def edit(data):
+        if key is None:
+            data["distributedInfo"] = value
+        else:
+            data["distributedInfo"][key] = value
+
+    return edit
+
+
+def _no_dur(data):
+    del data["traceEvents"][_first_kernel(data)]["dur"]
+
+
+@pytest.mark.parametrize(
+    "edit, expected",
+    [
+        (_info("world_size", 10**9), "distributedInfo.world_size: at most 1,048,576 ranks are imported"),
+        (_info("rank", 2**20), "distributedInfo.rank: at most 1,048,576 ranks are imported"),
+        (_info(None, "x"), "distributedInfo: expected a mapping, found str"),
+        (_no_dur, "].dur: expected a number of at least 0, found None"),
+    ],
+)
+def test_a_world_too_large_a_bad_info_or_a_kernel_without_duration_is_refused(tmp_path, edit, expected):
+    """A mistyped world size is refused at once (it used to build every rank: 11 GB and a
+    hang at 1e9); a GPU event without `dur` is refused rather than imported as 0 s."""
+    path = _write(tmp_path, edit)[0]
+    res = CliRunner().invoke(app, ["import", "kineto", str(path), "-o", str(tmp_path / "t.yaml")])
+    assert res.exit_code == 2, res.output
+    lines = [ln for ln in res.output.splitlines() if ln.strip()]
+    assert len(lines) == 1 and lines[0].startswith(f"error: {path}: ") and expected in lines[0], res.output
+
+
+def test_too_many_data_parallel_replicas_are_refused(tmp_path):
+    res = CliRunner().invoke(
+        app,
+        [
+            "import",
+            "kineto",
+            *map(str, _write(tmp_path)),
+            "-o",
+            str(tmp_path / "t.yaml"),
+            "--dp-replicas",
+            "10**8",
+        ],
+    )
+    assert res.exit_code == 2
+    res = CliRunner().invoke(
+        app,
+        [
+            "import",
+            "kineto",
+            *map(str, _write(tmp_path)),
+            "-o",
+            str(tmp_path / "t.yaml"),
+            "--dp-replicas",
+            "300000",
+        ],
+    )
+    assert res.exit_code == 2, res.output
+    assert "4 ranks times 300,000 replicas is over 1,048,576 ranks" in res.output
+    assert not (tmp_path / "t.yaml").exists()
+
+
+def test_a_trace_nested_too_deeply_is_one_line(tmp_path):
+    path = tmp_path / "deep.json"
+    path.write_text("[" * 100_000 + "]" * 100_000)
+    res = CliRunner().invoke(app, ["import", "kineto", str(path), "-o", str(tmp_path / "t.yaml")])
+    assert res.exit_code == 2
+    assert (
+        res.output.strip() == f"error: {path}: nested too deeply to read; expected a PyTorch profiler trace"
+    )
+
+
+def test_a_collective_one_profiled_member_never_runs_is_refused(tmp_path):
+    """Rank 0 runs one all-reduce more than the other profiled ranks (theirs was dropped):
+    the others would never join it. It used to be imported with every member made to run it."""
+
+    def drop_first_nccl(data):
+        if data["distributedInfo"]["rank"] != 0:
+            events = data["traceEvents"]
+            first = next(
+                i for i, e in enumerate(events) if e.get("cat") == "kernel" and "nccl" in e["name"].lower()
+            )
+            del events[first]
+
+    with pytest.raises(InputError, match=r"runs \d+ collectives of group \[0, 1, 2, 3\], another member \d+"):
+        import_kineto(_write(tmp_path, drop_first_nccl), step=1)

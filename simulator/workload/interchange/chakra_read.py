@@ -30,6 +30,7 @@ compute stream and communication its comm stream unless `clustersim.stream` says
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -98,7 +99,12 @@ class _Reader:
             return {}
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
-            return {str(k): [int(r) for r in v] for k, v in data.items()}
+            groups = {str(k): list(v) for k, v in data.items()}
+            for name, ranks in groups.items():
+                bad = [r for r in ranks if type(r) is not int]
+                if bad:
+                    raise InputError(f"group {name!r}: rank {bad[0]!r} is not a whole number", file=path)
+            return groups
         except (ValueError, TypeError, AttributeError) as exc:
             raise InputError(
                 f"expected a JSON object of group name -> rank list ({exc})", file=path
@@ -156,7 +162,13 @@ class _Reader:
     def group_of(self, node: _Node) -> tuple[int, ...]:
         a = node.attrs
         if "clustersim.group" in a:
-            group = [int(r) for r in a["clustersim.group"]]
+            given = a["clustersim.group"]
+            if not isinstance(given, list | tuple):
+                raise InputError(
+                    f"node {node.msg.id}: clustersim.group: expected a list of ranks, found {given!r}",
+                    file=node.path,
+                )
+            group = [int(_number(node, "clustersim.group", r, whole=True)) for r in given]
         elif str(a.get("pg_name", "")) in self.groups:
             group = self.groups[str(a["pg_name"])]
         else:
@@ -193,12 +205,12 @@ def _compute_fields(r: _Reader, node: _Node) -> dict[str, Any]:
         f.setdefault("stream", "cpu")
         r.count("CPU ops (run on the cpu stream)")
     if "clustersim.duration_s" in a:
-        f["duration_s"] = float(a["clustersim.duration_s"])
+        f["duration_s"] = _attr(node, "clustersim.duration_s")
     elif msg.duration_micros:
         f["duration_s"] = msg.duration_micros / 1e6
     elif a.get("clustersim.flops") or a.get("clustersim.bytes") or a.get("num_ops") or a.get("tensor_size"):
-        f["flops"] = float(a.get("clustersim.flops", a.get("num_ops", 0)))
-        f["bytes"] = float(a.get("clustersim.bytes", a.get("tensor_size", 0)))
+        f["flops"] = _attr(node, "clustersim.flops" if "clustersim.flops" in a else "num_ops")
+        f["bytes"] = _attr(node, "clustersim.bytes" if "clustersim.bytes" in a else "tensor_size")
     else:
         r.count("compute nodes with no duration, num_ops or tensor_size (zero time)")
         f["duration_s"] = 0.0
@@ -208,8 +220,33 @@ def _compute_fields(r: _Reader, node: _Node) -> dict[str, Any]:
 
 
 def _size(node: _Node) -> float:
-    a = node.attrs
-    return float(a.get("clustersim.size_bytes", a.get("comm_size", 0)))
+    return _attr(node, "clustersim.size_bytes" if "clustersim.size_bytes" in node.attrs else "comm_size")
+
+
+def _attr(node: _Node, key: str, default: float = 0.0, whole: bool = False) -> float:
+    """Attribute `key` of `node` as a finite number at least 0 (`default` when absent)."""
+    return _number(node, key, node.attrs.get(key, default), whole)
+
+
+def _number(node: _Node, key: str, value: Any, whole: bool = False) -> float:
+    """`value` (of attribute `key` of `node`) as a finite number at least 0, whole if asked.
+
+    Raises:
+        InputError: `path: node N: key: expected ..., found ...`.
+    """
+    try:
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise ValueError
+        x = float(value)
+    except (ValueError, OverflowError):
+        x = math.nan
+    if not math.isfinite(x) or x < 0 or (whole and not x.is_integer()):
+        what = "a whole number" if whole else "a number"
+        shown = repr(value) if len(repr(value)) <= 40 else repr(value)[:37] + "..."
+        raise InputError(
+            f"node {node.msg.id}: {key}: expected {what} of at least 0, found {shown}", file=node.path
+        )
+    return x
 
 
 def _convert(r: _Reader, key: tuple[int, int]) -> tuple[str, dict[str, Any]]:
@@ -219,7 +256,7 @@ def _convert(r: _Reader, key: tuple[int, int]) -> tuple[str, dict[str, Any]]:
     if t == pb.COMP_NODE:
         return "compute", _compute_fields(r, node)
     if t == pb.COMM_COLL_NODE:
-        ctype = int(a.get("comm_type", pb.ALL_REDUCE))
+        ctype = int(_attr(node, "comm_type", pb.ALL_REDUCE, whole=True))
         if ctype not in COLLECTIVE_OF_INT:
             name = (
                 pb.CollectiveCommType.Name(ctype) if ctype in pb.CollectiveCommType.values() else str(ctype)
@@ -238,9 +275,9 @@ def _convert(r: _Reader, key: tuple[int, int]) -> tuple[str, dict[str, Any]]:
         return "collective", {**f, **_common(node)}
     if t in (pb.COMM_SEND_NODE, pb.COMM_RECV_NODE):
         send = t == pb.COMM_SEND_NODE
-        peer = int(a.get("comm_dst" if send else "comm_src", -1))
+        field = "comm_dst" if send else "comm_src"
+        peer = int(_attr(node, field, -1, whole=True)) if field in a else -1
         if not 0 <= peer < r.n or peer == key[0]:
-            field = "comm_dst" if send else "comm_src"
             raise InputError(
                 f"node {nid}: {field} {peer} is not another rank of 0..{r.n - 1}", file=node.path
             )
@@ -376,7 +413,7 @@ def _pair_tags(r: _Reader, converted: dict, order: dict) -> None:
             if kind in ("send", "recv"):
                 pair = (rank, fields["peer"]) if kind == "send" else (fields["peer"], rank)
                 node = r.nodes[key]
-                tags.setdefault((kind, *pair), []).append((int(node.attrs.get("comm_tag", 0)), node))
+                tags.setdefault((kind, *pair), []).append((int(_attr(node, "comm_tag", whole=True)), node))
     for (kind, a, b), sends in tags.items():
         if kind != "send":
             continue

@@ -25,8 +25,9 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
+from simulator.errors import InputError
 from simulator.workload.interchange import chakra_et_pb2 as pb
-from simulator.workload.interchange.chakra_io import SCHEMA_VERSION, make_attr, write_et
+from simulator.workload.interchange.chakra_io import RANK_FILE, SCHEMA_VERSION, make_attr, write_et
 from simulator.workload.program import Op, StepProgram
 
 COMM_TYPES = {
@@ -151,10 +152,22 @@ def export_chakra(
 
     Returns:
         The rank files, by rank.
+
+    Raises:
+        InputError: `folder` holds ET files of another trace (other ranks or another prefix),
+            which an import of the folder would read as ranks of this one.
     """
     w = _Writer(program, duration_of)
     w.place()
     w.write_nodes()
+    names = {f"{prefix}.{r}.et" for r in range(w.n)}
+    stale = sorted(p.name for p in folder.glob("*.et") if RANK_FILE.match(p.name) and p.name not in names)
+    if folder.is_dir() and stale:  # an importer would read them as ranks of this trace
+        raise InputError(
+            f"holds ET files this export would not replace ({', '.join(stale[:3])}"
+            f"{', ...' if len(stale) > 3 else ''}); expected an empty folder or one holding this trace",
+            file=folder,
+        )
     folder.mkdir(parents=True, exist_ok=True)
     meta = pb.GlobalMetadata(version=SCHEMA_VERSION)
     meta.attr.extend(

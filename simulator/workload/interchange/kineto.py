@@ -44,7 +44,9 @@ events makes each collective wait for the last compute op that ended before it s
 
 Refused, one line naming the trace file (and the event, `traceEvents[i].dur`): a `ts`,
 `dur` or numeric arg (`correlation`, `stream`, ...) that is not a finite number, a `dur`
-below 0, and a `.json.gz` cut short.
+below 0 or missing on a GPU event, a `distributedInfo` that is not a mapping, a world
+size over `MAX_RANKS` (also times `dp_replicas`), a collective that the profiled members
+of its group do not all run, and a `.json.gz` cut short or nested too deeply to read.
 """
 
 from __future__ import annotations
@@ -65,6 +67,11 @@ from simulator.workload.interchange.tracebuild import RankOp, replicate_data_par
 from simulator.workload.program import HOST_STREAM
 
 GPU_CATS = ("kernel", "gpu_memcpy", "gpu_memset")
+
+#: The most ranks an import makes (`distributedInfo.world_size`, times `dp_replicas`): a
+#: million, more than any training job run so far, so that a mistyped world size is refused
+#: instead of building a step of billions of ranks.
+MAX_RANKS = 1 << 20
 LAUNCH_CATS = ("cuda_runtime", "cuda_driver")
 DTYPE_BYTES = {
     "float": 4, "float32": 4, "bfloat16": 2, "half": 2, "float16": 2, "double": 8, "int": 4, "long": 8,
@@ -145,16 +152,24 @@ def _check_numbers(data: dict[str, Any], path: Path) -> None:
         InputError: the first such field that is not what it should be, named with its event.
     """
     info = data.get("distributedInfo")
-    if isinstance(info, dict):
-        for key in ("rank", "world_size"):
-            if key in info:
-                info[key] = int(_number(info[key], path, f"distributedInfo.{key}", whole=True, at_least=0))
+    if info is not None and not isinstance(info, dict):
+        raise InputError(
+            f"expected a mapping, found {type(info).__name__}", file=path, field="distributedInfo"
+        )
+    for key in ("rank", "world_size"):
+        if info and key in info:
+            info[key] = int(_number(info[key], path, f"distributedInfo.{key}", whole=True, at_least=0))
+            if info[key] >= MAX_RANKS + (key == "world_size"):
+                raise InputError(
+                    f"at most {MAX_RANKS:,} ranks are imported, found {info[key]:,}",
+                    file=path, field=f"distributedInfo.{key}",
+                )  # fmt: skip
     for i, ev in enumerate(data["traceEvents"]):
         if ev.get("ph") != "X":
             continue
         ev["ts"] = _number(ev.get("ts"), path, f"traceEvents[{i}].ts")
-        if "dur" in ev:
-            ev["dur"] = _number(ev["dur"], path, f"traceEvents[{i}].dur", at_least=0)
+        if ev.get("cat") in GPU_CATS or "dur" in ev:  # a GPU event's duration is what is imported
+            ev["dur"] = _number(ev.get("dur"), path, f"traceEvents[{i}].dur", at_least=0)
         args = ev.get("args")
         if args is None:
             continue
@@ -178,6 +193,8 @@ def load_events(path: Path) -> dict[str, Any]:
         raise InputError(f"cannot read file: {exc}", file=path) from None
     except (ValueError, UnicodeDecodeError) as exc:
         raise InputError(f"not JSON ({exc}); expected a PyTorch profiler trace", file=path) from None
+    except RecursionError:
+        raise InputError("nested too deeply to read; expected a PyTorch profiler trace", file=path) from None
     if not isinstance(data, dict) or not isinstance(data.get("traceEvents"), list):
         raise InputError(
             "not a PyTorch profiler trace; expected a JSON object with a 'traceEvents' list", file=path
@@ -374,6 +391,22 @@ class _Collector:
         self.order[(rank, key)] = pos
         return key
 
+    def check_counts(self) -> None:
+        """Every profiled member of a group runs as many of its collectives as the others
+        (a collective one member never runs would wait for it forever)."""
+        runs: dict[tuple[int, ...], dict[int, int]] = {}
+        for (group, rank), last in self.seq.items():
+            runs.setdefault(group, {})[rank] = last + 1
+        for group, by_rank in runs.items():
+            for rank in (r for r in group if r in self.traces):
+                mine, most = by_rank.get(rank, 0), max(by_rank.values())
+                if mine != most:
+                    raise InputError(
+                        f"rank {rank} runs {mine} collectives of group {_shown(group)}, another member "
+                        f"{most}; expected the same number on every profiled member",
+                        file=self.traces[rank].path,
+                    )
+
     def _collective(
         self,
         rank: int,
@@ -409,6 +442,11 @@ class _Collector:
                 file=rt.path,
             )
         return key
+
+
+def _shown(group: tuple[int, ...]) -> str:
+    """A group's ranks as text: listed when few, else their first and last."""
+    return str(list(group)) if len(group) <= 8 else f"[{group[0]}..{group[-1]}] ({len(group)} ranks)"
 
 
 def _short(name: str) -> str:
@@ -509,6 +547,10 @@ def import_kineto(
             )
         traces[rank] = rt
     n = max(max(traces) + 1, *(int(rt.info.get("world_size", 0)) for rt in traces.values()))
+    if n * dp_replicas > MAX_RANKS:
+        raise InputError(
+            f"{n:,} ranks times {dp_replicas:,} replicas is over {MAX_RANKS:,} ranks", field="dp_replicas"
+        )
     c = _Collector(traces, n)
     if len(traces) < n:
         missing = sorted(set(range(n)) - set(traces))
@@ -522,6 +564,7 @@ def import_kineto(
         _add_deps(c, rank, rt, keys)
         if host_launches:
             _add_host_launches(c, rank, rt, keys, t0_us)
+    c.check_counts()
     for op in c.ops.values():
         op.deps = list(dict.fromkeys(op.deps))
     span = [

@@ -28,6 +28,7 @@ import yaml
 
 from simulator.config.loader import Document
 from simulator.config.loader import validate as validate_doc
+from simulator.errors import InputError
 from simulator.workload.program import StepProgram
 from simulator.workload.trace import FORMAT, TraceSpec, program_from_trace
 
@@ -236,10 +237,24 @@ def _default_stream(op: RankOp) -> bool:
 
 
 def program_from_dict(data: dict[str, Any], path: Path, gpus: list[str]) -> StepProgram:
-    """Validate trace data with the trace schema and build its program on `gpus`."""
+    """Validate trace data with the trace schema and build its program on `gpus`.
+
+    `path` is where the data came from (the imported trace, named in errors); an error at
+    an op names the op's id too, since the data has no lines.
+    """
     doc = Document(path, data, {})
-    spec = validate_doc(TraceSpec, doc)
-    return program_from_trace(spec, doc, gpus)
+    try:
+        spec = validate_doc(TraceSpec, doc)
+        return program_from_trace(spec, doc, gpus)
+    except InputError as err:
+        parts = (err.field or "").split(".")
+        ops = data.get("ops")
+        if len(parts) > 1 and parts[0] == "ops" and parts[1].isdigit() and isinstance(ops, list):
+            i = int(parts[1])
+            op = ops[i] if i < len(ops) and isinstance(ops[i], dict) else {}
+            if "id" in op:
+                raise InputError(f"op {op['id']}: {err.message}", file=err.file, field=err.field) from None
+        raise
 
 
 def write_trace_yaml(data: dict[str, Any], path: Path, header: str = "") -> None:
