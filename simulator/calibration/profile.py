@@ -51,7 +51,7 @@ from simulator.calibration.compute import ComputeCalibration
 from simulator.calibration.fit import EfficiencyCurve, TableFit, line_time_s
 from simulator.calibration.truncation import format_bytes
 from simulator.config.base import Spec
-from simulator.config.loader import load, parse_text, validate
+from simulator.config.loader import check_file_kind, parse_text, read_document, validate
 from simulator.errors import FieldError
 from simulator.network.collective_params import FITTED_FIELDS
 
@@ -433,4 +433,6 @@ def load_profile(path: str | Path) -> CalibrationProfile:
     Raises:
         InputError: missing file, bad YAML or a schema violation (file:line: field: message).
     """
-    return load(CalibrationProfile, path)
+    doc = read_document(path)
+    check_file_kind(doc, "calibration profile")  # a scenario or topology given in its place
+    return validate(CalibrationProfile, doc)

@@ -176,7 +176,8 @@ def compare(
                 + (f" ({len(done)} done already)" if done else "")
             )
             with progress_bar(f"simulating {cmp.name}", len(tasks)) as on_done:
-                _run_variants(out, tasks, executor, workers, dashboards, on_done)
+                order = {v.name: i for i, v in enumerate(cmp.variants)}  # file order, resumed or not
+                _run_variants(out, tasks, order, executor, workers, dashboards, on_done)
             table = _write_comparison(out, cmp)
     except ClustersimError as err:
         fail(err, file)
@@ -219,9 +220,16 @@ def _save_manifest(out: Path, fingerprint: str, tasks: dict[str, Any]) -> None:
 
 
 def _run_variants(
-    out: Path, tasks: list[Any], executor: Any, workers: int | None, dashboards: bool, on_done: Any
+    out: Path,
+    tasks: list[Any],
+    index: dict[str, int],
+    executor: Any,
+    workers: int | None,
+    dashboards: bool,
+    on_done: Any,
 ) -> None:
-    """Simulate the variants; each run folder is written whole as it finishes, then recorded."""
+    """Simulate the variants; each run folder is written whole as it finishes, then recorded
+    under its position in the file (`index`)."""
     from simulator.io import replace_folder
     from simulator.metrics.store import read_manifest
     from simulator.study import compare as cmpmod
@@ -229,7 +237,6 @@ def _run_variants(
     from simulator.viz.dashboard import PLOTLY_FILE
 
     failed: dict[int, Any] = {}
-    index = {t.variant: i for i, t in enumerate(tasks)}
 
     def _write(i: int, outcome: Any) -> None:
         if outcome.error is not None:

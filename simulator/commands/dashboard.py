@@ -91,6 +91,8 @@ def trace(
     from simulator.viz.chrome_trace import write_chrome_trace
 
     try:
+        if not results.is_dir():
+            raise InputError("results folder not found", file=results)
         if not any((results / f"ops.{ext}").is_file() for ext in ("parquet", "csv")):
             raise InputError(
                 "no ops frame (ops.parquet / ops.csv): not a step-level run folder", file=results

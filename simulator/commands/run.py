@@ -211,7 +211,10 @@ def run(
     scenario: Annotated[Path, typer.Argument(help="Scenario YAML file.")],
     output: Annotated[Path | None, typer.Option("-o", "--output", help="Results folder.")] = None,
     steps: Annotated[int | None, typer.Option(help="Override run.steps.", min=1)] = None,
-    seed: Annotated[int | None, typer.Option(help="Override the scenario's seed.", min=0)] = None,
+    seed: Annotated[
+        int | None,
+        typer.Option(help="Override the scenario's seed.", min=0, max=2**62),  # config.base.MAX_SEED
+    ] = None,
     dashboard: Annotated[bool, typer.Option(help="Write dashboard.html.")] = True,
 ) -> None:
     """Simulate a scenario and write frames, summary.json and dashboard.html."""

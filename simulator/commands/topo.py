@@ -153,11 +153,11 @@ def topo(
 
     target = out / f"{file.stem}.html"
     try:
-        check_writable_folder(out)
-        check_output_file(target, [file])
         g = load_topology(file).graph
         price_spec = load_prices(prices)
         items = estimate_cost(g, price_spec, scope="cluster")
+        check_writable_folder(out)  # once the inputs are read: a bad one leaves no folder behind
+        check_output_file(target, [file])
     except ClustersimError as err:
         fail(err)
     facts = topology_facts(g)

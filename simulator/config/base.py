@@ -93,6 +93,11 @@ def _annotation(model: type[BaseModel], name: str) -> Any:
     return model.model_fields[name].annotation
 
 
+#: The largest seed: the runs of a study use seed, seed + 1, ... (up to 10,000 of them), and
+#: every one must stay a 64-bit integer, as the frames store it.
+MAX_SEED = 2**62
+
+
 class Spec(BaseModel):
     """Base of all input specs: frozen, unknown keys forbidden, numbers strict and finite."""
 

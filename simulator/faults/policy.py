@@ -137,7 +137,10 @@ class _PolicyBase(Spec):
         if self.interval == "fixed" and fixed != 1:
             raise ValueError("interval 'fixed' needs exactly one of interval_s or interval_steps")
         if self.interval != "fixed" and fixed:
-            raise ValueError(f"interval '{self.interval}' is computed; drop interval_s / interval_steps")
+            raise ValueError(
+                f"interval '{self.interval}' is computed; drop the interval length given beside it "
+                "(interval_s, interval_min, interval_h or interval_steps)"
+            )
         return self
 
     def interval_steps_for(self, step_s: float, delta_s: float, mtbf_s: float) -> int | None:

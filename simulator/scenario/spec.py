@@ -19,7 +19,7 @@ from typing import Any, Literal
 
 from pydantic import ConfigDict, Field, field_validator, model_validator
 
-from simulator.config.base import FileRef, Spec
+from simulator.config.base import MAX_SEED, FileRef, Spec
 from simulator.config.loader import Document, check_file_kind, read_document, validate
 from simulator.errors import FieldError, InputError, InputErrors, SimulationError
 from simulator.faults.degradation import DegradationSpec
@@ -187,7 +187,7 @@ class PlacementSpec(Spec):
         "fits), spread (round-robin over leaf groups), random (servers in a seeded order), "
         "explicit (the GPUs listed in `gpus`).",
     )
-    seed: int = Field(0, ge=0, description="Seed of the random policy.")
+    seed: int = Field(0, ge=0, le=MAX_SEED, description="Seed of the random policy.")
     gpus: list[str] = Field(default_factory=list, description="explicit: the GPU of every rank, in order.")
 
     @model_validator(mode="after")
@@ -366,7 +366,7 @@ class ScenarioSpec(Spec):
 
     name: str = Field(description="Scenario name, used for the default results folder.")
     description: str = Field("", description="What this scenario shows.")
-    seed: int = Field(0, ge=0, description="Seed of every random stream in the run.")
+    seed: int = Field(0, ge=0, le=MAX_SEED, description="Seed of every random stream in the run.")
     topology: FileRef = Field(description="Topology file.")
     workload: WorkloadRef | None = Field(
         None,

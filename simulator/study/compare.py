@@ -47,7 +47,7 @@ import pandas as pd
 from pydantic import Field, field_validator
 
 import simulator
-from simulator.config.base import FileRef, Spec
+from simulator.config.base import MAX_SEED, FileRef, Spec
 from simulator.config.loader import Document, Loc, check_file_kind, read_document, validate
 from simulator.errors import ClustersimError, InputError
 from simulator.metrics.run_cost import cost_columns
@@ -62,6 +62,17 @@ from simulator.study.executor import OnDone, run_tasks
 from simulator.study.merge import deep_merge, leaf_paths
 
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._+-]*$"
+
+#: Files a comparison folder holds beside the variants' run folders (`clustersim compare`):
+#: no variant may be named like one (its run folder would take the file's place).
+FOLDER_FILES = (
+    "comparison.csv",
+    "comparison.parquet",
+    "comparison.html",
+    "compare.resolved.yaml",
+    "manifest.json",
+    "plotly.min.js",
+)
 
 # ----------------------------------------------------------------------------- schema
 
@@ -87,7 +98,10 @@ class VariantSpec(Spec):
         description="Variant name (letters, digits, . _ + -); its results folder.",
     )
     description: str = Field("", description="What this variant changes and why.")
-    seed: int | None = Field(None, ge=0, description="Seed of this variant (default: the base scenario's).")
+    seed: int | None = Field(
+        None, ge=0, le=MAX_SEED, description="Seed of this variant (default: the base scenario's)."
+    )
+
     topology: TopologyOverride | None = Field(None, description="Topology file and/or edited topology keys.")
     workload: WorkloadRef | None = Field(
         None, description="Workload (replaces the base's), its file or path relative to the compare file."
@@ -122,6 +136,13 @@ class VariantSpec(Spec):
     @classmethod
     def _one_or_many(cls, v: Any) -> Any:
         return [v] if isinstance(v, dict) else v
+
+    @field_validator("name")
+    @classmethod
+    def _not_a_folder_file(cls, v: str) -> str:
+        if v in FOLDER_FILES:
+            raise ValueError(f"{v!r} is a file of the comparison folder; name the variant otherwise")
+        return v
 
 
 class CostSettings(Spec):

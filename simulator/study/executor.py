@@ -33,7 +33,7 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
-from simulator.errors import ClustersimError
+from simulator.errors import ClustersimError, InputError
 
 log = logging.getLogger(__name__)
 
@@ -289,7 +289,9 @@ def dask_client(executor: Any, max_workers: int | None = None, processes: bool =
         return
     try:
         client = Client(executor, timeout="10s")
-    except (OSError, TimeoutError, ValueError) as exc:
+    except ValueError as exc:  # not an address at all: a bad option value
+        raise InputError(f"--dask {executor!r} is not a scheduler address ({exc})") from None
+    except (OSError, TimeoutError) as exc:
         raise ExecutorError(f"cannot reach the Dask scheduler at {executor!r}: {exc}") from None
     try:
         yield client

@@ -31,7 +31,7 @@ from typing import Any, Literal
 import pandas as pd
 from pydantic import ConfigDict, Field, field_validator, model_validator
 
-from simulator.config.base import Spec
+from simulator.config.base import MAX_SEED, Spec
 from simulator.config.loader import Document, check_file_kind, read_document, validate
 from simulator.errors import FieldError, InputError, InputErrors
 from simulator.faults.checks import job_problems
@@ -102,6 +102,23 @@ class AxisSpec(Spec):
             raise ValueError(problem)
         return v
 
+    @field_validator("values")
+    @classmethod
+    def _each_once(cls, v: list[Any]) -> list[Any]:
+        """Two equal scalar values (`a` and `a`, `10` and `10.0`) would be two variants of one
+        label, pooled by any grouping on the axis."""
+        seen: dict[Any, int] = {}
+        for i, x in enumerate(v):
+            if isinstance(x, str | int | float | bool) or x is None:
+                key = (type(x) is str, x)  # 10 and 10.0 are one number; "10" is text
+                if key in seen:
+                    raise FieldError(
+                        f"values {seen[key]} and {i} are the same value {x!r}; list each value once",
+                        field=str(i),
+                    )
+                seen[key] = i
+        return v
+
 
 #: top-level keys of a study an axis cannot set (a variant would ignore them), and why
 _NOT_SWEPT = {
@@ -133,7 +150,7 @@ class StudySpec(Spec):
     seeds: int = Field(
         8, ge=1, description="Seeds per variant (Monte Carlo runs); variants × seeds at most 10,000."
     )
-    seed: int = Field(0, ge=0, description="First seed; runs use seed, seed+1, ...")
+    seed: int = Field(0, ge=0, le=MAX_SEED, description="First seed; runs use seed, seed+1, ...")
     axes: list[AxisSpec] = Field(default_factory=list, max_length=2, description="Swept parameters (0-2).")
 
     @model_validator(mode="before")

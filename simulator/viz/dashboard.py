@@ -306,8 +306,11 @@ def run_figures(
     if "steps" in frames and not frames["steps"].empty:
         figs.append(breakdown_figure(frames["steps"], groups=groups))
     if "links" in frames and not frames["links"].empty:
-        figs.append(link_utilization_figure(frames["links"]))
-        figs.append(link_heatmap_figure(frames["links"]))
+        steps = frames.get("steps")
+        # time from the run's start, as the step views count it (not from the first traffic)
+        t0 = float(steps["started_at_s"].min()) if steps is not None and not steps.empty else None
+        figs.append(link_utilization_figure(frames["links"], t0_s=t0))
+        figs.append(link_heatmap_figure(frames["links"], t0_s=t0))
     if graph is not None:
         figs.append(_topology_fig(graph, frames))
     figs.extend(failure_figures(frames, summary or {}))

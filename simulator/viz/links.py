@@ -82,14 +82,17 @@ def busiest(links: pd.DataFrame, top: int) -> list[str]:
     return list(top_by(agg, "score", top)["link"][:top])
 
 
-def link_utilization_figure(links: pd.DataFrame, top: int = 8, max_points: int = 2000) -> go.Figure:
-    """Utilization over time of the `top` busiest directed links (step lines)."""
+def link_utilization_figure(
+    links: pd.DataFrame, top: int = 8, max_points: int = 2000, t0_s: float | None = None
+) -> go.Figure:
+    """Utilization over time of the `top` busiest directed links (step lines); time from
+    `t0_s` (the run's start, as the step views count it), else from the first traffic."""
     fig = go.Figure()
     if links.empty:
         fig.update_layout(title="Link utilization (no traffic)")
         return fig
     names = busiest(links, top)
-    t0 = links["started_at_s"].min()
+    t0 = links["started_at_s"].min() if t0_s is None else t0_s
     binned = False
     for name in names:
         xs, ys, b = link_series(links, name, max_points)
@@ -108,7 +111,10 @@ def link_utilization_figure(links: pd.DataFrame, top: int = 8, max_points: int =
     if note:
         title += f"<br><sub>{note}</sub>"
     fig.update_layout(
-        title=title, xaxis_title="time (ms)", yaxis_title="utilization (%)", yaxis_range=[0, 105]
+        title=title,
+        xaxis_title=_time_title(t0_s),
+        yaxis_title="utilization (%)",
+        yaxis_range=[0, 105],
     )
     return with_aggregation_note(fig, note)
 
@@ -148,9 +154,14 @@ def link_heatmap_frame(links: pd.DataFrame, bins: int = 60) -> pd.DataFrame:
     return pd.concat(out, ignore_index=True)[cols]
 
 
-def link_heatmap_figure(links: pd.DataFrame, bins: int = 60) -> go.Figure:
+def _time_title(t0_s: float | None) -> str:
+    return "time since the first traffic (ms)" if t0_s is None else "time since the run's start (ms)"
+
+
+def link_heatmap_figure(links: pd.DataFrame, bins: int = 60, t0_s: float | None = None) -> go.Figure:
     """Heatmap: mean utilization of loaded links by medium and tier, in time bins (an
-    empty figure saying why when there is no traffic, or it all takes no time)."""
+    empty figure saying why when there is no traffic, or it all takes no time); time from
+    `t0_s` (the run's start), else from the first bin."""
     hm = link_heatmap_frame(links, bins)
     if hm.empty:
         why = "no traffic" if links.empty else "all traffic takes no time"
@@ -158,7 +169,7 @@ def link_heatmap_figure(links: pd.DataFrame, bins: int = 60) -> go.Figure:
     piv = hm.pivot(index="group", columns="bin_start_s", values="utilization")
     piv = piv.loc[sorted(piv.index, key=natural_key)]
     n_links = hm.groupby("group")["links"].first()
-    t0 = piv.columns.min()
+    t0 = piv.columns.min() if t0_s is None else t0_s
     fig = go.Figure(
         go.Heatmap(
             z=(piv.to_numpy() * 100).round(4),
@@ -177,7 +188,7 @@ def link_heatmap_figure(links: pd.DataFrame, bins: int = 60) -> go.Figure:
     )
     fig.update_layout(
         title=f"Link utilization by medium and tier<br><sub>{note}</sub>",
-        xaxis_title="time (ms)",
+        xaxis_title=_time_title(t0_s),
         height=max(260, 40 * len(piv.index) + 160),
     )
     return with_aggregation_note(fig, note)

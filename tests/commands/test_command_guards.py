@@ -300,3 +300,32 @@ def test_an_import_larger_than_the_input_limit_says_how_to_run_it(
         f"is {size:,} bytes, over the limit of {limit:,} bytes on input files: "
         f"run it with --max-file-mb {mib}" in " ".join(res.output.split())
     )
+
+
+def test_topo_of_a_missing_file_leaves_no_results_folder(
+    app: typer.Typer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    res = CliRunner().invoke(app, ["topo", "nope.yaml"])
+    assert res.exit_code == 2 and res.output.strip() == "error: nope.yaml: file not found"
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_trace_of_a_missing_folder_says_so(app: typer.Typer, tmp_path: Path) -> None:
+    res = CliRunner().invoke(app, ["trace", str(tmp_path / "nope"), "-o", str(tmp_path / "t.json")])
+    assert res.exit_code == 2
+    assert res.output.strip() == f"error: {tmp_path / 'nope'}: results folder not found"
+
+
+def test_a_dask_address_that_is_not_one_is_a_bad_option(app: typer.Typer, tmp_path: Path) -> None:
+    """Exit 2 (a bad option value), not 1 (a scheduler that cannot be reached)."""
+    compare = SCENARIOS / "compare-oversubscription.yaml"
+    res = CliRunner().invoke(app, ["compare", str(compare), "--dask", "foo bar", "-o", str(tmp_path / "c")])
+    assert res.exit_code == 2, res.output
+    assert "error: --dask 'foo bar' is not a scheduler address (missing port number" in res.output
+
+
+def test_calibrate_check_given_a_scenario_for_its_profile_says_what_the_file_is(app: typer.Typer) -> None:
+    res = CliRunner().invoke(app, ["calibrate", "--check", str(SCENARIOS / "quickstart.yaml"), str(SAMPLE)])
+    assert res.exit_code == 2, res.output
+    assert "quickstart.yaml:3: this is a scenario file, not a calibration profile file" in res.output

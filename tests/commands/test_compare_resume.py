@@ -40,6 +40,8 @@ def test_a_stopped_comparison_keeps_finished_variants_and_resumes_to_the_same_ta
     assert r.exit_code == 0, r.output
     assert "(1 done already)" in r.output
     assert (resumed / "comparison.csv").read_text() == (straight / "comparison.csv").read_text()
+    # each variant under its place in the file, as an uninterrupted run records it
+    assert (resumed / "manifest.json").read_text() == (straight / "manifest.json").read_text()
     for variant in ("ring", "tree", "hier-1step"):
         for frame in ("ops", "steps", "links"):
             got = (resumed / variant / f"{frame}.parquet").read_bytes()

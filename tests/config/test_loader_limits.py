@@ -26,3 +26,24 @@ def test_the_largest_64_bit_number_reads(tmp_path: Path) -> None:
     p = tmp_path / "t.yaml"
     p.write_text(f"seed: {2**63 - 1}\n")
     assert read_document(p).data == {"seed": 2**63 - 1}
+
+
+def test_a_seed_whose_study_runs_would_leave_64_bits_is_refused(tmp_path: Path, app) -> None:
+    """Seeds seed, seed + 1, ... of a run level are stored as 64-bit integers: a seed near
+    2**64 used to be simulated, then crash while writing the frames."""
+    from typer.testing import CliRunner
+
+    from tests.conftest import ROOT
+
+    scenario = ROOT / "scenarios" / "quickstart-failures.yaml"
+    res = CliRunner().invoke(app, ["run", str(scenario), "--seed", str(2**64 - 7), "-o", str(tmp_path / "o")])
+    assert res.exit_code == 2 and "--seed" in res.output and not (tmp_path / "o").exists()
+    text = scenario.read_text()
+    bad = tmp_path / "s.yaml"
+    bad.write_text(
+        "\n".join(ln if not ln.startswith("seed:") else f"seed: {2**62 + 1}" for ln in text.splitlines())
+    )
+    res = CliRunner().invoke(app, ["validate", str(bad)])
+    assert (
+        res.exit_code == 2 and "seed: input should be less than or equal to 4611686018427387904" in res.output
+    )

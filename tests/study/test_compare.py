@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from simulator.errors import InputError
 from simulator.study import compare as C
 from simulator.study.merge import deep_merge
 from tests.conftest import ROOT
@@ -160,3 +161,18 @@ def test_a_comparisons_own_price_table_prices_every_cost_column(tmp_path: Path) 
         assert key not in s, key
     assert s["network_capex_usd"] > 0
     assert "network_usd_per_mtoken" not in C.comparison_table([run]).columns
+
+
+@pytest.mark.parametrize("name", C.FOLDER_FILES)
+def test_a_variant_named_like_a_file_of_the_comparison_folder_is_refused(
+    small_compare: Path, name: str
+) -> None:
+    """Its run folder would take the file's place (plotly.min.js: no page could load plotly),
+    found only after simulating; now refused where the name is written."""
+    small_compare.write_text(small_compare.read_text().replace("- name: tree", f"- name: {name}"))
+    with pytest.raises(InputError) as exc:
+        C.load_comparison(small_compare)
+    assert str(exc.value) == (
+        f"{small_compare}:6: variants.1.name: {name!r} is a file of the comparison folder; "
+        "name the variant otherwise"
+    )

@@ -122,3 +122,12 @@ def test_a_step_scenario_without_storage_is_refused_by_validate_and_sweep_alike(
 
 def _step_line(text: str) -> str:
     return next(ln for ln in text.splitlines() if ln.startswith("step:"))
+
+
+@pytest.mark.parametrize(("values", "shown"), [("[10, 30, 10]", "10"), ("[10, 30, 10.0]", "10.0")])
+def test_an_axis_value_given_twice_is_refused_at_the_second(tmp_path, values, shown):
+    """Two variants of one label would be pooled by any grouping on the axis."""
+    p, lines = _errors(tmp_path, TEXT.replace(INTERVALS, f"values: {values}"))
+    assert lines == [
+        f"{p}:15: axes.0.values.2: values 0 and 2 are the same value {shown}; list each value once"
+    ]

@@ -82,3 +82,17 @@ def test_binned_link_series_of_zero_span_is_finite() -> None:
     xs, ys, binned = link_series(_links([t] * 6, [t] * 6), "l0", max_points=2)
     assert binned
     assert np.isfinite(ys).all() and np.isfinite(xs).all()
+
+
+def test_link_figures_count_time_from_the_run_start_the_step_views_use() -> None:
+    """Traffic from 46 ms of a step that starts at 0: the link charts put it at 46 ms, as
+    the step timeline does (they used to start their axis at the first flow, 0 ms)."""
+    from simulator.viz.links import link_utilization_figure
+
+    links = _links([0.046, 0.062], [0.050, 0.070])
+    line = link_utilization_figure(links, t0_s=0.0)
+    assert min(min(t.x) for t in line.data) == 46.0
+    assert line.layout.xaxis.title.text == "time since the run's start (ms)"
+    heat = link_heatmap_figure(links, bins=4, t0_s=0.0)
+    assert min(heat.data[0].x) == 46.0
+    assert min(min(t.x) for t in link_utilization_figure(links).data) == 0.0  # no start given
