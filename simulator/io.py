@@ -17,6 +17,7 @@ guards against other clustersim processes, not against other programs.
 from __future__ import annotations
 
 import contextlib
+import glob
 import os
 import shutil
 import signal
@@ -413,12 +414,16 @@ class ResultsFolder:
         return self
 
     def recover(self) -> None:
-        """Put back an old folder a killed swap left aside, or drop it when the new one is in."""
+        """Put back an old folder a killed swap left aside, or drop it when the new one is in;
+        drop temporary folders a killed writer left (the lock is held: none is in use)."""
         with signals_blocked():
             if self.aside.is_dir() and not self.folder.exists():
                 os.rename(self.aside, self.folder)
             elif self.aside.exists():
                 shutil.rmtree(self.aside, ignore_errors=True)
+            if self.folder.parent.is_dir():
+                for stale in self.folder.parent.glob(f".{glob.escape(self.folder.name)}.tmp-*"):
+                    shutil.rmtree(stale, ignore_errors=True)
 
     def stage(self) -> Path:
         """An empty temporary folder beside the results folder, to write the new results into."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 import gc
 import logging
 import os
+import signal
 import sys
 
 import typer
@@ -89,6 +90,9 @@ def main() -> None:
     """
     old = gc.get_threshold()
     gc.set_threshold(max(CLI_GC_THRESHOLD, old[0]), old[1], old[2])
+    # Ctrl-C before a command installs its own handler (while a command imports the
+    # simulator) raises `_Stopped`, which typer does not turn into a silent exit 130
+    signal.signal(signal.SIGINT, _stop)
     process_ends_with_command()  # commands may freeze what lives to the end (`freeze_long_lived`)
     try:
         code = app(standalone_mode=False)
@@ -97,9 +101,20 @@ def main() -> None:
         code = 1
     except typer.TyperException as err:  # a bad option or argument: one line, as bad files get
         code = usage_error(err)
+    except (KeyboardInterrupt, _Stopped):  # Ctrl-C outside a command's own handler
+        err_console.print("interrupted (stopped by SIGINT)", markup=False)
+        code = 130
     finally:
         gc.freeze()
     sys.exit(code if isinstance(code, int) else 0)
+
+
+class _Stopped(Exception):
+    """SIGINT outside a command's own handler (`main`)."""
+
+
+def _stop(_signum: int, _frame: object) -> None:
+    raise _Stopped
 
 
 def usage_error(err: typer.TyperException) -> int:

@@ -55,6 +55,14 @@ def run_level(prep: PreparedRun, summary: dict[str, Any], seed: int) -> dict[str
         rows.append({"seed": result.seed, **result.summary})
         notes.update(result.notes)
     runs = pd.DataFrame(rows)
+    stuck = int((runs["goodput"] <= 0).sum()) if "goodput" in runs else 0
+    if stuck:
+        mtbf = float(runs["model_job_mtbf_s"].iloc[0]) if "model_job_mtbf_s" in runs else math.nan
+        notes.add(
+            f"in {stuck} of {len(runs)} seeds the job kept no step: failures came faster than it "
+            f"could restart (modelled job MTBF {mtbf:.3g} s); interruptions and MTTI count only "
+            "the failures that stopped it while it ran, not those during its restarts"
+        )
     agg = aggregate(runs).iloc[0].to_dict()
     for key in ("goodput", "ettr", "interruptions", "lost_work_s", "restart_s", "checkpoint_s", "job_mtti_s"):
         if f"{key}_mean" in agg:

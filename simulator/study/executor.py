@@ -122,7 +122,7 @@ def _serial(fn: Callable[[T], R], tasks: list[T], on_done: OnDone | None) -> lis
 
 
 def _pool(fn: Callable[[T], R], tasks: list[T], workers: int, on_done: OnDone | None) -> list[R]:
-    with ProcessPoolExecutor(max_workers=workers) as pool:
+    with ProcessPoolExecutor(max_workers=workers, initializer=_worker_init) as pool:  # as `_pool_each`
         futures = {pool.submit(fn, t): i for i, t in enumerate(tasks)}
         return _collect(
             as_completed(futures), futures.__getitem__, lambda f: f.exception(), len(tasks), on_done

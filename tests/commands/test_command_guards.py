@@ -329,3 +329,44 @@ def test_calibrate_check_given_a_scenario_for_its_profile_says_what_the_file_is(
     res = CliRunner().invoke(app, ["calibrate", "--check", str(SCENARIOS / "quickstart.yaml"), str(SAMPLE)])
     assert res.exit_code == 2, res.output
     assert "quickstart.yaml:3: this is a scenario file, not a calibration profile file" in res.output
+
+
+def test_ctrl_c_before_a_command_handles_it_is_one_line_exit_130(
+    monkeypatch: pytest.MonkeyPatch, capsys
+) -> None:
+    """SIGINT while a command is still importing the simulator (typer turned it into a silent
+    exit 130) or while the command line itself loads (a traceback): one line, exit 130."""
+    import builtins
+    import signal
+
+    from simulator.commands import app as appmod
+    from simulator.commands import entry as cli
+
+    def stopped(**_: object) -> None:
+        raise appmod._Stopped
+
+    monkeypatch.setattr(appmod, "app", stopped)
+    monkeypatch.setattr(appmod.gc, "freeze", lambda: None)
+    old = signal.getsignal(signal.SIGINT)
+    try:
+        with pytest.raises(SystemExit) as exc:
+            appmod.main()
+    finally:
+        signal.signal(signal.SIGINT, old)
+    assert exc.value.code == 130 and "interrupted (stopped by SIGINT)" in capsys.readouterr().err
+
+    real_import = builtins.__import__
+
+    def interrupted_import(name: str, *args: object, **kw: object) -> object:
+        if name == "simulator.commands.app":
+            raise KeyboardInterrupt
+        return real_import(name, *args, **kw)
+
+    monkeypatch.setattr(builtins, "__import__", interrupted_import)
+    with pytest.raises(SystemExit) as exc:
+        cli.main()
+    assert exc.value.code == 130
+    assert (
+        capsys.readouterr().err
+        == "interrupted (stopped by SIGINT) before the command started; nothing was written\n"
+    )

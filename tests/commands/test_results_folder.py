@@ -166,6 +166,19 @@ def test_a_folder_left_aside_by_a_killed_swap_is_put_back(tmp_path: Path) -> Non
     assert not (tmp_path / ".res.old").exists()
 
 
+def test_temporary_folders_a_killed_writer_left_are_dropped_by_the_next(tmp_path: Path) -> None:
+    """A SIGKILL while the frames were written leaves `.res.tmp-*`; the next writer of the
+    folder (holding its lock) removes it, and only its own folder's."""
+    out = _old_folder(tmp_path)
+    (tmp_path / ".res.tmp-k1ll3d").mkdir()
+    (tmp_path / ".res.tmp-k1ll3d" / "ops.parquet").write_text("partial")
+    (tmp_path / ".other.tmp-k1ll3d").mkdir()
+    with ResultsFolder(out):
+        pass
+    assert not (tmp_path / ".res.tmp-k1ll3d").exists() and (tmp_path / ".other.tmp-k1ll3d").is_dir()
+    assert _contents(out) == {"a.txt": "old a", "summary.json": "old b"}
+
+
 @pytest.mark.parametrize(
     ("target", "message"),
     [

@@ -80,3 +80,32 @@ def test_a_scheduled_failure_after_the_runs_end_is_one_line_at_its_time(tmp_path
         f"error: {path}:6: failures.1.at_h: a failure at 100 h is after the run's end (72 h, "
         "reliability.duration): it would never happen"
     ]
+
+
+def test_a_job_that_never_keeps_a_step_says_why_its_mtti_is_long(tmp_path) -> None:
+    """Failures every 2 s of the job and a 7-minute restart: the job never runs again after
+    its first failure. Its one interruption and an MTTI of the whole run are what the
+    definitions give; a note says so (there was none, and exit 0, before)."""
+    from simulator import api
+    from tests.conftest import ROOT
+
+    scenario = tmp_path / "hopeless.yaml"
+    scenario.write_text(
+        f"""name: hopeless
+seed: 7
+topology: {{file: {ROOT}/topologies/h100-rail-clos-2n.yaml}}
+workload: {{file: {ROOT}/workloads/traces/dp16-gpt1p3b-step.yaml}}
+run: {{steps: 1}}
+failures:
+  - {{kind: exponential, target: gpu, mtbf_h: 0.01, repair_h: 4}}
+policy: {{kind: checkpoint_restart, interval: daly, restart: {{detection_min: 2, queue_min: 5}}}}
+reliability: {{duration_days: 0.05, seeds: 1, checkpoint_gbyte: 18.2, storage_gbyte_per_s: 10}}
+"""
+    )
+    s = api.run(scenario).summary
+    assert s["goodput"] == 0.0
+    assert s["run_level"]["notes"] == [
+        "in 1 of 1 seeds the job kept no step: failures came faster than it could restart (modelled "
+        "job MTBF 2.25 s); interruptions and MTTI count only the failures that stopped it while it ran, "
+        "not those during its restarts"
+    ]

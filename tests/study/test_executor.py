@@ -157,3 +157,18 @@ def test_describe_names_the_executor_the_tasks_will_run_on() -> None:
     assert describe("pool", n_tasks=1) == "this process (one worker)"
     assert describe("pool", n_tasks=5, max_workers=2) == "a local process pool (2 workers)"
     assert describe("serial", n_tasks=5) == "this process (serial)"
+
+
+def sigint_handler(_: int) -> str:
+    import signal
+
+    return str(signal.getsignal(signal.SIGINT))
+
+
+def test_pool_workers_of_run_tasks_leave_ctrl_c_to_the_parent_and_watch_for_it() -> None:
+    """The workers of `run_tasks` (a study's step-time phase) start as `for_each_task`'s do:
+    SIGINT ignored, and a thread that ends them once the parent is gone (a parent killed
+    with SIGKILL left them idle for good)."""
+    import signal
+
+    assert run_tasks(sigint_handler, [0, 1], "pool", max_workers=2) == [str(signal.SIG_IGN)] * 2
