@@ -139,6 +139,7 @@ def test_committed_profiles_load_and_match_the_samples(samples: Path, name: str)
         assert read_benchmark(samples / src.file)[0].sha256 == src.sha256
 
 
+@pytest.mark.slow  # 12 CPU s of joint fits: outside the default suite's 3-minute budget
 def test_make_profiles_rebuilds_every_committed_profile(tmp_path: Path) -> None:
     """`make profiles` (`python -m simulator.calibration.build`) run into another folder: from
     the shipped samples it writes every committed profile again, with the same sources and
