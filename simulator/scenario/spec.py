@@ -411,6 +411,13 @@ class ScenarioSpec(Spec):
     def _one_path_component(cls, v: str) -> str:
         return check_name(v)
 
+    @field_validator("jobs", mode="before")
+    @classmethod
+    def _some_jobs(cls, v: Any) -> Any:
+        if isinstance(v, list) and not v:
+            raise ValueError("the list of jobs is empty; give at least one job (or a `workload`)")
+        return v
+
     @model_validator(mode="after")
     def _workload_or_jobs(self) -> ScenarioSpec:
         given = [

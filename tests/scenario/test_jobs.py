@@ -170,3 +170,22 @@ def test_a_placement_that_splits_a_tp_group_is_an_error(tmp_path: Path) -> None:
         "tp.yaml:4: jobs.0.placement: job 'a': the placement splits the tensor-parallel group of ranks 0..1"
         in (_error(path))
     )
+
+
+def test_an_empty_list_of_jobs_says_so(tmp_path) -> None:
+    """It used to say that `workload` is missing."""
+    from typer.testing import CliRunner
+
+    from simulator.commands.app import app
+    from tests.conftest import ROOT
+
+    p = tmp_path / "s.yaml"
+    p.write_text(
+        f"name: x\nseed: 1\ntopology: {{file: {ROOT}/topologies/h100-rail-clos-2n.yaml}}\njobs: []\n"
+    )
+    res = CliRunner().invoke(app, ["validate", str(p)])
+    assert res.exit_code == 2
+    assert (
+        res.output.strip()
+        == f"error: {p}:4: jobs: the list of jobs is empty; give at least one job (or a `workload`)"
+    )

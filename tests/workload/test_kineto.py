@@ -338,3 +338,19 @@ def test_a_collective_one_profiled_member_never_runs_is_refused(tmp_path):
 
     with pytest.raises(InputError, match=r"runs \d+ collectives of group \[0, 1, 2, 3\], another member \d+"):
         import_kineto(_write(tmp_path, drop_first_nccl), step=1)
+
+
+def test_ranks_whose_first_steps_differ_need_a_step(tmp_path):
+    """Rank 0's first step is #1, the others' #2 (their #1 was not profiled): without
+    --step, step 1 of one rank used to be paired with step 2 of the others."""
+
+    def drop_step_1(data):
+        if data["distributedInfo"]["rank"] != 0:
+            data["traceEvents"] = [e for e in data["traceEvents"] if e.get("name") != "ProfilerStep#1"]
+
+    paths = _write(tmp_path, drop_step_1)
+    with pytest.raises(
+        InputError, match=r"its first profiled step is ProfilerStep#2, that of rank0.json ProfilerStep#1"
+    ):
+        import_kineto(paths)
+    assert import_kineto(paths, step=2).step == 2

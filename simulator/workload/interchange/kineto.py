@@ -546,6 +546,14 @@ def import_kineto(
                 f"rank {rank} is also the rank of {traces[rank].path}; expected one file per rank", file=p
             )
         traces[rank] = rt
+    first = {rt.step: rt for rt in traces.values() if rt.step is not None}
+    if step is None and len(first) > 1:  # each file's first step differs: pairs of other steps
+        a, b = (first[k] for k in sorted(first)[:2])
+        raise InputError(
+            f"its first profiled step is ProfilerStep#{b.step}, that of {a.path.name} ProfilerStep#{a.step}; "
+            "give --step N to take the same step of every rank",
+            file=b.path,
+        )
     n = max(max(traces) + 1, *(int(rt.info.get("world_size", 0)) for rt in traces.values()))
     if n * dp_replicas > MAX_RANKS:
         raise InputError(
