@@ -95,7 +95,7 @@ def sweep(
             check_study_step(study, file)
         n_seeds = seeds or study.spec.seeds
         n_runs = len(study.variants) * n_seeds
-        with stop_signals_raise(), open_store(out, study, n_seeds, resume) as (store, done):
+        with stop_signals_raise(), open_store(out, study, n_seeds, resume, kept) as (store, done):
             where = "this process" if serial else "dask " + dask if dask else "a local process pool"
             say(
                 f"study {study.spec.name}: {len(study.variants)} variant(s) x {n_seeds} seed(s) = "

@@ -53,10 +53,13 @@ STUDY_FILES = (
 )
 
 
-def fingerprint(study: Study, seeds: int) -> str:
-    """What makes two runs of a study the same study: its validated spec and seeds per variant."""
+def fingerprint(study: Study, seeds: int, frames: tuple[str, ...] = STORE_FRAMES) -> str:
+    """What makes two runs of a study the same study: its validated spec, seeds per variant
+    and the frames kept per run (a resumed folder must hold them for every run)."""
     spec = study.spec.model_dump(mode="json")
-    text = json.dumps({"study": spec, "seeds": seeds, "version": __version__}, sort_keys=True)
+    chosen = [f for f in STORE_FRAMES if f in frames]  # in the store's order, whatever was given
+    kept = {} if chosen == list(STORE_FRAMES) else {"frames": chosen}
+    text = json.dumps({"study": spec, "seeds": seeds, "version": __version__, **kept}, sort_keys=True)
     return hashlib.sha256(text.encode()).hexdigest()
 
 
@@ -97,8 +100,8 @@ class StudyStore:
         if manifest is not None:
             if manifest.get("fingerprint") != self.fingerprint:
                 raise InputError(
-                    "this folder holds a different study (or other seeds); run without --resume to "
-                    "replace it",
+                    "this folder holds a different study (or other seeds, or other --frames); run "
+                    "without --resume to replace it",
                     file=self.folder / MANIFEST,
                 )
             self.tasks = {
@@ -146,7 +149,9 @@ class StudyStore:
 
 
 @contextmanager
-def open_store(folder: Path, study: Study, seeds: int, resume: bool) -> Iterator[tuple[StudyStore, set[str]]]:
+def open_store(
+    folder: Path, study: Study, seeds: int, resume: bool, frames: tuple[str, ...] = STORE_FRAMES
+) -> Iterator[tuple[StudyStore, set[str]]]:
     """Lock a study folder and open its store: (store, keys already done).
 
     Raises:
@@ -156,7 +161,7 @@ def open_store(folder: Path, study: Study, seeds: int, resume: bool) -> Iterator
     if problem := runs_problem(len(study.variants), seeds):
         raise InputError(problem, field="seeds")
     with folder_lock(folder):
-        store = StudyStore(folder, fingerprint(study, seeds), [a.column for a in study.spec.axes])
+        store = StudyStore(folder, fingerprint(study, seeds, frames), [a.column for a in study.spec.axes])
         yield store, store.open(resume)
 
 

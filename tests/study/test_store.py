@@ -66,6 +66,24 @@ def test_resume_refuses_another_study_and_an_empty_folder(tmp_path: Path) -> Non
     assert "holds a different study" in r.output and len(r.output.strip().splitlines()) == 1
 
 
+def test_resume_with_other_frames_is_refused(tmp_path: Path) -> None:
+    """A folder stopped while keeping only `runs`, resumed keeping every frame: the finished
+    runs have no incidents or segments, so the resume is refused (it used to report every
+    run done, and `query` then found no incidents table)."""
+    out = tmp_path / "s"
+    study = load_study(STUDY)
+    with (
+        pytest.raises(Interrupted),
+        open_store(out, study, 1, resume=False, frames=("runs",)) as (store, done),
+    ):
+        run_into_store(store, study, 1, done, "serial", on_done=_stop_after(1), frames=("runs",))
+    r = _sweep(out, "--resume")
+    assert r.exit_code == 2, r.output
+    assert "holds a different study (or other seeds, or other --frames)" in r.output
+    r = _sweep(out, "--resume", "--frames", "runs")
+    assert r.exit_code == 0, r.output
+
+
 def test_query_reads_the_dataset_of_a_stopped_study(tmp_path: Path) -> None:
     out = tmp_path / "s"
     study = load_study(STUDY)
