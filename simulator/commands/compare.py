@@ -164,7 +164,7 @@ def compare(
             problem = foreign_study_problem(out, "compare")  # before the manifest is written
             if problem is not None:
                 raise InputError(problem)
-            done = _open_manifest(out, cmpmod.compare_fingerprint(cmp, steps), resume)
+            done = _open_manifest(out, cmpmod.compare_fingerprint(cmp, steps, dashboards), resume)
             tasks = cmpmod.variant_tasks(cmp, steps, skip=done)
             for task in tasks:  # each variant's run folder is replaced whole when it is done
                 problem = foreign_folder_problem(out / task.variant)
@@ -199,7 +199,8 @@ def _open_manifest(out: Path, fingerprint: str, resume: bool) -> set[str]:
         raise InputError("nothing to resume: no manifest.json in this folder", file=out)
     if manifest is not None and manifest.get("fingerprint") != fingerprint:
         raise InputError(
-            "this folder holds a different comparison (or --steps); run without --resume to replace it",
+            "this folder holds a different comparison (or --steps, or --no-dashboards); run without "
+            "--resume to replace it",
             file=out / MANIFEST,
         )
     tasks = {

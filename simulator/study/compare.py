@@ -442,15 +442,16 @@ def simulate_variant(task: VariantTask) -> VariantOutcome:
     return VariantOutcome(task.variant, result=result)
 
 
-def compare_fingerprint(cmp: Comparison, steps: int | None) -> str:
+def compare_fingerprint(cmp: Comparison, steps: int | None, dashboards: bool = True) -> str:
     """What makes two runs of a comparison the same: the compare file, every variant's merged
-    scenario and topology edits, the steps override and the version (the contents of the
-    files they reference are not included)."""
+    scenario and topology edits, the steps override, whether the variants have dashboards
+    and the version (the contents of the files they reference are not included)."""
     data = {
         "compare": cmp.doc.data,
         "variants": [[v.name, v.scenario_data, v.topology_params] for v in cmp.variants],
         "steps": steps,
         "version": simulator.__version__,
+        **({} if dashboards else {"dashboards": False}),  # the default keeps its old fingerprint
     }
     text = json.dumps(data, sort_keys=True, default=str)
     return hashlib.sha256(text.encode()).hexdigest()

@@ -58,3 +58,27 @@ def test_resume_of_another_comparison_is_refused(small_compare: Path, tmp_path: 
     assert "holds a different comparison" in r.output and len(r.output.strip().splitlines()) == 1
     r = _run(str(small_compare), "-o", str(tmp_path / "empty"), "--resume")
     assert r.exit_code == 2 and "nothing to resume" in r.output
+
+
+def test_resume_with_other_dashboards_is_refused(
+    small_compare: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Stopped with --no-dashboards and resumed without it, the finished variants would have
+    no dashboard while the new ones had one (it resumed without a word)."""
+    out = tmp_path / "c"
+    simulate = cmpmod.simulate_variant
+
+    def stop_at_the_second(task: cmpmod.VariantTask) -> cmpmod.VariantOutcome:
+        if task.variant == "tree":
+            raise Interrupted(15)
+        return simulate(task)
+
+    monkeypatch.setattr(cmpmod, "simulate_variant", stop_at_the_second)
+    assert _run(str(small_compare), "-o", str(out)).exit_code == 128 + 15  # (_run: --no-dashboards)
+    monkeypatch.setattr(cmpmod, "simulate_variant", simulate)
+    r = CliRunner().invoke(
+        app, ["compare", str(small_compare), "-o", str(out), "--serial", "--steps", "1", "--resume"]
+    )
+    assert r.exit_code == 2 and "(or --steps, or --no-dashboards)" in r.output, r.output
+    r = _run(str(small_compare), "-o", str(out), "--resume")
+    assert r.exit_code == 0 and "(1 done already)" in r.output, r.output
