@@ -306,7 +306,10 @@ def test_members_disagreeing_on_a_collective_name_the_node(tmp_path):
     write_et(folder / "et.1.et", pb.GlobalMetadata(version="0.0.4"), nodes)
     res = CliRunner().invoke(app, ["import", "chakra", str(folder), "-o", str(tmp_path / "t.yaml")])
     assert res.exit_code == 2
-    assert "et.1.et: node 11: collective #0 of group [0, 1] is all_reduce of 8192 bytes here" in res.output
+    assert (
+        "et.1.et: node 11: collective #0 of group [0, 1] (process group 7) is all_reduce of 8192 bytes here"
+        in res.output
+    )
 
 
 def test_a_rank_not_simulated_exports_an_empty_file_and_joins_its_collectives(tmp_path):
@@ -410,3 +413,33 @@ def test_an_error_in_the_translated_trace_names_the_imported_folder_and_op(tmp_p
         res.output
     )
     assert str(out) not in lines[0] and not out.exists()
+
+
+def _two_communicators(folder: Path) -> None:
+    """Ranks 0 and 1 over two process groups of the same ranks: rank 0 calls A (pg a, 100 B)
+    then B (pg b, 200 MB), rank 1 the other way round."""
+    folder.mkdir()
+    (folder / "comm_group.json").write_text('{"a": [0, 1], "b": [0, 1]}')
+    for rank in (0, 1):
+        calls = [("A", "a", 100), ("B", "b", 200_000_000)]
+        nodes = []
+        for i, (name, pg, size) in enumerate(calls if rank == 0 else calls[::-1]):
+            node = pb.Node(id=i + 1, name=name, type=pb.COMM_COLL_NODE)
+            node.attr.extend(
+                [
+                    make_attr("comm_type", pb.ALL_REDUCE),
+                    make_attr("comm_size", size),
+                    make_attr("pg_name", pg),
+                ]
+            )
+            nodes.append(node)
+        write_et(folder / f"et.{rank}.et", pb.GlobalMetadata(version="0.0.4"), nodes)
+
+
+def test_collectives_match_per_process_group_not_per_rank_set(tmp_path):
+    """Separate communicators keep separate orders: A and B issued in crossed order on two
+    process groups over the same ranks is a legal trace (it was refused as a size mismatch)."""
+    _two_communicators(tmp_path / "et")
+    prog = program_from_dict(import_chakra(tmp_path / "et").data, tmp_path / "t.yaml", ["a", "b"])
+    sizes = sorted(o.size_bytes for o in prog.ops if o.kind == "collective")
+    assert sizes == [100.0, 200_000_000.0]

@@ -355,10 +355,14 @@ def _acyclic(r: _Reader, rank: int) -> bool:
 
 
 def _match_collectives(r: _Reader, converted: dict, order: dict) -> tuple[dict[Any, Any], dict[Any, RankOp]]:
-    """One RankOp per op; the k-th collective of a group on each member becomes one op."""
+    """One RankOp per op; the k-th collective of a communicator on each member becomes one op.
+
+    A communicator is a group of ranks and, when the node names one, its process group
+    (`pg_name`): two process groups over the same ranks keep their own order, as NCCL's
+    communicators do, so calls issued in another order on each of them still match."""
     ops: dict[Any, RankOp] = {}
     alias: dict[Any, Any] = {}
-    seq: dict[tuple[tuple[int, ...], int], int] = {}
+    seq: dict[tuple[tuple[tuple[int, ...], str | None], int], int] = {}
     for rank, keys in r.by_rank.items():
         for key in sorted(keys, key=lambda k: order[(rank, k)]):
             kind, fields = converted[key]
@@ -367,8 +371,9 @@ def _match_collectives(r: _Reader, converted: dict, order: dict) -> tuple[dict[A
                 ops[key] = RankOp(key, kind, node.msg.name, (rank,), fields)
                 continue
             group = r.group_of(node)
-            k = seq[(group, rank)] = seq.get((group, rank), -1) + 1
-            ckey = ("coll", group, k)
+            comm = (group, str(node.attrs["pg_name"]) if "pg_name" in node.attrs else None)
+            k = seq[(comm, rank)] = seq.get((comm, rank), -1) + 1
+            ckey = ("coll", *comm, k)
             alias[key] = ckey
             mirrors = node.attrs.get("clustersim.mirrors")
             if ckey not in ops:
@@ -384,24 +389,29 @@ def _match_collectives(r: _Reader, converted: dict, order: dict) -> tuple[dict[A
             mine = (fields["collective"], fields["size_bytes"])
             if (first["collective"], first["size_bytes"]) != mine:
                 raise InputError(
-                    f"node {node.msg.id}: collective #{k} of group {list(group)} is {mine[0]} of {mine[1]:g} "
+                    f"node {node.msg.id}: collective #{k} of {_comm_text(comm)} is {mine[0]} of {mine[1]:g} "
                     f"bytes here but {first['collective']} of {first['size_bytes']:g} bytes on another "
                     "member; expected the same collective on every member",
                     file=node.path,
                 )
-    most: dict[tuple[int, ...], int] = {}
-    for (group, _), c in seq.items():
-        most[group] = max(most.get(group, c), c)
-    for group, c in most.items():
-        for rank in group:
+    most: dict[tuple[tuple[int, ...], str | None], int] = {}
+    for (comm, _), c in seq.items():
+        most[comm] = max(most.get(comm, c), c)
+    for comm, c in most.items():
+        for rank in comm[0]:
             # a rank with an empty file is not simulated (a generated program's mirrored rank)
-            if r.by_rank[rank] and seq.get((group, rank), -1) != c:
+            if r.by_rank[rank] and seq.get((comm, rank), -1) != c:
                 raise InputError(
-                    f"rank {rank} runs {seq.get((group, rank), -1) + 1} collectives of group {list(group)}, "
+                    f"rank {rank} runs {seq.get((comm, rank), -1) + 1} collectives of {_comm_text(comm)}, "
                     f"another member {c + 1}; expected the same number on every member",
                     file=r.paths[rank],
                 )
     return alias, ops
+
+
+def _comm_text(comm: tuple[tuple[int, ...], str | None]) -> str:
+    group, pg = comm
+    return f"group {list(group)}" + (f" (process group {pg})" if pg is not None else "")
 
 
 def _pair_tags(r: _Reader, converted: dict, order: dict) -> None:
