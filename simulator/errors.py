@@ -17,6 +17,13 @@ class ClustersimError(Exception):
     exit_code = 1
 
 
+def shown(value: object, limit: int = 40) -> str:
+    """`repr(value)` for a message, cut to `limit` characters (a 400-digit number, a long
+    text): the first `limit - 3` and "..."."""
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
 class InputError(ClustersimError):
     """A problem in an input file: `file:line: field.path: message`.
 

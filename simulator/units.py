@@ -23,7 +23,7 @@ import numbers
 from collections.abc import Mapping
 from typing import Any
 
-from simulator.errors import FieldError
+from simulator.errors import FieldError, shown
 
 
 @dataclasses.dataclass(frozen=True)
@@ -133,7 +133,7 @@ def _scaled(key: str, value: Any, factor: float, allow_text: bool) -> Any:
         try:
             return float(value) * factor
         except OverflowError:
-            raise UnitsError(f"must be a finite number, found {str(value)[:20]}...", field=key) from None
+            raise UnitsError(f"must be a finite number, found {shown(value)}", field=key) from None
     if allow_text and isinstance(value, str):
         try:
             return float(value) * factor

@@ -62,8 +62,9 @@ class ProfileTuning:
         self.stretched: dict[tuple[str, int, int], str] = {}
         #: collective kind -> the profile whose fitted physical parameters priced it
         self.by_params: dict[str, str] = {}
-        #: profiles whose parameters were fitted on another GPU than the run's: (name, theirs, the run's)
-        self.other_gpu: list[tuple[str, str, str]] = []
+        #: profiles whose parameters were fitted on another GPU than the run's: name -> (theirs,
+        #: the run's); once each, however many step simulations ask for the parameters
+        self.other_gpu: dict[str, tuple[str, str]] = {}
 
     def tune(
         self, kind: str, n_ranks: int, n_nodes: int, size_bytes: float, model_busbw_bytes_per_s: float
@@ -121,7 +122,7 @@ class ProfileTuning:
         out += [
             f"{name}: collective_params were fitted on {theirs} tables; this run's GPU is {mine}, "
             "and they are applied to it as they are"
-            for name, theirs, mine in self.other_gpu
+            for name, (theirs, mine) in sorted(self.other_gpu.items())
         ]
         out += [
             f"{name}: collective_params {k} ended on its physical bound {b:g} when fitted (clamped)"
@@ -155,7 +156,7 @@ def fitted_collective_params(tuning: object, cluster: Cluster) -> CollectivePara
         if profile.collective_params is not None:
             theirs = profile.collective_params.gpu
             if theirs is not None and theirs != cluster.gpu.name:
-                tuning.other_gpu.append((name, theirs, cluster.gpu.name))
+                tuning.other_gpu[name] = (theirs, cluster.gpu.name)
             base = default_params(cluster.gpu.name, cluster.topo.nic)
             return with_fitted(base, profile.collective_params.values)
     return None

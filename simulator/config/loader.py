@@ -30,7 +30,7 @@ from yaml.reader import Reader
 from yaml.resolver import Resolver
 from yaml.scanner import Scanner
 
-from simulator.errors import FieldError, InputError, InputErrors
+from simulator.errors import FieldError, InputError, InputErrors, shown
 from simulator.units import HUMAN_UNITS, physical_limit_error, split_si
 
 M = TypeVar("M", bound=BaseModel)
@@ -281,9 +281,8 @@ def _construct(loader: _LineLoader, node: yaml.Node, path: Loc, lines: dict[Loc,
         return items
     value = loader.construct_object(node, deep=True)
     if type(value) is int and not -MAX_INT <= value <= MAX_INT:
-        shown = str(value) if len(str(value)) <= 24 else f"{str(value)[:20]}... ({len(str(value))} digits)"
         raise InputError(
-            f"{shown} is too large; expected a whole number of at most 2**63 - 1",
+            f"{shown(value)} is too large; expected a whole number of at most 2**63 - 1",
             line=lines[path],
             field=".".join(str(p) for p in path) or None,
         )

@@ -36,7 +36,7 @@ from pathlib import Path
 import numpy as np
 
 from simulator.config.loader import MAX_INT, read_text
-from simulator.errors import InputError
+from simulator.errors import InputError, shown
 from simulator.streams import stream
 
 FORMAT = "clustersim-jobs/1"
@@ -71,13 +71,9 @@ def _number(text: str, path: Path, line: int, col: str, kind: type) -> float:
         ) from None
     if (kind is int and v > MAX_INT) or not math.isfinite(v) or v < 0:
         raise InputError(
-            f"must be a finite number >= 0, found {_shown(text)}", file=path, line=line, field=col
+            f"must be a finite number >= 0, found {shown(text)}", file=path, line=line, field=col
         )
     return v
-
-
-def _shown(text: str) -> str:
-    return repr(text) if len(text) <= 24 else f"{text[:20]!r}... ({len(text)} characters)"
 
 
 def _priority(text: str, path: Path, line: int) -> int:
@@ -88,11 +84,11 @@ def _priority(text: str, path: Path, line: int) -> int:
         value = int(text)
     except ValueError:
         raise InputError(
-            f"expected an integer, found {_shown(text)}", file=path, line=line, field="priority"
+            f"expected an integer, found {shown(text)}", file=path, line=line, field="priority"
         ) from None
     if not -MAX_INT <= value <= MAX_INT:
         raise InputError(
-            f"expected an integer of at most 2**63 - 1, found {_shown(text)}",
+            f"expected an integer of at most 2**63 - 1, found {shown(text)}",
             file=path,
             line=line,
             field="priority",

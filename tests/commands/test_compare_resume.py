@@ -13,6 +13,20 @@ from simulator.io import Interrupted
 from simulator.study import compare as cmpmod
 
 
+def _stop_at_the_second(monkeypatch: pytest.MonkeyPatch):
+    """Make the comparison stop (SIGTERM) when it reaches its second variant, `tree`; the
+    real `simulate_variant`, to put back."""
+    simulate = cmpmod.simulate_variant
+
+    def stop_at_the_second(task: cmpmod.VariantTask) -> cmpmod.VariantOutcome:
+        if task.variant == "tree":
+            raise Interrupted(15)
+        return simulate(task)
+
+    monkeypatch.setattr(cmpmod, "simulate_variant", stop_at_the_second)
+    return simulate
+
+
 def _run(*args: str):
     return CliRunner().invoke(app, ["compare", *args, "--serial", "--steps", "1", "--no-dashboards"])
 
@@ -22,14 +36,7 @@ def test_a_stopped_comparison_keeps_finished_variants_and_resumes_to_the_same_ta
 ) -> None:
     straight, resumed = tmp_path / "straight", tmp_path / "resumed"
     assert _run(str(small_compare), "-o", str(straight)).exit_code == 0
-    simulate = cmpmod.simulate_variant
-
-    def stop_at_the_second(task: cmpmod.VariantTask) -> cmpmod.VariantOutcome:
-        if task.variant == "tree":
-            raise Interrupted(15)
-        return simulate(task)
-
-    monkeypatch.setattr(cmpmod, "simulate_variant", stop_at_the_second)
+    simulate = _stop_at_the_second(monkeypatch)
     r = _run(str(small_compare), "-o", str(resumed))
     assert r.exit_code == 128 + 15, r.output
     assert "continue with --resume" in r.output
@@ -66,14 +73,7 @@ def test_resume_with_other_dashboards_is_refused(
     """Stopped with --no-dashboards and resumed without it, the finished variants would have
     no dashboard while the new ones had one (it resumed without a word)."""
     out = tmp_path / "c"
-    simulate = cmpmod.simulate_variant
-
-    def stop_at_the_second(task: cmpmod.VariantTask) -> cmpmod.VariantOutcome:
-        if task.variant == "tree":
-            raise Interrupted(15)
-        return simulate(task)
-
-    monkeypatch.setattr(cmpmod, "simulate_variant", stop_at_the_second)
+    simulate = _stop_at_the_second(monkeypatch)
     assert _run(str(small_compare), "-o", str(out)).exit_code == 128 + 15  # (_run: --no-dashboards)
     monkeypatch.setattr(cmpmod, "simulate_variant", simulate)
     r = CliRunner().invoke(

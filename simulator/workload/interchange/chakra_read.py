@@ -38,7 +38,7 @@ from typing import Any
 
 import networkx as nx
 
-from simulator.errors import InputError
+from simulator.errors import InputError, shown
 from simulator.workload.interchange import chakra_et_pb2 as pb
 from simulator.workload.interchange.chakra_io import attrs_of, rank_files, read_et
 from simulator.workload.interchange.tracebuild import RankOp, topo_rank_order, trace_dict
@@ -242,9 +242,8 @@ def _number(node: _Node, key: str, value: Any, whole: bool = False) -> float:
         x = math.nan
     if not math.isfinite(x) or x < 0 or (whole and not x.is_integer()):
         what = "a whole number" if whole else "a number"
-        shown = repr(value) if len(repr(value)) <= 40 else repr(value)[:37] + "..."
         raise InputError(
-            f"node {node.msg.id}: {key}: expected {what} of at least 0, found {shown}", file=node.path
+            f"node {node.msg.id}: {key}: expected {what} of at least 0, found {shown(value)}", file=node.path
         )
     return x
 

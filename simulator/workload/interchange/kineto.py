@@ -62,7 +62,7 @@ from pathlib import Path
 from typing import Any
 
 from simulator.config.loader import check_regular_file
-from simulator.errors import InputError
+from simulator.errors import InputError, shown
 from simulator.workload.interchange.tracebuild import RankOp, replicate_data_parallel, trace_dict
 from simulator.workload.program import HOST_STREAM
 
@@ -136,8 +136,7 @@ def _number(
             raise ValueError
         x = float(value)
     except (ValueError, OverflowError):  # an integer too large for a float overflows
-        shown = repr(value) if len(repr(value)) <= 40 else repr(value)[:37] + "..."
-        raise InputError(f"expected {what}, found {shown}", file=path, field=where) from None
+        raise InputError(f"expected {what}, found {shown(value)}", file=path, field=where) from None
     if not math.isfinite(x) or (whole and not x.is_integer()) or (at_least is not None and x < at_least):
         raise InputError(f"expected {what}, found {value!r}", file=path, field=where)
     return x
@@ -402,7 +401,7 @@ class _Collector:
                 mine, most = by_rank.get(rank, 0), max(by_rank.values())
                 if mine != most:
                     raise InputError(
-                        f"rank {rank} runs {mine} collectives of group {_shown(group)}, another member "
+                        f"rank {rank} runs {mine} collectives of group {_group_text(group)}, another member "
                         f"{most}; expected the same number on every profiled member",
                         file=self.traces[rank].path,
                     )
@@ -444,7 +443,7 @@ class _Collector:
         return key
 
 
-def _shown(group: tuple[int, ...]) -> str:
+def _group_text(group: tuple[int, ...]) -> str:
     """A group's ranks as text: listed when few, else their first and last."""
     return str(list(group)) if len(group) <= 8 else f"[{group[0]}..{group[-1]}] ({len(group)} ranks)"
 
