@@ -26,6 +26,9 @@ ROOT = Path(__file__).resolve().parents[2]
     [
         ("010", 10),
         ("-010", -10),
+        ("._", "._"),  # no digit: text (it was a float of "." and a ValueError traceback)
+        ("._1", "._1"),
+        (".5_0", 0.5),
         ("1_000", 1000),
         ("0o17", 15),
         ("0x0A", 10),
