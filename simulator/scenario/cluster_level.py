@@ -124,6 +124,17 @@ def _interval_s(prep: PreparedRun, gpus: int, step_s: float, rate_per_gpu_s: flo
     return daly_interval_s(delta, mtbf)
 
 
+def _goodput(table: pd.DataFrame) -> float:
+    """GPU-time of work done / GPU-time allocated over all jobs (NaN if none was allocated).
+
+    Each job weighs by its GPUs, as `gpu_utilization` and `lost_work_gpu_h` do: an hour
+    of an 8-GPU job counts an eighth of an hour of a 64-GPU job (a plain ratio of job
+    seconds counted them alike, so small jobs' overheads outweighed large jobs' losses).
+    """
+    allocated = float((table["allocated_s"] * table["gpus"]).sum())
+    return float((table["work_done_s"] * table["gpus"]).sum()) / allocated if allocated > 0 else math.nan
+
+
 def run_cluster(prep: PreparedRun, seed: int) -> tuple[dict[str, pd.DataFrame], dict[str, Any]]:
     """Run the cluster for `reliability.duration`; its frames (`cluster_jobs`, `occupancy`,
     `cluster_incidents`) and summary."""
@@ -184,9 +195,7 @@ def run_cluster(prep: PreparedRun, seed: int) -> tuple[dict[str, pd.DataFrame], 
         "jobs_never_started": int(table["queueing_delay_s"].isna().sum()),
         "mean_jct_s": float(done["jct_s"].mean()) if len(done) else math.nan,
         "median_jct_s": float(done["jct_s"].median()) if len(done) else math.nan,
-        "goodput": float(table["work_done_s"].sum() / table["allocated_s"].sum())
-        if table["allocated_s"].sum() > 0
-        else math.nan,
+        "goodput": _goodput(table),
         "lost_work_gpu_h": float((table["lost_work_s"] * table["gpus"]).sum() / 3600.0),
         "jobs_spanning_leaf_groups": int((table["leaf_groups"] > 1).sum()),
         "wall_time_s": time.perf_counter() - wall0,
