@@ -91,7 +91,7 @@ class SummaryRow(NamedTuple):
     figure: str
     value: str  # as shown
     key: str  # where it is in summary.json ("" for a note)
-    si_value: Any  # the number in summary.json (SI units, fractions 0-1)
+    si_value: Any  # the number in summary.json (SI units but for the few named in `unit`: TFLOP/s, GPU-h)
     unit: str
 
 

@@ -86,6 +86,11 @@ def _fmt(v: Any, unit: str = "") -> str:
     return html.escape(str(v))
 
 
+def _count(n: Any, noun: str) -> str:
+    """`n noun` with the noun in the plural unless `n` is 1 ("1 step", "3 steps", "? steps")."""
+    return f"{n} {noun}" if n == 1 else f"{'?' if n is None else n} {noun}s"
+
+
 def _figure_div(fig: go.Figure, i: int) -> str:
     return pio.to_html(
         fig,
@@ -354,7 +359,7 @@ def run_dashboard_html(
             f"topology {summary.get('topology', '?')}, {summary.get('gpus_in_job', '?')} GPUs in the job, "
             f"{summary.get('simulated_ranks', '?')} simulated ranks, "
             f"{summary.get('fidelity', '?')} fidelity, "
-            f"{summary.get('steps', '?')} steps, seed {summary.get('seed', '?')}, "
+            f"{_count(summary.get('steps'), 'step')}, seed {summary.get('seed', '?')}, "
             f"clustersim {summary.get('version', '?')}."
         )
     ]

@@ -321,10 +321,12 @@ class ModelSpec(Spec):
         return active
 
     def matmul_params(self) -> int:
-        """Active parameters that take part in a matmul per token (for 6·N MFU).
+        """The N of 6·N model FLOPs per token (MFU): active parameters but the lookups.
 
         Active parameters minus the input embedding and position tables (lookups, not
-        matmuls); a tied embedding counts once, as the output projection.
+        matmuls); a tied embedding counts once, as the output projection. Norm weights
+        and biases stay in, as PaLM's N (all non-embedding parameters) counts them: they
+        take no matmul, but they are under 0.01% of a large model's N (GPT-3 175B).
         """
         emb = self.embedding_params()
         n = self.active_params() - emb["position"] - emb["input"]

@@ -303,3 +303,10 @@ def test_dashboard_command_errors(tmp_path: Path, run_dir) -> None:
     assert r.exit_code == 2 and "not a results folder" in r.output
     r = CliRunner().invoke(app, ["dashboard", str(out), str(out), "-o", str(tmp_path / "x.html")])
     assert r.exit_code == 2 and "one results folder" in r.output
+
+
+def test_page_note_counts_steps_in_words(run_dir) -> None:
+    """The note under the title reads "3 steps" (the quickstart runs 3) and "1 step"."""
+    out, _ = run_dir
+    assert ", 3 steps, seed " in (out / "dashboard.html").read_text(encoding="utf-8")
+    assert D._count(1, "step") == "1 step" and D._count(None, "step") == "? steps"
