@@ -8,13 +8,16 @@ efficiencies where one is given. An op without kernels (from a recorded trace, o
 optimizer step), or any op on a GPU spec that gives none of the kernel model's fields,
 falls back to the roofline
 `t = max(flops / (peak[dtype] * eff_c), bytes / (hbm_bw * eff_m))` with the GPU spec's flat
-factors (or the calibration's for a square GEMM of the same FLOPs). An op's given duration
-wins over both. A GPU marked as a straggler multiplies every duration by its slowdown
-factor; optional jitter multiplies by a lognormal factor of mean 1 drawn from the run's
-`compute` stream.
+factors (or the calibration's for a square GEMM of the same FLOPs, and its memory-bound
+kernels' bandwidth; a side the calibration did not measure keeps the spec's factor). An
+op's given duration wins over both. A GPU marked as a straggler multiplies every duration
+by its slowdown factor; optional jitter multiplies by a lognormal factor of mean 1 drawn
+from the run's `compute` stream.
 """
 
 from __future__ import annotations
+
+import contextlib
 
 import numpy as np
 
@@ -70,12 +73,18 @@ class ComputeCost:
         eff_c, eff_m = gpu.compute_efficiency, gpu.memory_efficiency
         peak = gpu.peak(op.dtype)
         if self.calibration is not None:
+            # a profile that measured no GEMM of this dtype (or no memory-bound kernel) keeps
+            # the GPU spec's factor for that side, as the kernel model does
             if op.flops > 0:
                 # a square GEMM of the same FLOPs stands in when the shape is unknown
                 side = max(1, int(round((op.flops / 2) ** (1 / 3))))
-                eff_c = self.calibration.gemm_efficiency(side, side, side, op.dtype, peak)
+                with contextlib.suppress(KeyError):
+                    eff_c = self.calibration.gemm_efficiency(side, side, side, op.dtype, peak)
             if op.bytes_accessed > 0:
-                eff_m = self.calibration.memory_efficiency(op.bytes_accessed, gpu.hbm_bandwidth_bytes_per_s)
+                with contextlib.suppress(KeyError):
+                    eff_m = self.calibration.memory_efficiency(
+                        op.bytes_accessed, gpu.hbm_bandwidth_bytes_per_s
+                    )
         t_c = op.flops / (peak * eff_c) if op.flops else 0.0
         t_m = op.bytes_accessed / (gpu.hbm_bandwidth_bytes_per_s * eff_m) if op.bytes_accessed else 0.0
         return max(t_c, t_m)

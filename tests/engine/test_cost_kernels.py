@@ -8,6 +8,7 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
+from simulator.calibration.compute import ComputeCalibration
 from simulator.commands.app import app
 from simulator.engine.cost import ComputeCost
 from simulator.network.hardware import GPUSpec
@@ -90,6 +91,26 @@ def test_gpu_without_kernel_fields_keeps_the_flat_roofline() -> None:
     op = Op("x", "compute", (0,), flops=item.flops, bytes_accessed=item.bytes, kernels=(item,))
     # flat roofline: flops / (peak · 0.7)
     assert ComputeCost(gpu).roofline_s(op) == pytest.approx(2.0 * 4096**3 / (989.4e12 * 0.7), rel=1e-12)
+
+
+def test_calibration_without_one_side_keeps_the_spec_factor_for_it() -> None:
+    """A trace op (no kernels) under a profile that timed only GEMMs is priced: its memory
+    side keeps the GPU spec's factor (it raised KeyError out of the run), and a profile that
+    timed only memory kernels keeps the spec's factor for the FLOPs."""
+    from simulator.calibration.compute import RateFit
+    from simulator.workload.kernels import ComputeEfficiency
+
+    gpu = GPUSpec.model_validate(_h100())
+    fit = {"overhead_s": 0.0, "n_points": 2, "min_work": 1e6, "max_work": 1e12, "max_abs_error": 0.0}
+    gemm, mem = RateFit(rate_per_s=500e12, **fit), RateFit(rate_per_s=2e12, **fit)
+    op = Op("fwd", "compute", (0,), flops=2e12, bytes_accessed=1e11)  # memory-bound at 3.35 TB/s
+    only_gemm: ComputeEfficiency = ComputeCalibration(gemm={"bf16": gemm})
+    assert ComputeCost(gpu, only_gemm).roofline_s(op) == pytest.approx(1e11 / (3.35e12 * 0.8), rel=1e-12)
+    only_mem: ComputeEfficiency = ComputeCalibration(memory=mem)
+    assert ComputeCost(gpu, only_mem).roofline_s(op) == pytest.approx(1e11 / 2e12, rel=1e-9)
+    flops_op = Op("gemm", "compute", (0,), flops=2e15)
+    flat = 2e15 / (989.4e12 * 0.7)
+    assert ComputeCost(gpu, only_mem).roofline_s(flops_op) == pytest.approx(flat, rel=1e-12)
 
 
 def test_gpu_file_missing_a_kernel_field_exits_2_naming_field_and_op(tmp_path: Path) -> None:
