@@ -16,7 +16,10 @@ and clamped above that, and below `MIN_EFFICIENCY` (1/1000, the engine's floor) 
 A profile with a `collective_params:` block (fitted physical parameters, see
 `simulator.calibration.joint`) passes them to the engine (`fitted_collective_params`, into
 `StepSettings.collective_params`); its curve entries then apply only where they were
-measured (same kind, GPU and node count), and the physical parameters everywhere else.
+measured (same kind, GPU and node count), and the physical parameters everywhere else, except
+for a collective the scenario fixes to an algorithm without a protocol: that one runs the
+textbook model (path latencies, full link rate), which has no such parameter, so it is
+warned about and not listed as priced by them.
 Every clamp, every collective no profile can speak for (no entry of its kind and scope), and
 every collective a profile speaks for beyond what it measured (predicted across GPU or node
 counts, or beyond the largest measured size), is kept in `ProfileTuning.warnings`: one
@@ -65,15 +68,31 @@ class ProfileTuning:
         #: profiles whose parameters were fitted on another GPU than the run's: name -> (theirs,
         #: the run's); once each, however many step simulations ask for the parameters
         self.other_gpu: dict[str, tuple[str, str]] = {}
+        #: collective kind -> the profile whose fitted physical parameters would have priced
+        #: it, had it not run the textbook model (a fixed algorithm without a protocol)
+        self.textbook: dict[str, str] = {}
 
     def tune(
-        self, kind: str, n_ranks: int, n_nodes: int, size_bytes: float, model_busbw_bytes_per_s: float
+        self,
+        kind: str,
+        n_ranks: int,
+        n_nodes: int,
+        size_bytes: float,
+        model_busbw_bytes_per_s: float,
+        *,
+        modelled: bool = True,
     ) -> tuple[float | None, float, str] | None:
         for name, profile in self.profiles:
             fit = profile.collective(kind, n_ranks, n_nodes, size_bytes)
             if profile.collective_params is not None and (fit is None or fit.predicted):
-                # the fitted physical parameters speak where no table was measured
-                self.by_params.setdefault(kind, f"{name}: fitted collective parameters (collective_params)")
+                # the fitted physical parameters speak where no table was measured, unless the
+                # collective runs the textbook model, which has none of them
+                if modelled:
+                    self.by_params.setdefault(
+                        kind, f"{name}: fitted collective parameters (collective_params)"
+                    )
+                else:
+                    self.textbook.setdefault(kind, name)
                 return None
             if fit is None:
                 continue
@@ -123,6 +142,12 @@ class ProfileTuning:
             f"{name}: collective_params were fitted on {theirs} tables; this run's GPU is {mine}, "
             "and they are applied to it as they are"
             for name, (theirs, mine) in sorted(self.other_gpu.items())
+        ]
+        out += [
+            f"{kind} runs a fixed algorithm without a protocol: the textbook model (path latencies, "
+            f"full link rate), which no collective_params field prices, so {name}'s collective_params "
+            "do not apply to it; name the protocol too (e.g. `ring/simple`) or leave the algorithm `auto`"
+            for kind, name in sorted(self.textbook.items())
         ]
         out += [
             f"{name}: collective_params {k} ended on its physical bound {b:g} when fitted (clamped)"

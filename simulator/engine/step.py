@@ -48,9 +48,21 @@ class CollectiveTuning(Protocol):
     """Calibrated collectives: per-step latency and bandwidth efficiency for a collective."""
 
     def tune(
-        self, kind: str, n_ranks: int, n_nodes: int, size_bytes: float, model_busbw_bytes_per_s: float
+        self,
+        kind: str,
+        n_ranks: int,
+        n_nodes: int,
+        size_bytes: float,
+        model_busbw_bytes_per_s: float,
+        *,
+        modelled: bool = True,
     ) -> tuple[float | None, float, str] | None:
-        """Return (latency_s replacing the modeled latency or None, bandwidth efficiency, source)."""
+        """Return (latency_s replacing the modeled latency or None, bandwidth efficiency, source).
+
+        `modelled` is False for a collective run by the textbook model (a fixed algorithm
+        without a protocol: path latencies, full link rate), which no collective-model
+        parameter prices.
+        """
         ...
 
 
@@ -314,7 +326,14 @@ class StepSimulator:
         if fluid <= 0:
             return
         model_busbw = plan.size_bytes / fluid * bus_factor(plan.kind, plan.n_ranks)
-        res = self.tuning.tune(plan.kind, plan.n_ranks, plan.n_nodes, plan.size_bytes, model_busbw)  # type: ignore[union-attr]
+        res = self.tuning.tune(  # type: ignore[union-attr]
+            plan.kind,
+            plan.n_ranks,
+            plan.n_nodes,
+            plan.size_bytes,
+            model_busbw,
+            modelled=plan.protocol != "ideal",
+        )
         if res is None:
             return
         latency_s, eff, source = res

@@ -109,3 +109,41 @@ def test_a_profile_fitted_on_another_gpu_is_named_in_the_summary_and_warned(tmp_
         "mi300x-xgmi: collective_params were fitted on AMD Instinct MI300X tables; this run's GPU is "
         "H100 SXM5 80GB, and they are applied to it as they are"
     ) in s["calibration_warnings"]
+
+
+def test_collective_params_under_a_fixed_algorithm_without_protocol_are_said_not_to_apply() -> None:
+    """`all_reduce: ring` runs the textbook model, which no fitted parameter prices: a
+    profile of parameters only leaves the step as it is uncalibrated, and the summary says
+    so instead of listing the kind as priced by them (it did, with the same step time);
+    `ring/simple` applies them."""
+    from simulator import api
+    from tests.conftest import ROOT
+
+    def run(algorithm: str, profile: bool) -> dict:
+        scenario = {
+            "name": "x",
+            "seed": 1,
+            "topology": {"file": str(ROOT / "topologies" / "h100-rail-clos-2n.yaml")},
+            "workload": {"file": str(ROOT / "workloads" / "traces" / "dp16-gpt1p3b-step.yaml")},
+            "network": {"algorithms": {"all_reduce": algorithm}},
+            "run": {"steps": 1},
+        }
+        if profile:
+            scenario["calibration"] = [
+                {"file": str(ROOT / "topologies" / "calibration" / "mi300x-xgmi.yaml")}
+            ]
+        return api.run(scenario).summary
+
+    fixed = run("ring", True)
+    assert fixed["step_time_s"] == run("ring", False)["step_time_s"]
+    assert "calibration_applied" not in fixed
+    assert (
+        "all_reduce runs a fixed algorithm without a protocol: the textbook model (path latencies, "
+        "full link rate), which no collective_params field prices, so mi300x-xgmi's collective_params "
+        "do not apply to it; name the protocol too (e.g. `ring/simple`) or leave the algorithm `auto`"
+    ) in fixed["calibration_warnings"]
+    with_protocol = run("ring/simple", True)
+    assert with_protocol["calibration_applied"] == {
+        "all_reduce": "mi300x-xgmi: fitted collective parameters (collective_params)"
+    }
+    assert not any("textbook" in w for w in with_protocol["calibration_warnings"])
