@@ -150,6 +150,7 @@ def _fit_and_write(
         block = joint_block(tables, topology)
         profile = profile.model_copy(update={"collective_params": block})
         _print_joint(block)
+        _warn_other_gpu(tables, topology, block)
     elif tables:
         say("no collective_params: give --topology FILE to fit them")
     write_atomic(output, profile.to_yaml())
@@ -175,6 +176,28 @@ def _print_joint(block: CollectiveParamsFit | None) -> None:
         say(f"warning: {k} ended on its physical bound {b:g} (clamped)")
     for label, err in block.table_errors.items():
         say(f"  joint fit {label}: median |error| {_pct(err)}")
+
+
+def _warn_other_gpu(tables: list[BenchmarkTable], topology: Path, block: CollectiveParamsFit | None) -> None:
+    """One `warning:` line (stderr) per table whose `# Rank` lines name another GPU model than
+    the topology's (`gpu_model`): its parameters are fitted as if the table ran on that GPU,
+    and the profile records the topology's GPU as the one fitted on."""
+    from simulator.calibration.profile import gpu_model
+
+    gpu = block.gpu if block is not None else None
+    theirs = gpu_model(gpu)
+    if theirs is None:
+        return
+    for t in tables:
+        mine = gpu_model(t.gpu_name)
+        if mine is not None and mine != theirs:
+            err_console.print(
+                f"warning: {t.label}: measured on {t.gpu_name} (its '# Rank' lines), but the GPU of "
+                f"{topology.name} is {gpu}: collective_params are fitted as if it ran there "
+                "(and record that GPU); give the topology of the system the logs ran on",
+                markup=False,
+                soft_wrap=True,
+            )
 
 
 def _print_fits(

@@ -268,3 +268,25 @@ def test_one_server_topologies_are_used_as_they_are(tmp_path, app) -> None:
     assert r.exit_code == 2 and not bad.exists()
     lines = [ln for ln in r.output.splitlines() if ln.strip()]
     assert len(lines) == 1 and lines[0].startswith(f"error: {topology}:4: generator: "), r.output
+
+
+def test_a_log_of_another_gpu_fitted_on_a_topology_is_warned(tmp_path, app) -> None:
+    """An MI300X log fitted on an H100 topology: the profile records the topology's GPU as
+    the one fitted on, so a later H100 run would not warn; the fit says so, naming the table
+    and both GPUs (it said nothing). A log of the topology's own model is not warned."""
+    from typer.testing import CliRunner
+
+    out = tmp_path / "p.yaml"
+    log = SAMPLES / "mi300x-8gpu-1node-allreduce-rccl.txt"
+    r = CliRunner().invoke(app, ["calibrate", str(log), "--topology", str(P5), "-o", str(out)])
+    assert r.exit_code == 0, r.output
+    assert (
+        "warning: mi300x-8gpu-1node-allreduce-rccl.txt: measured on AMD Instinct MI300X (its '# Rank' "
+        "lines), but the GPU of h100-p5-efa-2n.yaml is H100 SXM5 80GB: collective_params are fitted as "
+        "if it ran there (and record that GPU); give the topology of the system the logs ran on"
+    ) in " ".join(r.output.split())
+    same = SAMPLES / "h100-8gpu-1node-allreduce-dgx-nvidia-dgxc.txt"
+    r = CliRunner().invoke(
+        app, ["calibrate", str(same), "--topology", str(P5), "-o", str(tmp_path / "q.yaml")]
+    )
+    assert r.exit_code == 0 and "measured on" not in r.output, r.output

@@ -162,3 +162,13 @@ def test_required_machines_are_profiled() -> None:
     assert h100.collective("all_reduce", 8, 1, 2**30) is not None
     assert h100.collective("all_reduce", 16, 2, 2**30) is not None
     assert h100.collective("all_reduce", 128, 16, 2**30).predicted
+
+
+def test_gpu_model_reads_the_model_of_log_and_gpu_file_names() -> None:
+    from simulator.calibration.profile import gpu_model
+
+    assert gpu_model("NVIDIA H100 80GB HBM3") == gpu_model("H100 SXM5 80GB") == "H100"
+    assert gpu_model("NVIDIA A100-SXM4-80GB") == gpu_model("A100 PCIe 40GB") == "A100"
+    assert gpu_model("AMD Instinct MI300X VF") == gpu_model("AMD Instinct MI300X") == "MI300X"
+    assert gpu_model("H800 SXM5 80GB") == "H800"
+    assert gpu_model("AMD Radeon Graphics") is None and gpu_model(None) is None
