@@ -20,9 +20,11 @@ measured (same kind, GPU and node count), and the physical parameters everywhere
 for a collective the scenario fixes to an algorithm without a protocol: that one runs the
 textbook model (path latencies, full link rate), which has no such parameter, so it is
 warned about and not listed as priced by them.
-Every clamp, every collective no profile can speak for (no entry of its kind and scope), and
+Every clamp, every collective no profile can speak for (no entry of its kind and scope),
 every collective a profile speaks for beyond what it measured (predicted across GPU or node
-counts, or beyond the largest measured size), is kept in `ProfileTuning.warnings`: one
+counts, or beyond the largest measured size), and every curve entry applied to another GPU
+model than its table ran on (`CollectiveEntry.gpu`, from the log's `# Rank` lines; a log
+that does not name its GPU is not compared), is kept in `ProfileTuning.warnings`: one
 sentence each, naming the profile entry and why, which the run's `summary.json` lists under
 `calibration_warnings` and `clustersim run` prints.
 """
@@ -34,7 +36,7 @@ from pathlib import Path
 import numpy as np
 
 from simulator.calibration.compute import ComputeCalibration
-from simulator.calibration.profile import CalibrationProfile, CollectiveFit, load_profile
+from simulator.calibration.profile import CalibrationProfile, CollectiveFit, gpu_model, load_profile
 from simulator.network.cluster import Cluster
 from simulator.network.collective_params import CollectiveParams, default_params, with_fitted
 
@@ -71,6 +73,10 @@ class ProfileTuning:
         #: collective kind -> the profile whose fitted physical parameters would have priced
         #: it, had it not run the textbook model (a fixed algorithm without a protocol)
         self.textbook: dict[str, str] = {}
+        #: the run's GPU (`fitted_collective_params` sets it), and per (kind, ranks, nodes)
+        #: the curve entry used whose table ran on another GPU model: (its source, its GPU)
+        self.run_gpu: str | None = None
+        self.entry_other_gpu: dict[tuple[str, int, int], tuple[str, str]] = {}
 
     def tune(
         self,
@@ -101,6 +107,9 @@ class ProfileTuning:
             eff = fit.peak_busbw_bytes_per_s * e / model_busbw_bytes_per_s
             if fit.predicted or "extrapolated beyond" in fit.source:
                 self.stretched.setdefault((kind, n_ranks, n_nodes), f"{name}: {fit.source}")
+            theirs, mine = gpu_model(fit.gpu), gpu_model(self.run_gpu)
+            if theirs is not None and mine is not None and theirs != mine and fit.gpu is not None:
+                self.entry_other_gpu.setdefault((kind, n_ranks, n_nodes), (f"{name}: {fit.source}", fit.gpu))
             return latency, self._clamp(eff, kind, n_ranks, n_nodes, name, fit), f"{name}: {fit.source}"
         if n_ranks > 1:
             self.unmatched[(kind, n_ranks, n_nodes)] = self._why_unmatched(kind, n_ranks, n_nodes)
@@ -156,6 +165,11 @@ class ProfileTuning:
             for k, b in sorted(profile.collective_params.at_bounds.items())
         ]
         out += [
+            f"{kind} on {_scope_text(n, nodes)}: priced by {source}, whose table ran on {theirs}; this "
+            f"run's GPU is {self.run_gpu}, another model, and the entry is applied to it as it is"
+            for (kind, n, nodes), (source, theirs) in sorted(self.entry_other_gpu.items())
+        ]
+        out += [
             f"{kind} on {_scope_text(n, nodes)}: beyond what the profile measured; using {source}"
             for (kind, n, nodes), source in sorted(self.stretched.items())
         ]
@@ -177,6 +191,7 @@ def fitted_collective_params(tuning: object, cluster: Cluster) -> CollectivePara
     with a `collective_params:` block (None: no such profile; the library's defaults)."""
     if not isinstance(tuning, ProfileTuning):
         return None
+    tuning.run_gpu = cluster.gpu.name  # curve entries measured on another GPU model are warned
     for name, profile in tuning.profiles:
         if profile.collective_params is not None:
             theirs = profile.collective_params.gpu

@@ -115,6 +115,11 @@ class CollectiveEntry(Spec):
     min_size_bytes: float = Field(gt=0, description="Smallest measured message size (> 0).")
     max_size_bytes: float = Field(gt=0, description="Largest measured message size.")
     source: str = Field(description="Benchmark file (and table) the entry was fitted on.")
+    gpu: str | None = Field(
+        None,
+        description="GPU the table ran on: the device name of the log's '# Rank' lines, when "
+        "printed (a run on another GPU model is warned).",
+    )
     median_abs_error_ge_1mib: float | None = Field(
         None, ge=0, description="Median |model/measured - 1| over sizes >= 1 MiB (None if none)."
     )
@@ -330,6 +335,7 @@ class CalibrationProfile(Spec):
             curve=ref.curve(),
             source=source,
             predicted=True,
+            gpu=ref.gpu,
         )
 
 
@@ -347,6 +353,7 @@ class CollectiveFit:
         factor: busbw / algbw for this kind and rank count.
         source: which profile entry applied, and how it was scaled (one line of text).
         predicted: True when scaled from another GPU/node count.
+        gpu: the GPU the entry's table ran on, if its log said (`CollectiveEntry.gpu`).
     """
 
     kind: str
@@ -358,6 +365,7 @@ class CollectiveFit:
     curve: EfficiencyCurve
     source: str
     predicted: bool = False
+    gpu: str | None = None
 
     @classmethod
     def from_entry(cls, e: CollectiveEntry) -> CollectiveFit:
@@ -370,6 +378,7 @@ class CollectiveFit:
             factor=busbw_factor(e.collective, e.n_gpus),
             curve=e.curve(),
             source=f"measured {e.describe()}",
+            gpu=e.gpu,
         )
 
     @property
@@ -411,6 +420,7 @@ def entry_from_fit(fit: TableFit) -> CollectiveEntry:
         min_size_bytes=float(e["size_bytes"].min()),
         max_size_bytes=float(e["size_bytes"].max()),
         source=t.label,
+        gpu=t.gpu_name,
         median_abs_error_ge_1mib=_sig(float(big["rel_error"].abs().median()), 4) if len(big) else None,
         max_abs_error=_sig(float(e["rel_error"].abs().max()), 4),
         errors=[(float(s), _sig(float(r), 4)) for s, r in zip(e["size_bytes"], e["rel_error"], strict=False)],

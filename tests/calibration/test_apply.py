@@ -147,3 +147,38 @@ def test_collective_params_under_a_fixed_algorithm_without_protocol_are_said_not
         "all_reduce": "mi300x-xgmi: fitted collective parameters (collective_params)"
     }
     assert not any("textbook" in w for w in with_protocol["calibration_warnings"])
+
+
+def test_a_curve_entry_measured_on_another_gpu_model_is_warned_in_the_run(tmp_path: Path) -> None:
+    """A profile fitted (curves only) on an MI300X rccl-tests log prices an H100 server's
+    all-reduce: the entry records the log's GPU and the run names it (it said nothing); the
+    same log's profile on an MI300X server is not warned."""
+    from simulator import api
+    from simulator.calibration.parser import read_benchmark
+    from tests.calibration.logs import SAMPLES
+    from tests.conftest import ROOT
+
+    table = read_benchmark(SAMPLES / "mi300x-8gpu-1node-allreduce-rccl.txt")[0]
+    profile = build_profile("mi", [fit_table(table)])
+    assert profile.collectives[0].gpu == "AMD Instinct MI300X"
+    assert CalibrationProfile.from_yaml(profile.to_yaml()) == profile
+
+    def warnings(topology: str, tmp: Path) -> list[str]:
+        tmp.mkdir()
+        (tmp / "mi.yaml").write_text(profile.to_yaml())
+        scenario = {
+            "name": "x",
+            "seed": 1,
+            "topology": {"file": str(ROOT / "topologies" / topology)},
+            "workload": {"file": str(ROOT / "workloads" / "traces" / "collective-sweep-allreduce-8.yaml")},
+            "calibration": [{"file": str(tmp / "mi.yaml")}],
+            "run": {"steps": 1},
+        }
+        return api.run(scenario).summary.get("calibration_warnings", [])
+
+    assert warnings("h100-dgx-node.yaml", tmp_path / "h") == [
+        "all_reduce on 8 ranks on 1 node(s): priced by mi: measured all_reduce 8 GPUs/1 node(s) from "
+        "mi300x-8gpu-1node-allreduce-rccl.txt, whose table ran on AMD Instinct MI300X; this run's GPU is "
+        "H100 SXM5 80GB, another model, and the entry is applied to it as it is"
+    ]
+    assert warnings("mi300x-xgmi-node.yaml", tmp_path / "m") == []
