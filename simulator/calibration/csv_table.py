@@ -19,7 +19,8 @@ the smallest sizes) is a value.
 Checked, one line `file:line: column: message` each: missing columns, a size that is not a
 whole number or not larger than the one above it, a time that is not a finite positive
 number, a bandwidth that is not a finite number of at least 0, two collectives (or GPU /
-node counts) in one file, fewer than 2 GPUs, a table without rows above 0 bytes, and, where
+node counts) in one file, a collective, GPU or node count nothing tells (naming the column
+that would), fewer than 2 GPUs, a table without rows above 0 bytes, and, where
 the algbw columns are given, busbw / algbw against the collective's factor
 (`simulator.calibration.row_checks`). Simplified: without algbw columns the algorithm
 bandwidth is size / time.
@@ -34,7 +35,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from simulator.calibration.collective import normalize_kind
+from simulator.calibration.collective import KINDS, normalize_kind
 from simulator.calibration.inference import infer_collective, infer_gpus, infer_nodes
 from simulator.calibration.row_checks import check_gpus, check_ratios
 from simulator.calibration.table import BenchmarkTable
@@ -194,16 +195,25 @@ def read_csv_table(
     if kind_col is not None and normalize_kind(kind_col) is None:
         raise InputError(f"unknown collective {kind_col!r}", file=p, line=first, field="collective")
     frame = _records(header, rows, p)
-    kind, kind_note = infer_collective(kind_col, collective, p, first)
+    try:
+        kind, kind_note = infer_collective(kind_col, collective, p, first)
+    except InputError:
+        raise _unsaid("collective", p, first) from None
     gpus_col = _constant(rows, "n_gpus", p) if "n_gpus" in header else None
     nodes_col = _constant(rows, "n_nodes", p) if "n_nodes" in header else None
-    gpus, gpus_note = infer_gpus({}, _int(gpus_col, p, first, "n_gpus") or n_gpus, frame, kind, p, first)
+    try:
+        gpus, gpus_note = infer_gpus({}, _int(gpus_col, p, first, "n_gpus") or n_gpus, frame, kind, p, first)
+    except InputError:
+        raise _unsaid("n_gpus", p, first) from None
     if gpus_col is not None:
         gpus_note = f"{gpus} GPUs from the n_gpus column"
     check_gpus(gpus, gpus_note, p, first)
     printed = frame["in_place"].map(lambda ip: ALGBW[bool(ip)] in header)
     check_ratios(frame[printed], kind, gpus, f"{kind_note}, {gpus_note}", p)
-    nodes, nodes_note = infer_nodes({}, None, _int(nodes_col, p, first, "n_nodes") or n_nodes, p, first)
+    try:
+        nodes, nodes_note = infer_nodes({}, None, _int(nodes_col, p, first, "n_nodes") or n_nodes, p, first)
+    except InputError:
+        raise _unsaid("n_nodes", p, first) from None
     if nodes > gpus:
         raise InputError(f"impossible layout of {gpus} GPUs on {nodes} nodes", file=p, line=first,
                          field="n_nodes")  # fmt: skip
@@ -216,6 +226,27 @@ def read_csv_table(
         rows=frame,
         first_line=first,
         notes=(kind_note, gpus_note, nodes_note),
+    )
+
+
+#: column -> (what the table does not say, the option that says it)
+_UNSAID = {
+    "collective": ("which collective it measured", "--collective"),
+    "n_gpus": ("how many GPUs took part", "--gpus"),
+    "n_nodes": ("how many nodes took part", "--nodes"),
+}
+
+
+def _unsaid(col: str, path: Path, line: int) -> InputError:
+    """The error for a CSV whose columns, file name and arguments leave `col` unknown: it names
+    the column to add (the log parser's wording names `# Rank` lines, which a CSV has not)."""
+    what, option = _UNSAID[col]
+    kinds = f" (one of {', '.join(KINDS)})" if col == "collective" else ""
+    return InputError(
+        f"the CSV does not say {what}: add the {col} column or pass {option}{kinds}",
+        file=path,
+        line=line,
+        field=col,
     )
 
 

@@ -55,6 +55,18 @@ def _missing_column(tmp: Path) -> tuple[Path, str]:
     return p, f"{p}:1: time_us_oop: missing column(s) time_us_oop, busbw_oop; expected size_bytes,"
 
 
+def _csv_unsaid(name: str, col: str, what: str) -> object:
+    """A CSV whose columns and file name leave one of collective, GPUs, nodes unknown: the
+    error names the column to add (it spoke of a log and its '# Rank' lines)."""
+
+    def make(tmp: Path) -> tuple[Path, str]:
+        p = tmp / name
+        p.write_text("\n".join([HEADER, *_rows()]) + "\n")
+        return p, f"{p}:2: {col}: the CSV does not say {what}: add the {col} column or pass --"
+
+    return make
+
+
 def _csv_out_of_order(tmp: Path) -> tuple[Path, str]:
     p = tmp / "allreduce-8gpu-1node.csv"
     rows = _rows()
@@ -138,6 +150,10 @@ CASES = {
     "mixed collectives in a CSV": _mixed_csv,
     "CSV with missing columns": _missing_column,
     "CSV sizes out of order": _csv_out_of_order,
+    "CSV without a collective": _csv_unsaid(
+        "bench-8gpu-1node.csv", "collective", "which collective it measured"
+    ),
+    "CSV without a node count": _csv_unsaid("allreduce-8gpu.csv", "n_nodes", "how many nodes took part"),
     "log sizes out of order": _log_out_of_order,
     "CSV NaN time": _csv_value("nan", 1),
     "CSV negative time": _csv_value("-3.5", 3),
