@@ -16,12 +16,13 @@ Read as the log parser reads the same rows: size-0 rows (nccl-tests prints some;
 returns early for them) are left out, and a bus bandwidth of 0 (nccl-tests prints 0.00 for
 the smallest sizes) is a value.
 
-Checked, one line `file:line: column: message` each: missing columns, a size that is not a
-whole number or not larger than the one above it, a time that is not a finite positive
-number, a bandwidth that is not a finite number of at least 0, two collectives (or GPU /
-node counts) in one file, a collective, GPU or node count nothing tells (naming the column
-that would), fewer than 2 GPUs, a table without rows above 0 bytes, and, where
-the algbw columns are given, busbw / algbw against the collective's factor
+Checked, one line `file:line: column: message` each: missing columns, a row with more cells
+than the header has columns, a size that is not a whole number or not larger than the one
+above it, a time that is not a finite positive number, a bandwidth that is not a finite
+number of at least 0, two collectives (or GPU / node counts) in one file, a collective, GPU
+or node count nothing tells (naming the column that would), fewer than 2 GPUs, a table
+without rows above 0 bytes, and, where the algbw columns are given, busbw / algbw against
+the collective's factor
 (`simulator.calibration.row_checks`). Simplified: without algbw columns the algorithm
 bandwidth is size / time.
 """
@@ -107,6 +108,16 @@ def _read_rows(path: Path) -> tuple[list[str], list[tuple[int, dict[str, str]]],
     header = [h.strip().lower() for h in (reader.fieldnames or [])]
     reader.fieldnames = header
     rows = [(reader.line_num, dict(r)) for r in reader]
+    for line, row in rows:
+        extra = row.get(None)  # type: ignore[call-overload]  # cells beyond the header's columns
+        if extra:
+            raise InputError(
+                f"row has {len(header) + len(extra)} cells, the header {len(header)} columns; "
+                "expected one cell per column (a column name missing from the header shifts the rest)",
+                file=path,
+                line=line,
+                field=header[-1] if header else "size_bytes",
+            )
     return header, rows, hashlib.sha256(data).hexdigest()
 
 

@@ -67,6 +67,15 @@ def _csv_unsaid(name: str, col: str, what: str) -> object:
     return make
 
 
+def _csv_extra_cell(tmp: Path) -> tuple[Path, str]:
+    """A row with a cell the header has no column for (it was dropped without a word)."""
+    p = tmp / "allreduce-8gpu-1node.csv"
+    rows = _rows()
+    rows[1] += ",7"
+    p.write_text("\n".join([HEADER, *rows]) + "\n")
+    return p, f"{p}:3: busbw_ip: row has 6 cells, the header 5 columns; expected one cell per column"
+
+
 def _csv_out_of_order(tmp: Path) -> tuple[Path, str]:
     p = tmp / "allreduce-8gpu-1node.csv"
     rows = _rows()
@@ -150,6 +159,7 @@ CASES = {
     "mixed collectives in a CSV": _mixed_csv,
     "CSV with missing columns": _missing_column,
     "CSV sizes out of order": _csv_out_of_order,
+    "CSV row with a cell beyond the header": _csv_extra_cell,
     "CSV without a collective": _csv_unsaid(
         "bench-8gpu-1node.csv", "collective", "which collective it measured"
     ),
