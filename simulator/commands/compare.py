@@ -265,7 +265,7 @@ def _write_comparison(out: Path, cmp: Comparison) -> pd.DataFrame:
     from simulator.metrics.store import read_run_folder
     from simulator.scenario.execute import RunResult
     from simulator.study import compare as cmpmod
-    from simulator.viz.compare import comparison_html
+    from simulator.viz.compare import DEFAULT_PRICES_NAME, comparison_html
     from simulator.viz.dashboard import write_page
 
     results = []
@@ -277,7 +277,9 @@ def _write_comparison(out: Path, cmp: Comparison) -> pd.DataFrame:
     _write_table(table, out, "comparison")
     frames = {k: cmpmod.concat_frames(results, k) for k in ("steps", "links")}
     write_atomic(out / "compare.resolved.yaml", _resolved(cmp))
-    write_page(out / "comparison.html", comparison_html(cmp.name, table, frames, [cmp.spec.description]))
+    prices = cmp.spec.cost.prices.file if cmp.spec.cost.prices is not None else DEFAULT_PRICES_NAME
+    page = comparison_html(cmp.name, table, frames, [cmp.spec.description], prices=prices)
+    write_page(out / "comparison.html", page)
     return table
 
 

@@ -31,6 +31,9 @@ from simulator.viz.cost_compare import (
 from simulator.viz.dashboard import page
 from simulator.viz.style import PALETTE
 
+#: how the notes name the price table when a comparison names none of its own
+DEFAULT_PRICES_NAME = "topologies/prices.yaml"
+
 
 def _order(df: pd.DataFrame) -> list[str]:
     return list(dict.fromkeys(df["variant"].astype(str)))
@@ -293,13 +296,18 @@ def comparison_figures(table: pd.DataFrame, frames: dict[str, pd.DataFrame]) -> 
 
 
 def comparison_html(
-    name: str, table: pd.DataFrame, frames: dict[str, pd.DataFrame], notes: Sequence[str] = ()
+    name: str,
+    table: pd.DataFrame,
+    frames: dict[str, pd.DataFrame],
+    notes: Sequence[str] = (),
+    prices: str = DEFAULT_PRICES_NAME,
 ) -> str:
     """The comparison dashboard: cards, then bars, breakdowns and busiest links per variant.
 
     The table has one row per variant, or one per variant and seed (a `seed` column):
     bars then show the mean and its 95% t-interval; with one seed, plain bars, as the
-    notes say."""
+    notes say. `prices` names the price table the cost columns came from (the compare
+    file's `cost.prices`, as written there), which the notes cite."""
     seeds = n_seeds(table)
     notes = (
         list(notes)
@@ -310,7 +318,7 @@ def comparison_html(
         ]
         + [
             "Relative step time is each variant's over the first variant's. Network capex is an "
-            "estimate from an illustrative price table (see topologies/prices.yaml)."
+            f"estimate from an illustrative price table (see {prices})."
             if "network_capex_usd" in table.columns
             else "Relative step time is each variant's over the first variant's."
         ]
@@ -319,7 +327,7 @@ def comparison_html(
                 "Cost per token: cluster capex (the job's share of its GPUs) spread over "
                 f"{_first(table, 'amortization_years')} years plus facility energy (PUE "
                 f"{_first(table, 'pue')}) at {_first(table, 'electricity_usd_per_kwh')} USD/kWh, "
-                "from topologies/prices.yaml (every figure there names its source and date)."
+                f"from {prices} (every figure there names its source and date)."
             ]
             if cost_axes(table) is not None
             else []

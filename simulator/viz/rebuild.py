@@ -42,7 +42,7 @@ from simulator.metrics.store import (
     read_table,
 )
 from simulator.viz.calibration import profile_dashboard_html
-from simulator.viz.compare import comparison_html
+from simulator.viz.compare import DEFAULT_PRICES_NAME, comparison_html
 from simulator.viz.dashboard import page, run_dashboard_from_folder
 from simulator.viz.faults import sweep_figure
 from simulator.viz.goodput import wall_time_figure
@@ -124,7 +124,10 @@ def build_comparison(folder: Path) -> tuple[str, str]:
                 parts.append(df if "variant" in df else df.assign(variant=variant))
     stacked = {k: pd.concat(v, ignore_index=True) if v else pd.DataFrame() for k, v in frames.items()}
     notes = [str(spec["description"])] if spec.get("description") else []
-    return comparison_html(name, table, stacked, notes), "comparison.html"
+    cost = spec.get("cost")
+    named = cost.get("prices") if isinstance(cost, dict) else None
+    prices = str(named.get("file") or DEFAULT_PRICES_NAME) if isinstance(named, dict) else DEFAULT_PRICES_NAME
+    return comparison_html(name, table, stacked, notes, prices=prices), "comparison.html"
 
 
 def _axis_names(axes: object) -> list[str]:

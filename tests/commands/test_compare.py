@@ -8,6 +8,7 @@ import pandas as pd
 from typer.testing import CliRunner
 
 from simulator.commands.app import app
+from tests.conftest import QUICKSTART, ROOT
 
 
 def _run(args: list[str]):
@@ -134,3 +135,24 @@ def test_serial_and_dask_together_is_an_error(small_compare: Path) -> None:
     assert "either --serial or --dask" in _one_error_line(
         _run([str(small_compare), "--serial", "--dask", "local"])
     )
+
+
+def test_the_page_names_the_price_table_the_compare_file_chose(tmp_path: Path) -> None:
+    """With `cost: {prices: ...}` the page's notes cite that table, not the default one whose
+    figures were not used; a page rebuilt by `clustersim dashboard` cites it too."""
+    (tmp_path / "my-prices.yaml").write_text((ROOT / "topologies" / "prices.yaml").read_text())
+    path = tmp_path / "c.yaml"
+    path.write_text(
+        f"name: t\nbase: {{file: {QUICKSTART}}}\ncost: {{prices: {{file: my-prices.yaml}}}}\n"
+        "variants:\n  - name: a\n    run: {steps: 1}\n"
+    )
+    out = tmp_path / "out"
+    res = _run([str(path), "-o", str(out), "--serial", "--no-dashboards"])
+    assert res.exit_code == 0, res.output
+    for rebuilt in (False, True):
+        if rebuilt:
+            res = CliRunner().invoke(app, ["dashboard", str(out)])
+            assert res.exit_code == 0, res.output
+        html = (out / "comparison.html").read_text()
+        assert "price table (see my-prices.yaml)" in html and "from my-prices.yaml (every figure" in html
+        assert "topologies/prices.yaml" not in html
