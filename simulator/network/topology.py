@@ -77,6 +77,22 @@ def load_gpu(ref: FileRef | GPUSpec, base: Path) -> GPUSpec:
     return validate(GPUSpec, doc)
 
 
+def _check_named_file(doc: Document, ref: str, loc: tuple[str, ...]) -> None:
+    """That the file `ref` names (relative to `doc`'s file) exists and is a file.
+
+    Raises:
+        InputError: one line at the key naming it (`gpu.file`, `graph.file`), the path as
+            resolved, rather than a line about the missing file alone.
+    """
+    path = resolve(doc.path, ref)
+    if path.is_file():
+        return
+    where = "(resolved relative to the topology file)"
+    if path.is_dir():
+        raise doc.error(f"{str(path)!r} is a folder; expected a file {where}", loc)
+    raise doc.error(f"file {str(path)!r} not found {where}", loc)
+
+
 def _read_graph(spec: GraphFileSpec, base: Path) -> nx.Graph:
     path = resolve(base, spec.file)
     fmt = spec.format
@@ -96,6 +112,10 @@ def load_topology(path: str | Path, doc: Document | None = None) -> Topology:
         raise doc.error("expected a mapping with name, gpu and a generator or graph")
     header_data = {k: v for k, v in data.items() if k in _HEADER_KEYS}
     header = validate(TopologyHeader, doc.with_data(header_data))
+    if isinstance(header.gpu, FileRef):
+        _check_named_file(doc, header.gpu.file, ("gpu", "file"))
+    if header.graph is not None:
+        _check_named_file(doc, header.graph.file, ("graph", "file"))
     gpu = load_gpu(header.gpu, doc.path)
     params = {k: v for k, v in data.items() if k not in _HEADER_KEYS}
     if header.graph is not None:

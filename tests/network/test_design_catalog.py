@@ -61,6 +61,29 @@ def test_missing_gpu_file_is_an_input_error(tmp_path: Path) -> None:
         load_design_file(bad)
 
 
+@pytest.mark.parametrize(
+    ("text", "line", "field", "named", "message"),
+    [
+        ("gpu: {file: nowhere.yaml}\n", 2, "gpu.file", "nowhere.yaml", "file {p!r} not found"),
+        ("gpu: {file: .}\n", 2, "gpu.file", "", "{p!r} is a folder; expected a file"),
+        ("gpu: {file: GPU}\ngraph: {file: a.json}\n", 3, "graph.file", "a.json", "file {p!r} not found"),
+    ],
+)
+def test_a_topology_naming_a_missing_file_says_where(
+    tmp_path: Path, text: str, line: int, field: str, named: str, message: str
+) -> None:
+    """The GPU or graph file a topology names is missing: one line at the key naming it (it
+    was `nowhere.yaml: file not found`, without the topology file, line or key)."""
+    from simulator.network.topology import load_topology
+
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("name: t\n" + text.replace("GPU", str(TOPOLOGIES / "gpus/h100-sxm.yaml")))
+    with pytest.raises(InputError) as err:
+        load_topology(bad)
+    expected = message.format(p=str(tmp_path / named) if named else str(tmp_path))
+    assert str(err.value) == f"{bad}:{line}: {field}: {expected} (resolved relative to the topology file)"
+
+
 def test_unbuildable_parameters_name_the_file(tmp_path: Path) -> None:
     bad = tmp_path / "bad.yaml"
     gpu = TOPOLOGIES / "gpus/h100-sxm.yaml"
