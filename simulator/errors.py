@@ -50,6 +50,11 @@ class InputError(ClustersimError):
         self.field = field
         super().__init__(self.__str__())
 
+    def prefixed(self, prefix: str) -> InputError:
+        """The same mistake at the same place, `prefix` before its message (e.g. which
+        compare variant met it in a file the variants share)."""
+        return InputError(prefix + self.message, file=self.file, line=self.line, field=self.field)
+
     def __str__(self) -> str:
         where = ""
         if self.file:
@@ -73,6 +78,9 @@ class InputErrors(InputError):
         self.errors = errors
         first = errors[0]
         super().__init__(first.message, file=first.file, line=first.line, field=first.field)
+
+    def prefixed(self, prefix: str) -> InputErrors:
+        return InputErrors([e.prefixed(prefix) for e in self.errors])
 
     def lines(self) -> list[str]:
         return [str(e) for e in self.errors]

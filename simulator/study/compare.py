@@ -309,7 +309,12 @@ def _prepare_variant(cmp: Comparison, i: int, v: VariantSpec) -> Variant:
         if "name" in tdata and "name" not in params:
             tdata["name"] = f"{tdata['name']} [" + ", ".join(f"{k}={params[k]}" for k in params) + "]"
         tdoc = MergedDocument(tdata, tdoc, cmp.doc, ("variants", i, "topology", "params"), leaf_paths(params))
-    prep = prepare_scenario(scenario, topology_doc=tdoc)
+    try:
+        prep = prepare_scenario(scenario, topology_doc=tdoc)
+    except InputError as exc:  # met in a file the variants share (workload, topology): say whose
+        if exc.file == str(cmp.path):
+            raise
+        raise exc.prefixed(f"variant {v.name!r}: ") from None
     check_run_level(prep, f"variant {v.name!r}: ")  # a run-level variant's policy over its topology
     return Variant(v.name, i, v.description, data, params, prep)
 

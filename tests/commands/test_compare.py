@@ -156,3 +156,14 @@ def test_the_page_names_the_price_table_the_compare_file_chose(tmp_path: Path) -
         html = (out / "comparison.html").read_text()
         assert "price table (see my-prices.yaml)" in html and "from my-prices.yaml (every figure" in html
         assert "topologies/prices.yaml" not in html
+
+
+def test_a_variant_failing_in_a_shared_file_is_named(small_compare: Path) -> None:
+    """A variant's edit that breaks in the base's workload (too few GPUs for its ranks) is
+    reported at the workload's line, where nothing says which variant it was: the line now
+    names it."""
+    one_server = "  - name: one-server\n    topology: {params: {nodes: 1}}\n"
+    small_compare.write_text(small_compare.read_text() + one_server)
+    line = _one_error_line(_run([str(small_compare)]))
+    assert "variant 'one-server': 16 ranks do not fit on the topology's 8 GPUs" in line, line
+    assert not line.startswith(f"error: {small_compare}")
