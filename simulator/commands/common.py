@@ -229,7 +229,8 @@ def one_line(text: str) -> str:
 
 def _progress(count: TextColumn | MofNCompleteColumn) -> Progress:
     """A transient progress display on stderr: description, bar, count, host time elapsed
-    and the estimated time left (rich's estimate from the recent rate)."""
+    and the estimated time left (rich's estimate from the recent rate); none when stderr is
+    not a terminal (a log or a pipe gets the one-line messages alone)."""
     return Progress(
         TextColumn("[bold]{task.description}"),
         BarColumn(),
@@ -240,6 +241,7 @@ def _progress(count: TextColumn | MofNCompleteColumn) -> Progress:
         TimeRemainingColumn(),
         console=err_console,
         transient=True,
+        disable=not err_console.is_terminal,  # off a terminal it would leave a blank line
     )
 
 

@@ -91,3 +91,15 @@ def test_validate_reports_every_bad_file_and_knows_compare_and_study_files(tmp_p
 def test_schema_of_every_input_kind(kind):
     r = cli.invoke(app, ["schema", kind])
     assert r.exit_code == 0 and '"properties"' in r.output
+
+
+def test_an_error_inside_a_progress_bar_is_one_line_off_a_terminal(tmp_path):
+    """A calibrate log that is not text fails inside the fitting bar; piped (not a
+    terminal), the bar is off and stderr holds the one line alone (the bar's stop left a
+    blank line before it)."""
+    junk = tmp_path / "junk.csv"
+    junk.write_bytes(b"junk\xff\xfe")
+    r = cli.invoke(app, ["calibrate", str(junk), "-o", str(tmp_path / "p.yaml")])
+    assert r.exit_code == 2
+    assert r.output.splitlines() == [f"error: {junk}:1: not UTF-8 text (byte 4)"]
+    assert not (tmp_path / "p.yaml").exists()
