@@ -11,17 +11,18 @@ block holds the activity-to-power curves of the energy model and the power-cap c
 What is simplified: a price is a single number (no volume discount, no currency
 conversion); curves are piecewise linear between their points.
 
-Bad input (missing or negative figures, a source that is not listed, a PUE below 1, a
-curve that is not monotone, a part with no price) is an `InputError` naming the file, the
-line and the field.
+Bad input (missing or negative figures, a source that is not listed, a date not of the
+calendar, a PUE below 1, a curve that is not monotone, a part with no price) is an
+`InputError` naming the file, the line and the field.
 """
 
 from __future__ import annotations
 
+import datetime
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import Field, PrivateAttr, field_validator
+from pydantic import AfterValidator, Field, PrivateAttr, field_validator
 
 from simulator.config.base import Spec
 from simulator.config.loader import Document, Loc, read_document, validate
@@ -32,6 +33,23 @@ REACHES = ("dac", "aoc", "optics")
 DEFAULT_PRICES = Path(__file__).resolve().parents[2] / "topologies" / "prices.yaml"
 
 SpeedTable = dict[float, float]
+
+
+def _calendar_date(text: str) -> str:
+    """`text` (YYYY-MM or YYYY-MM-DD, by the pattern) if it is a date of the calendar."""
+    try:
+        datetime.date.fromisoformat(text if len(text) > 7 else f"{text}-01")
+    except ValueError:
+        raise ValueError(f"not a date of the calendar: {text!r} (YYYY-MM or YYYY-MM-DD)") from None
+    return text
+
+
+#: when a figure was read: a month or a day of the calendar
+DateRead = Annotated[
+    str,
+    Field(pattern=r"^\d{4}-\d{2}(-\d{2})?$", description="When it was read (YYYY-MM)."),
+    AfterValidator(_calendar_date),
+]
 
 
 class Source(Spec):
@@ -46,7 +64,7 @@ class Figure(Spec):
 
     value: float = Field(ge=0, description="The figure, in the unit the table's name gives.")
     source: str = Field(min_length=1, description="Key of the entry in `sources` it comes from.")
-    date: str = Field(pattern=r"^\d{4}-\d{2}(-\d{2})?$", description="When it was read (YYYY-MM).")
+    date: DateRead
 
 
 FigureTable = dict[float, Figure]
@@ -57,7 +75,7 @@ class Curve(Spec):
 
     points: list[tuple[float, float]] = Field(min_length=2, description="[[x, y], ...] in increasing x.")
     source: str = Field(min_length=1, description="Key of the entry in `sources` it comes from.")
-    date: str = Field(pattern=r"^\d{4}-\d{2}(-\d{2})?$", description="When it was read (YYYY-MM).")
+    date: DateRead
 
     @field_validator("points")
     @classmethod

@@ -105,6 +105,12 @@ BAD = [
         "nic_power_w.400.source",
         "source: nowhere",
     ),
+    (  # the pattern YYYY-MM held; month 13 was read as a date
+        "H100 SXM5 80GB: {value: 27500, source: gpu-analyst, date: 2024-06}",
+        "H100 SXM5 80GB: {value: 27500, source: gpu-analyst, date: 2024-13}",
+        "gpu_usd.H100 SXM5 80GB.date",
+        "date: 2024-13",
+    ),
 ]
 
 
