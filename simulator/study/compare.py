@@ -15,11 +15,11 @@ variants:
 
 A variant overrides parts of the base scenario: its mapping is deep-merged into the base
 scenario's YAML mapping (`simulator.study.merge.deep_merge`: mappings merge key by key;
-lists and scalars replace), then the result is validated by `ScenarioSpec` exactly as a
-scenario file would be. File references a variant names resolve relative to the compare
-file; those of the base, relative to the base scenario. `topology.params` edits keys of
-the topology file itself (generator parameters such as `oversubscription`, `nodes`)
-without writing a new file.
+lists and scalars replace; a key set to null is removed, so its default applies), then the
+result is validated by `ScenarioSpec` exactly as a scenario file would be. File references
+a variant names resolve relative to the compare file; those of the base, relative to the
+base scenario. `topology.params` edits keys of the topology file itself (generator
+parameters such as `oversubscription`, `nodes`) without writing a new file.
 
 Errors name the compare file and the variant's line when the variant caused them, the
 base scenario's file and line otherwise (the base is validated alone first).
@@ -86,7 +86,8 @@ class TopologyOverride(Spec):
     )
     params: dict[str, Any] = Field(
         default_factory=dict,
-        description="Keys of the topology file to replace (deep-merged), e.g. {oversubscription: 2}.",
+        description="Keys of the topology file to replace (deep-merged; null removes a key), "
+        "e.g. {oversubscription: 2} or {nic: connectx7-400g-ib, nic_gbps: null}.",
     )
 
 

@@ -3,7 +3,9 @@
 Two edits, each giving new data and leaving its inputs untouched:
 
 * `deep_merge(base, over)`: a compare variant's partial override. Mappings merge key by
-  key (recursively); anything else in `over` (a list, a scalar) replaces what `base` has.
+  key (recursively); a key set to null in `over` is removed (its default applies again, as
+  in a JSON Merge Patch, RFC 7396); anything else in `over` (a list, a scalar) replaces
+  what `base` has.
 * `with_settings(data, settings)`: a study's axis values. Each setting is a dotted key path
   (`policy.interval_min`, `failures.0.mtbf_h`) and the value to put there. Shallower paths
   are applied first, so `policy: {...}` is replaced whole before `policy.interval_min` is
@@ -64,7 +66,8 @@ def leaf_paths(data: Any, prefix: KeyPath = ()) -> set[KeyPath]:
 
 
 def deep_merge(base: Any, over: Any) -> Any:
-    """Mappings merge key by key (recursively); anything else in `over` replaces `base`.
+    """Mappings merge key by key (recursively); a key whose value in `over` is None is
+    removed (RFC 7396's null); anything else in `over` replaces `base`.
 
     Args:
         base: the data merged into (left untouched; keys `over` does not name are shared).
@@ -73,7 +76,10 @@ def deep_merge(base: Any, over: Any) -> Any:
     if isinstance(base, dict) and isinstance(over, dict):
         out = dict(base)
         for key, value in over.items():
-            out[key] = deep_merge(base[key], value) if key in base else copy.deepcopy(value)
+            if value is None:
+                out.pop(key, None)
+            else:
+                out[key] = deep_merge(base[key], value) if key in base else copy.deepcopy(value)
         return out
     return copy.deepcopy(over)
 

@@ -31,6 +31,34 @@ def test_deep_merge_merges_mappings_and_replaces_the_rest() -> None:
     assert base["network"]["algorithms"]["all_reduce"] == "ring"  # inputs untouched
 
 
+def test_deep_merge_removes_a_key_set_to_null() -> None:
+    """A null in the override removes the key, as a JSON Merge Patch's null does (RFC 7396,
+    section 2), so the default applies again; nested nulls likewise."""
+    base = {"nic_gbps": 400, "network": {"fidelity": "flow", "record_links": True}}
+    over = {"nic": "connectx6-200g-hdr", "nic_gbps": None, "network": {"record_links": None}}
+    merged = deep_merge(base, over)
+    assert merged == {"nic": "connectx6-200g-hdr", "network": {"fidelity": "flow"}}
+    assert base["nic_gbps"] == 400 and base["network"]["record_links"] is True
+
+
+def test_a_variant_switches_the_base_topology_to_a_nic_preset(tmp_path: Path) -> None:
+    """The base topology gives `nic_gbps`; a variant naming a preset removes it with null
+    (the two together are refused), with no new topology file."""
+    path = tmp_path / "c.yaml"
+    path.write_text(
+        f"name: t\nbase: {{file: {ROOT / 'scenarios/quickstart.yaml'}}}\nvariants:\n"
+        "  - name: base\n"
+        "  - name: hdr\n    topology: {params: {nic: connectx6-200g-hdr, nic_gbps: null}}\n"
+    )
+    base, hdr = C.load_comparison(path).variants
+
+    def ib_speeds(graph) -> set[float]:  # noqa: ANN001
+        return {d["bandwidth_bytes_per_s"] for _, _, d in graph.edges(data=True) if d["medium"] == "ib"}
+
+    speeds = {v.name: ib_speeds(v.prepared.topology.graph) for v in (base, hdr)}
+    assert speeds == {"base": {400e9 / 8}, "hdr": {200e9 / 8}}
+
+
 @pytest.mark.parametrize("path", COMPARES, ids=lambda p: p.name)
 def test_catalog_compare_files_load_and_prepare(path: Path) -> None:
     cmp = C.load_comparison(path)
