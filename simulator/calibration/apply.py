@@ -36,9 +36,10 @@ from pathlib import Path
 import numpy as np
 
 from simulator.calibration.compute import ComputeCalibration
-from simulator.calibration.profile import CalibrationProfile, CollectiveFit, gpu_model, load_profile
+from simulator.calibration.profile import CalibrationProfile, CollectiveFit, load_profile
 from simulator.network.cluster import Cluster
 from simulator.network.collective_params import CollectiveParams, default_params, with_fitted
+from simulator.network.hardware import gpu_model
 
 MAX_EFFICIENCY = 4.0
 MIN_EFFICIENCY = 1e-3
@@ -73,6 +74,13 @@ class ProfileTuning:
         #: collective kind -> the profile whose fitted physical parameters would have priced
         #: it, had it not run the textbook model (a fixed algorithm without a protocol)
         self.textbook: dict[str, str] = {}
+        #: profiles whose fitted physical parameters priced some collective of the run
+        #: (their fields clamped at a bound are warned only then)
+        self.params_used: set[str] = set()
+        #: the compute calibration the run uses (`tuning_from_profiles`), and what the run's
+        #: GPU makes of it (`ComputeCalibration.notes_for`, set with `run_gpu`)
+        self.compute: ComputeCalibration | None = None
+        self.compute_notes: list[str] = []
         #: the run's GPU (`fitted_collective_params` sets it), and per (kind, ranks, nodes)
         #: the curve entry used whose table ran on another GPU model: (its source, its GPU)
         self.run_gpu: str | None = None
@@ -97,6 +105,7 @@ class ProfileTuning:
                     self.by_params.setdefault(
                         kind, f"{name}: fitted collective parameters (collective_params)"
                     )
+                    self.params_used.add(name)
                 else:
                     self.textbook.setdefault(kind, name)
                 return None
@@ -161,7 +170,7 @@ class ProfileTuning:
         out += [
             f"{name}: collective_params {k} ended on its physical bound {b:g} when fitted (clamped)"
             for name, profile in self.profiles
-            if profile.collective_params is not None
+            if profile.collective_params is not None and name in self.params_used
             for k, b in sorted(profile.collective_params.at_bounds.items())
         ]
         out += [
@@ -169,6 +178,7 @@ class ProfileTuning:
             f"run's GPU is {self.run_gpu}, another model, and the entry is applied to it as it is"
             for (kind, n, nodes), (source, theirs) in sorted(self.entry_other_gpu.items())
         ]
+        out += self.compute_notes
         out += [
             f"{kind} on {_scope_text(n, nodes)}: beyond what the profile measured; using {source}"
             for (kind, n, nodes), source in sorted(self.stretched.items())
@@ -192,6 +202,8 @@ def fitted_collective_params(tuning: object, cluster: Cluster) -> CollectivePara
     if not isinstance(tuning, ProfileTuning):
         return None
     tuning.run_gpu = cluster.gpu.name  # curve entries measured on another GPU model are warned
+    if tuning.compute is not None:
+        tuning.compute_notes = tuning.compute.notes_for(cluster.gpu)
     for name, profile in tuning.profiles:
         if profile.collective_params is not None:
             theirs = profile.collective_params.gpu
@@ -206,4 +218,6 @@ def tuning_from_profiles(paths: list[Path]) -> tuple[ProfileTuning, ComputeCalib
     """Load profiles; the first one with a `compute:` block calibrates compute."""
     profiles = [(Path(p).stem, load_profile(p)) for p in paths]
     compute = next((p.compute for _, p in profiles if p.compute is not None), None)
-    return ProfileTuning(profiles), compute, [str(p) for p in paths]
+    tuning = ProfileTuning(profiles)
+    tuning.compute = compute
+    return tuning, compute, [str(p) for p in paths]

@@ -38,7 +38,7 @@ from simulator.calibration.gemm_shape import GemmRow, ShapeFit, fit_shapes
 from simulator.config.base import Spec
 from simulator.config.loader import read_text
 from simulator.errors import InputError
-from simulator.network.hardware import GPUSpec
+from simulator.network.hardware import GPUSpec, gpu_model
 
 _ALIASES = {"float16": "fp16", "half": "fp16", "bfloat16": "bf16", "float32": "fp32",
             "float": "fp32", "float64": "fp64", "double": "fp64", "tf32": "tf32"}  # fmt: skip
@@ -114,6 +114,37 @@ class ComputeCalibration(Spec):
             raise KeyError("no memory-bound kernel calibration in this profile")
         achieved = nbytes / self.memory.time_s(nbytes)
         return float(np.clip(achieved / peak_bytes_per_s, MIN_EFFICIENCY, 1.0))
+
+    def notes_for(self, gpu: GPUSpec) -> list[str]:
+        """What a run on `gpu` is told about this calibration, one sentence each: a GEMM
+        shape fit measured on another GPU model (`gpu_model`), and a fitted rate above
+        `gpu`'s own peak (a table from a faster GPU: its efficiencies are clipped to 1)."""
+        notes = []
+        for d, fit in sorted(self.shape.items()):
+            theirs, mine = gpu_model(fit.gpu.name), gpu_model(gpu.name)
+            if theirs is not None and mine is not None and theirs != mine:
+                notes.append(
+                    f"compute: the GEMM {d} shape fit was measured on {fit.gpu.name}; this run's GPU "
+                    f"is {gpu.name}, another model, and the fit is applied to it as it is"
+                )
+        for d, line in sorted(self.gemm.items()):
+            try:
+                peak = gpu.peak(d)
+            except KeyError:
+                continue
+            if d not in self.shape and line.rate_per_s > peak:
+                notes.append(
+                    f"compute: GEMM {d} was measured at {line.rate_per_s / 1e12:.0f} TFLOP/s sustained, "
+                    f"above the {peak / 1e12:.0f} TFLOP/s peak of this run's GPU ({gpu.name}): "
+                    "measured on another GPU? its efficiencies are clipped to 1"
+                )
+        if self.memory is not None and self.memory.rate_per_s > gpu.hbm_bandwidth_bytes_per_s:
+            notes.append(
+                f"compute: memory-bound kernels were measured at {self.memory.rate_per_s / 1e9:.0f} GB/s "
+                f"sustained, above the {gpu.hbm_bandwidth_bytes_per_s / 1e9:.0f} GB/s HBM bandwidth of "
+                f"this run's GPU ({gpu.name}): measured on another GPU? their efficiency is clipped to 1"
+            )
+        return notes
 
     @classmethod
     def from_csv(cls, paths: Sequence[str | Path], gpu: GPUSpec | None = None) -> ComputeCalibration:

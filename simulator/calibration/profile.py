@@ -37,7 +37,6 @@ Prediction across scales (the model, and why):
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -67,20 +66,6 @@ def _sig(x: float, digits: int = 6) -> float:
     if x == 0 or not math.isfinite(x):
         return float(x)
     return float(f"{x:.{digits}g}")
-
-
-def gpu_model(name: str | None) -> str | None:
-    """The model token of a GPU name (`H100`, `A100`, `MI300X`, `B200`, `GB200`, `L40S`), or
-    None when the name holds none (`AMD Radeon Graphics`, which ROCm prints for several
-    Instinct parts). Compares a log's device name (`NVIDIA H100 80GB HBM3`,
-    `NVIDIA A100-SXM4-80GB`) with a GPU file's (`H100 SXM5 80GB`): memory size, form factor
-    and `VF` do not make another model."""
-    if not name:
-        return None
-    for token in re.split(r"[^A-Z0-9]+", name.upper()):
-        if re.fullmatch(r"[A-Z]{1,2}\d{2,4}[A-Z]?", token):
-            return token
-    return None
 
 
 class SourceFile(Spec):

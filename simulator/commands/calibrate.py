@@ -182,7 +182,7 @@ def _warn_other_gpu(tables: list[BenchmarkTable], topology: Path, block: Collect
     """One `warning:` line (stderr) per table whose `# Rank` lines name another GPU model than
     the topology's (`gpu_model`): its parameters are fitted as if the table ran on that GPU,
     and the profile records the topology's GPU as the one fitted on."""
-    from simulator.calibration.profile import gpu_model
+    from simulator.network.hardware import gpu_model
 
     gpu = block.gpu if block is not None else None
     theirs = gpu_model(gpu)

@@ -22,6 +22,7 @@ Sources of every figure: `topologies/gpus/sources.md`.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from functools import cache
 from pathlib import Path
@@ -37,6 +38,20 @@ from simulator.units import to_si
 NIC_PRESETS_FILE = Path(__file__).resolve().parents[2] / "topologies" / "nics" / "presets.yaml"
 
 DTYPES = ("fp64", "fp32", "tf32", "fp16", "bf16", "fp8", "fp4", "int8")
+
+
+def gpu_model(name: str | None) -> str | None:
+    """The model token of a GPU name (`H100`, `A100`, `MI300X`, `B200`, `GB200`, `L40S`), or
+    None when the name holds none (`AMD Radeon Graphics`, which ROCm prints for several
+    Instinct parts). Compares a log's device name (`NVIDIA H100 80GB HBM3`,
+    `NVIDIA A100-SXM4-80GB`) with a GPU file's (`H100 SXM5 80GB`): memory size, form factor
+    and `VF` do not make another model."""
+    if not name:
+        return None
+    for token in re.split(r"[^A-Z0-9]+", name.upper()):
+        if re.fullmatch(r"[A-Z]{1,2}\d{2,4}[A-Z]?", token):
+            return token
+    return None
 
 
 class GPUSpec(Spec):

@@ -147,6 +147,9 @@ def test_collective_params_under_a_fixed_algorithm_without_protocol_are_said_not
         "all_reduce": "mi300x-xgmi: fitted collective parameters (collective_params)"
     }
     assert not any("textbook" in w for w in with_protocol["calibration_warnings"])
+    # the fit's clamped fields are warned only where its parameters price something
+    assert not any("physical bound" in w for w in fixed["calibration_warnings"])
+    assert any("physical bound" in w for w in with_protocol["calibration_warnings"])
 
 
 def test_a_curve_entry_measured_on_another_gpu_model_is_warned_in_the_run(tmp_path: Path) -> None:
@@ -182,3 +185,52 @@ def test_a_curve_entry_measured_on_another_gpu_model_is_warned_in_the_run(tmp_pa
         "H100 SXM5 80GB, another model, and the entry is applied to it as it is"
     ]
     assert warnings("mi300x-xgmi-node.yaml", tmp_path / "m") == []
+
+
+def test_a_compute_calibration_from_a_faster_or_other_gpu_is_warned_in_the_run(tmp_path: Path) -> None:
+    """GEMM timings of 600 TFLOP/s (bf16, 2·M·N·K / t) and 3,000 GB/s of memory-bound kernels
+    price an A100 run (peaks 312 TFLOP/s and 2,039 GB/s, topologies/gpus/a100-80gb.yaml):
+    their efficiencies are clipped to 1 there, and the run says so (it said nothing). A
+    shape fit names the GPU it was measured on; an H100 one on the A100 run is warned."""
+    from simulator.calibration.compute import ComputeCalibration
+    from simulator.config.base import FileRef
+    from simulator.network.topology import load_gpu
+
+    def load_gpu_file(path: Path):  # noqa: ANN202
+        return load_gpu(FileRef(file=path.name), path)  # relative to a file of its folder
+
+    n = 8192
+    rows = [f"{m},{n},{n},bf16,{2.0 * m * n * n / 600e12}" for m in (2048, 4096, 8192)]
+    gemm = tmp_path / "gemm.csv"
+    gemm.write_text("M,N,K,dtype,time_s\n" + "\n".join(rows) + "\n")
+    mem = tmp_path / "mem.csv"
+    mem.write_text("bytes,time_s\n" + "".join(f"{b},{b / 3000e9}\n" for b in (1e8, 1e9, 4e9)))
+    a100 = load_gpu_file(ROOT / "topologies" / "gpus" / "a100-80gb.yaml")
+    line = ComputeCalibration.from_csv([gemm, mem])
+    assert line.notes_for(a100) == [
+        "compute: GEMM bf16 was measured at 600 TFLOP/s sustained, above the 312 TFLOP/s peak of this "
+        "run's GPU (A100 SXM4 80GB): measured on another GPU? its efficiencies are clipped to 1",
+        "compute: memory-bound kernels were measured at 3000 GB/s sustained, above the 2039 GB/s HBM "
+        "bandwidth of this run's GPU (A100 SXM4 80GB): measured on another GPU? their efficiency is "
+        "clipped to 1",
+    ]
+    h100 = load_gpu_file(ROOT / "topologies" / "gpus" / "h100-sxm.yaml")
+    assert line.notes_for(h100) == []  # below the H100's peaks: nothing to say
+    shaped = ComputeCalibration.from_csv([gemm], gpu=h100)
+    assert shaped.notes_for(a100) == [
+        "compute: the GEMM bf16 shape fit was measured on H100 SXM5 80GB; this run's GPU is "
+        "A100 SXM4 80GB, another model, and the fit is applied to it as it is"
+    ]
+
+    from simulator import api
+
+    (tmp_path / "c.yaml").write_text(CalibrationProfile(name="c", compute=line).to_yaml())
+    scenario = {
+        "name": "x",
+        "seed": 1,
+        "topology": {"file": str(ROOT / "topologies" / "a100-p4de-efa-2n.yaml")},
+        "workload": {"file": str(ROOT / "workloads" / "traces" / "dp16-gpt1p3b-step.yaml")},
+        "calibration": [{"file": str(tmp_path / "c.yaml")}],
+        "run": {"steps": 1},
+    }
+    assert set(line.notes_for(a100)) <= set(api.run(scenario).summary["calibration_warnings"])

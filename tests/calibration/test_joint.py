@@ -120,7 +120,9 @@ def test_a_run_takes_the_first_profile_with_collective_params() -> None:
     assert params is not None and params.nic_efficiency == 0.5
     assert params.net_latency_us == 23.0  # the topology's NIC preset (efa-p5) still applies
     assert fitted_collective_params(ProfileTuning([("c", CalibrationProfile(name="c"))]), cluster) is None
-    # a clamp of the fit is said in the run's warnings
+    # a clamp of the fit is said in the run's warnings once the parameters price a collective
+    assert not any("physical bound" in w for w in tuning.warnings)
+    assert tuning.tune("all_reduce", 16, 2, 1 << 20, 1e11) is None  # no curve: the parameters price it
     assert any("joint: collective_params x ended on its physical bound" in w for w in tuning.warnings)
 
 

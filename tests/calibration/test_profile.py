@@ -165,7 +165,7 @@ def test_required_machines_are_profiled() -> None:
 
 
 def test_gpu_model_reads_the_model_of_log_and_gpu_file_names() -> None:
-    from simulator.calibration.profile import gpu_model
+    from simulator.network.hardware import gpu_model
 
     assert gpu_model("NVIDIA H100 80GB HBM3") == gpu_model("H100 SXM5 80GB") == "H100"
     assert gpu_model("NVIDIA A100-SXM4-80GB") == gpu_model("A100 PCIe 40GB") == "A100"
