@@ -15,8 +15,10 @@ Model of how traffic finds its way (what NCCL and an ECMP fabric do, simplified)
 * Graphs with no NICs fall back to a plain shortest path, cached per pair; GPUs cabled to
   GPUs of other servers (a torus) reach each other over those cables alone (`direct_routes`).
 
-Routes avoid links marked down; a node that can no longer be reached is a
-`SimulationError`. Links are directed: edge (u, v) is two links, u->v and v->u.
+Routes avoid links marked down; where no NIC of the source server reaches the
+destination's entry switch (rail-only, that rail's NIC link down), the route is a plain
+shortest path over the links up (NVLink to another rail and back); a node that can no
+longer be reached is a `SimulationError`. Links are directed: edge (u, v) is two links, u->v and v->u.
 
 How it is computed (the routes are those of the definitions above, which `node_path`
 follows step by step): switch distances by a breadth-first search per destination switch
@@ -349,8 +351,8 @@ class Router:
         sb = self._switch_of(eb)
         dist = self._switch_dist(sb)
         da_hops, sa = self._best_switch(ea, dist)
-        if da_hops >= 1 << 30:
-            raise SimulationError(f"{a} cannot reach {b}: no network path between their NICs")
+        if da_hops >= 1 << 30:  # no NIC of a's server reaches b's entry (a rail cut): any path up
+            return self._fallback(a, b)
         return self._domain_path(a, ea) + self._switch_path(sa, sb, a, b) + self._domain_path(eb, b)
 
     def path(self, a: str, b: str) -> np.ndarray:
@@ -466,14 +468,12 @@ class Router:
 
     def _out_piece(self, a: str, b: str, sb: str, rail_b: object) -> tuple[str, list[int]] | None:
         """(first switch, links from `a` to it) of traffic from `a` to an endpoint at switch
-        `sb` on rail `rail_b` (cached); None if the server has no NIC.
+        `sb` on rail `rail_b` (cached); None if the server has no NIC or none of its NICs
+        reaches `sb` (a rail-only fabric with the rail's NIC link down: `_fallback`).
 
         The exit NIC, its switch toward `sb` and that switch's hops to `sb` (`_egress`, then
         `_best_switch`) are decided once per (egress class, local index of `a`, `sb`,
         `rail_b`), on the class's first server.
-
-        Raises:
-            SimulationError: the exit NIC cannot reach `sb`.
         """
         shape, la, el, nodes, d = self._place(a)
         sh = self._shapes
@@ -491,8 +491,8 @@ class Router:
         le, sa, da_hops = got
         if le < 0:
             return None
-        if da_hops >= 1 << 30:
-            raise SimulationError(f"{a} cannot reach {b}: no network path between their NICs")
+        if da_hops >= 1 << 30:  # as `node_path`: the caller falls back to any path over links up
+            return None
         head = [el[i] for i in self._local_path(shape, la, le)] if le != la else []
         head.append(self.links.index[(nodes[le], sa)])
         out = self._out_of[(a, sb, rail_b)] = (sa, head)

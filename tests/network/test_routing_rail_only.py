@@ -47,3 +47,23 @@ def test_cross_rail_traffic_goes_through_the_scale_up_domain():
     assert sim.forwarded_bytes == 2 * 8 * 7 * 2**28 / n
     links = fr.links_frame(sim.fabric.link_intervals(), c.links)
     assert links["tier"].max() <= 1 and not links.empty
+
+
+def test_a_rail_cut_at_one_nic_is_routed_over_another_rail():
+    """With n0.nic0's link to rail 0 down, no NIC of server 0 reaches rail 0 (a rail-only
+    fabric has no spine): traffic from n0.gpu0 crosses NVLink to another rail and back in
+    at the destination (the shortest path over the links up), as a step on the rail
+    Clos does; it ended the run with 'no network path between their NICs' while validate
+    passed. The joined link path is the node path's links, as on every other route."""
+    topo = load_topology(ROOT / "topologies/h100-rail-only-32n.yaml")
+    c = Cluster(topo.graph, topo.gpu, down=[("n0.nic0", "rail0")])
+    r, idx, g = c.router, c.links.index, c.graph
+    down = {idx[("n0.nic0", "rail0")], idx[("rail0", "n0.nic0")]}
+    for b in ("n1.gpu0", "n1.gpu3"):
+        nodes = r.node_path("n0.gpu0", b)
+        assert nodes[0] == "n0.gpu0" and nodes[-1] == b and "rail0" not in nodes
+        assert all(g.nodes[n].get("tier", 0) < 2 for n in nodes if g.nodes[n]["kind"] == "switch")
+        links = r.path("n0.gpu0", b).tolist()
+        assert links == [idx[(u, v)] for u, v in zip(nodes, nodes[1:], strict=False)]
+        assert not down & set(links) and r.forwarded_via_gpu("n0.gpu0", b)
+    assert r.node_path("n0.gpu2", "n1.gpu2")[2] == "rail2"  # untouched NICs keep their rail
