@@ -2,7 +2,7 @@
 
     clustersim calibrate LOGS... [GEMM.csv ...] -o PROFILE.yaml [--collective K --gpus N --nodes M]
         [--gpu GPU.yaml]
-    clustersim calibrate --check PROFILE.yaml LOGS... [--in-place] [--max-error PCT]
+    clustersim calibrate --check PROFILE.yaml LOGS... [--in-place] [--max-error PCT] [--topology T.yaml]
 
 The first form reads nccl-tests / rccl-tests logs or collective CSV tables (columns
 size_bytes, time_us_oop, busbw_oop[, time_us_ip, busbw_ip], optionally algbw_oop / algbw_ip;
@@ -19,6 +19,10 @@ times (`--in-place`: the in-place times; it says which it scores); `--max-error 
 when some table's median |error| over sizes >= 1 MiB is above PCT percent; a table the profile has
 no entry for is named in a note, and when no table at all could be checked the command
 fails (exit 2, one line per table: `FILE: no entry of PROFILE matches KIND on N GPUs / M nodes`).
+With `--topology` the check replays every table through the simulator on that system
+resized to the table's nodes, the profile applied as a run applies it: its fitted
+`collective_params` predict the scopes its curves lack (a one-node fit scored on two
+nodes; `simulator.calibration.simulated_check`).
 
 Both forms print a `warning:` line (stderr) for a table that looks cut short: largest size
 under 1 MiB, or a complete header whose rows stop before its maxBytes with no
@@ -276,7 +280,10 @@ def fit_records(fits: list[TableFit]) -> list[dict[str, object]]:
 
 
 def check_tables(
-    profile: CalibrationProfile, tables: list[BenchmarkTable], half: str = "out_of_place"
+    profile: CalibrationProfile,
+    tables: list[BenchmarkTable],
+    half: str = "out_of_place",
+    topology: Path | None = None,
 ) -> list[tuple[BenchmarkTable, str, object]]:
     """Per table: (table, source text of the fit used, error frame or None).
 
@@ -284,6 +291,9 @@ def check_tables(
         profile: the profile that predicts.
         tables: the measured tables.
         half: which measured time is scored (`BenchmarkTable.sizes`).
+        topology: the logs' system: each table is replayed through the simulator there,
+            the profile applied as a run applies it (`simulator.calibration.simulated_check`;
+            its warnings printed). None: the profile's curve entries alone predict.
     """
     import numpy as np
 
@@ -295,6 +305,9 @@ def check_tables(
         m = m[m["size_bytes"] > 0]
         if m.empty:
             out.append((t, "no size above 0 bytes", None))
+            continue
+        if topology is not None:
+            out.append(_simulated(profile, t, float(m["size_bytes"].iloc[0]), topology, half))
             continue
         probe = profile.collective(t.collective, t.n_gpus, t.n_nodes, float(m["size_bytes"].iloc[0]))
         if probe is None:
@@ -312,8 +325,24 @@ def check_tables(
     return out
 
 
+def _simulated(
+    profile: CalibrationProfile, t: BenchmarkTable, first_size: float, topology: Path, half: str
+) -> tuple[BenchmarkTable, str, object]:
+    """`check_tables`' row of a table replayed through the simulator on `topology`."""
+    from simulator.calibration.simulated_check import simulated_errors, simulated_source
+
+    source = simulated_source(profile, t, first_size)
+    if source is None:
+        return t, f"profile has no {t.collective} entry for this scope and no collective_params", None
+    frame, warnings = simulated_errors(profile, t, topology, half)
+    for w in dict.fromkeys(warnings):
+        err_console.print(f"warning: {t.label}: {w}", markup=False, soft_wrap=True)
+    return t, f"the simulator on {topology.name} ({t.n_nodes} node(s)) with {source}", frame
+
+
 def _check(profile_path: Path, logs: list[Path], collective: str | None, gpus: int | None,
-           nodes: int | None, half: str, max_error: float | None) -> None:  # fmt: skip
+           nodes: int | None, half: str, max_error: float | None,
+           topology: Path | None = None) -> None:  # fmt: skip
     """Print the error per size of every table the profile can predict; a note for the others.
 
     Raises:
@@ -336,18 +365,10 @@ def _check(profile_path: Path, logs: list[Path], collective: str | None, gpus: i
     for path, t in zip(paths, tables, strict=True):
         if half == "in_place" and not t.rows["in_place"].any():
             raise InputError(f"--in-place: {t.label} has no in-place times", file=path, line=t.first_line)
-    results = check_tables(profile, tables, half)
-    skipped: list[InputError] = []
-    for path, (t, _, errors) in zip(paths, results, strict=True):
-        if errors is not None:
-            continue
-        if t.sizes()["size_bytes"].gt(0).any():
-            why = (f"no entry of {profile_path} matches {t.collective} on {t.n_gpus} GPUs / "
-                   f"{t.n_nodes} nodes")  # fmt: skip
-        else:
-            why = "no size above 0 bytes to check"
-        label = "" if t.label == t.source else f" ({t.label})"
-        skipped.append(InputError(why + label, file=path))
+    results = check_tables(profile, tables, half, topology)
+    skipped = _not_checked(
+        paths, results, profile_path, topology is None and profile.collective_params is not None
+    )
     if len(skipped) == len(results):
         raise InputErrors(skipped)
     say(
@@ -374,6 +395,27 @@ def _check(profile_path: Path, logs: list[Path], collective: str | None, gpus: i
                     for label, med in over
                 )  # fmt: skip
             )
+
+
+def _not_checked(
+    paths: list[Path], results: list[tuple[BenchmarkTable, str, object]], profile_path: Path, hint: bool
+) -> list[InputError]:
+    """Why each table `check_tables` could not predict was not checked (one error each, at
+    its file); `hint`: say that --topology would predict it from the profile's parameters."""
+    skipped: list[InputError] = []
+    for path, (t, _, errors) in zip(paths, results, strict=True):
+        if errors is not None:
+            continue
+        if t.sizes()["size_bytes"].gt(0).any():
+            why = (f"no entry of {profile_path} matches {t.collective} on {t.n_gpus} GPUs / "
+                   f"{t.n_nodes} nodes")  # fmt: skip
+            if hint:
+                why += " (its collective_params can predict it through the simulator: give --topology FILE)"
+        else:
+            why = "no size above 0 bytes to check"
+        label = "" if t.label == t.source else f" ({t.label})"
+        skipped.append(InputError(why + label, file=path))
+    return skipped
 
 
 class CheckFailed(ClustersimError):
@@ -449,7 +491,8 @@ COLLECTIVE_NAMES = (
 
 TOPOLOGY_HELP = (
     "Topology file of the system the logs ran on (topologies/*.yaml): also fit the collective "
-    "model's physical parameters jointly over every table (collective_params)."
+    "model's physical parameters jointly over every table (collective_params); with --check, "
+    "predict every table through the simulator on it, as a run applies the profile."
 )
 
 
@@ -514,17 +557,10 @@ def calibrate(
         csvs = [f for f in files if f.suffix.lower() == ".csv" and not is_collective_csv(f)]
         logs = [f for f in files if f not in csvs]
         if check is not None:
-            if output is not None:
-                raise InputError("--check writes no profile: leave out -o/--output (it scores PROFILE)")
-            if csvs:
-                raise InputError(
-                    "--check compares collective tables (logs, or CSV with columns "
-                    "size_bytes,time_us_oop,busbw_oop[,time_us_ip,busbw_ip]); this CSV has none",
-                    file=csvs[0],
-                    line=1,
-                )
+            _refuse_with_check(output, csvs)
             half = "in_place" if in_place else "out_of_place"
-            _check(check, logs, collective, gpus, nodes, half, None if max_error is None else max_error / 100)
+            limit = None if max_error is None else max_error / 100
+            _check(check, logs, collective, gpus, nodes, half, limit, topology)
             return
         if in_place or max_error is not None:
             raise InputError("--in-place and --max-error go with --check PROFILE")
@@ -533,6 +569,19 @@ def calibrate(
         _fit_and_write(logs, csvs, output, html, collective, gpus, nodes, name, description, gpu, topology)
     except ClustersimError as err:
         fail(err)
+
+
+def _refuse_with_check(output: Path | None, csvs: list[Path]) -> None:
+    """Refuse what `--check` cannot take: an output profile, a CSV of GEMM timings."""
+    if output is not None:
+        raise InputError("--check writes no profile: leave out -o/--output (it scores PROFILE)")
+    if csvs:
+        raise InputError(
+            "--check compares collective tables (logs, or CSV with columns "
+            "size_bytes,time_us_oop,busbw_oop[,time_us_ip,busbw_ip]); this CSV has none",
+            file=csvs[0],
+            line=1,
+        )
 
 
 def register(app: typer.Typer) -> None:

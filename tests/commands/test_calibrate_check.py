@@ -121,3 +121,42 @@ def test_a_gpu_count_the_log_contradicts_is_said_not_dropped(app: typer.Typer, t
     text = " ".join(r.output.split())
     assert "8 GPUs from the '# Rank' lines (not --gpus 16: the log's own lines win)" in text
     assert "1 node(s) from the hosts of the '# Rank' lines (not --nodes 2: the log's own lines win)" in text
+
+
+def test_check_with_a_topology_predicts_other_scales_through_the_simulator(
+    app: typer.Typer, tmp_path: Path
+) -> None:
+    """A profile of collective_params fitted on one H100 node has no curve entry for a
+    two-node table: the curve-only check refuses it and says how to score it; with
+    --topology each size is replayed through the simulator on that system at two nodes
+    (`simulator.calibration.replay`), and the check prints exactly the replay's times
+    (--topology was ignored by --check)."""
+    import json
+
+    from simulator.calibration.joint import resized_cluster
+    from simulator.calibration.parser import read_benchmark
+    from simulator.calibration.profile import load_profile
+    from simulator.calibration.replay import replay
+
+    samples = ROOT / "topologies" / "calibration" / "samples"
+    p5 = ROOT / "topologies" / "h100-p5-efa-2n.yaml"
+    prof = tmp_path / "j.yaml"
+    one = samples / "h100-8gpu-1node-allreduce-dgx-nvidia-dgxc.txt"
+    r = CliRunner().invoke(app, ["calibrate", str(one), "--topology", str(p5), "-o", str(prof)])
+    assert r.exit_code == 0, r.output
+    two = samples / "h100-16gpu-2node-allreduce-aws-p5-efa.txt"
+    r = CliRunner().invoke(app, ["calibrate", "--check", str(prof), str(two)])
+    assert r.exit_code == 2 and "give --topology FILE" in r.output
+    r = CliRunner().invoke(
+        app, ["--format", "json", "calibrate", "--check", str(prof), str(two), "--topology", str(p5)]
+    )
+    assert r.exit_code == 0, r.output
+    rows = json.loads(r.stdout)["rows"]
+    assert {row["source"] for row in rows} == {
+        "the simulator on h100-p5-efa-2n.yaml (2 node(s)) with fitted collective parameters "
+        "(collective_params, fitted on h100-p5-efa-2n.yaml)"
+    }
+    table = read_benchmark(two)[0]
+    want = replay(table, load_profile(prof), cluster=resized_cluster(p5, 2), half="out_of_place")
+    assert [row["size_bytes"] for row in rows] == want["size_bytes"].astype(int).tolist()
+    assert [row["model_time_s"] for row in rows] == want["simulated_s"].tolist()
