@@ -204,14 +204,8 @@ def _warn_other_gpu(tables: list[BenchmarkTable], topology: Path, block: Collect
             )
 
 
-def _print_fits(
-    profile_name: str, fits: list[TableFit], tables: list[BenchmarkTable], compute: ComputeCalibration | None
-) -> None:
-    """The fit error of every table, what was inferred about each, and the compute fits.
-
-    With `--format csv|json` the table is the data (`fit_records`: errors as fractions 0-1)
-    and every other line goes to stderr.
-    """
+def _print_fit_table(profile_name: str, fits: list[TableFit]) -> None:
+    """The fit error per collective table, its legend and which table each row is."""
     table = Table(title=f"fit error per table ({profile_name})")
     cols = ("#", "kind", "GPUs", "nodes", "alpha us", "busbw GB/s", "med>=1MiB", "max", "line")
     for col in cols:
@@ -238,6 +232,18 @@ def _print_fits(
     say(f"measured: {FIT_SCORES}", style="dim")
     for i, f in enumerate(fits, start=1):
         say(f"#{i} {f.table.label}")
+
+
+def _print_fits(
+    profile_name: str, fits: list[TableFit], tables: list[BenchmarkTable], compute: ComputeCalibration | None
+) -> None:
+    """The fit error of every table, what was inferred about each, and the compute fits.
+
+    With `--format csv|json` the table is the data (`fit_records`: errors as fractions 0-1)
+    and every other line goes to stderr. On screen, GEMM timings alone show no collective table.
+    """
+    if fits or output_format() != "table":
+        _print_fit_table(profile_name, fits)
     for t in tables:
         inferred = [
             n for n in t.notes if any(w in n for w in ("inferred", "file name", "ratio", "own lines win"))

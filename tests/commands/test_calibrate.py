@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -93,3 +94,17 @@ def test_figure_is_a_pure_function_of_the_frame() -> None:
     assert calibration_figure(frame).to_dict() == fig.to_dict()
     with pytest.raises(ValueError):
         calibration_figure(frame.drop(columns="rel_error"))
+
+
+def test_gemm_timings_alone_print_no_collective_table(app: typer.Typer, tmp_path: Path) -> None:
+    """A GEMM CSV alone fits compute only: the screen shows its lines, not an empty
+    collective fit table with its legend (it did); as data (--format json) the empty table
+    stays, so the output's shape does not depend on the inputs."""
+    out = tmp_path / "g.yaml"
+    r = CliRunner().invoke(app, ["calibrate", str(DATA / "gemm-synthetic.csv"), "-o", str(out)])
+    assert r.exit_code == 0, r.output
+    assert "GEMM bf16" in r.output and "fit error per table" not in r.output and "med:" not in r.output
+    args = ["--format", "json", "calibrate", str(DATA / "gemm-synthetic.csv"), "-o", str(out)]
+    r = CliRunner().invoke(app, args)
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.stdout)["rows"] == []
