@@ -24,7 +24,7 @@ What one step is, per pipeline rank:
       `gradients`; which ranks are simulated and which mirrors their collectives carry is
       `placement`.
 
-The workload file is checked against the model and the cluster (`layout.check_layout`,
+The workload file is checked against the model and the cluster (`layout_rules.check_layout`,
 `memory.check_memory`) before the program is built.
 
 Simplifies: uniform routing across experts; the forward of the last virtual stage is
@@ -56,7 +56,8 @@ from simulator.workload.gradients import (
     emit_param_prefetch,
     syncs_tied_embedding,
 )
-from simulator.workload.layout import LayoutSpec, check_layout, stage_layer_counts
+from simulator.workload.layout import LayoutSpec, stage_layer_counts
+from simulator.workload.layout_rules import check_layout
 from simulator.workload.memory import check_memory
 from simulator.workload.model import ModelSpec, load_model
 from simulator.workload.placement import CollectiveGroup, SimulatedRanks, gpus_per_server, server_major_gpus

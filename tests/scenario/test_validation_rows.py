@@ -24,7 +24,8 @@ from simulator.errors import InputError
 from simulator.network.topology import load_gpu
 from simulator.scenario.spec import load_scenario
 from simulator.workload.generate import WorkloadSpec
-from simulator.workload.layout import LayoutSpec, check_layout
+from simulator.workload.layout import LayoutSpec
+from simulator.workload.layout_rules import check_layout
 from simulator.workload.memory import check_memory
 from simulator.workload.model import load_model
 

@@ -11,9 +11,9 @@ from simulator.errors import InputError
 from simulator.workload.layout import (
     LayoutSpec,
     RankGrid,
-    check_layout,
     stage_layers,
 )
+from simulator.workload.layout_rules import check_layout
 from simulator.workload.model import ModelSpec, load_model
 from simulator.workload.schedule import in_flight_micro_batches
 

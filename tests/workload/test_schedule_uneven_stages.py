@@ -22,7 +22,6 @@ from simulator.workload.flops import stage_flops, step_flops
 from simulator.workload.generate import WorkloadSpec, layout_label
 from simulator.workload.layout import (
     LayoutSpec,
-    check_layout,
     end_rank_params,
     layer_rank_params,
     stage_layer_counts,
@@ -30,6 +29,7 @@ from simulator.workload.layout import (
     stage_rank_params,
     virtual_stage_layers,
 )
+from simulator.workload.layout_rules import check_layout
 from simulator.workload.memory import check_memory, memory_per_stage, model_state_bytes
 from simulator.workload.model import ModelSpec, load_model
 from tests.workload.flops_reference import dp_comms
