@@ -41,7 +41,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from simulator.errors import InputError
+from simulator.errors import FieldError, InputError
 from simulator.workload.framework import FrameworkSettings, check_batch
 from simulator.workload.model import ModelSpec
 
@@ -114,14 +114,19 @@ class LayoutSpec(FrameworkSettings):
 
     @model_validator(mode="after")
     def _check_schedule(self) -> LayoutSpec:
+        """Schedule and overlap settings that contradict each other, each refused at the key
+        that asks for the impossible (`FieldError`, so the message names its line)."""
         check_batch(self.global_batch_size, self.micro_batch_size, self.dp)
         if self.pp_schedule == "interleaved_1f1b":
             if self.virtual_stages < 2:
-                raise ValueError("interleaved_1f1b needs virtual_stages >= 2")
+                raise FieldError("interleaved_1f1b needs virtual_stages >= 2", field="pp_schedule")
         elif self.virtual_stages != 1:
-            raise ValueError("virtual_stages > 1 needs pp_schedule interleaved_1f1b")
+            raise FieldError("virtual_stages > 1 needs pp_schedule interleaved_1f1b", field="virtual_stages")
         if self.tp_comm_overlap == "megatron" and not self.sequence_parallel:
-            raise ValueError("tp_comm_overlap megatron needs sequence_parallel (Megatron-LM's rule)")
+            raise FieldError(
+                "tp_comm_overlap megatron needs sequence_parallel (Megatron-LM's rule)",
+                field="tp_comm_overlap",
+            )
         return self
 
     @property

@@ -1,0 +1,67 @@
+"""A layout or model that cannot run is refused from its files at the key at fault, on
+one line (`file:line: field.path: message`), before any simulation starts."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from simulator.errors import InputError
+from simulator.scenario.prepare import prepare
+
+ROOT = Path(__file__).resolve().parents[2]
+TOPO = ROOT / "topologies" / "h100-rail-clos-2n.yaml"
+
+MODEL = """\
+name: small
+layers: 8
+hidden_size: 2048
+ffn_hidden_size: 5632
+attention_heads: 16
+kv_heads: 4
+vocab_size: 32000
+seq_len: 2048
+"""
+
+
+def _refusal(tmp_path: Path, layout: str, model: str = MODEL) -> InputError:
+    """The error `prepare` raises for a 16-GPU scenario over this model and layout."""
+    (tmp_path / "m.yaml").write_text(model)
+    (tmp_path / "w.yaml").write_text("model: {file: m.yaml}\nlayout:\n" + layout)
+    s = tmp_path / "s.yaml"
+    s.write_text(f"name: s\ntopology: {{file: {TOPO}}}\nworkload: {{file: w.yaml}}\nrun: {{steps: 1}}\n")
+    with pytest.raises(InputError) as err:
+        prepare(s)
+    return err.value
+
+
+@pytest.mark.parametrize(
+    ("layout", "line", "field", "needle"),
+    [
+        (
+            "  dp: 4\n  pp: 4\n  pp_schedule: interleaved_1f1b\n  global_batch_size: 16\n",
+            5,
+            "layout.pp_schedule",
+            "needs virtual_stages >= 2",
+        ),
+        (
+            "  dp: 4\n  pp: 4\n  virtual_stages: 2\n  global_batch_size: 16\n",
+            5,
+            "layout.virtual_stages",
+            "needs pp_schedule interleaved_1f1b",
+        ),
+        (
+            "  dp: 8\n  tp: 2\n  tp_comm_overlap: megatron\n  global_batch_size: 16\n",
+            5,
+            "layout.tp_comm_overlap",
+            "needs sequence_parallel",
+        ),
+    ],
+)
+def test_contradicting_schedule_settings_are_refused_at_their_key(
+    tmp_path: Path, layout: str, line: int, field: str, needle: str
+) -> None:
+    err = _refusal(tmp_path, layout)
+    assert (err.file, err.line, err.field) == (str(tmp_path / "w.yaml"), line, field)
+    assert needle in err.message
