@@ -120,6 +120,12 @@ class LayoutSpec(FrameworkSettings):
         if self.pp_schedule == "interleaved_1f1b":
             if self.virtual_stages < 2:
                 raise FieldError("interleaved_1f1b needs virtual_stages >= 2", field="pp_schedule")
+            if self.pp < 2:
+                raise FieldError(
+                    f"interleaved_1f1b needs pp >= 2 (pp = {self.pp}): its model chunks pass "
+                    "activations between pipeline ranks (Megatron-LM refuses it on one stage)",
+                    field="pp_schedule",
+                )
         elif self.virtual_stages != 1:
             raise FieldError("virtual_stages > 1 needs pp_schedule interleaved_1f1b", field="virtual_stages")
         if self.tp_comm_overlap == "megatron" and not self.sequence_parallel:

@@ -35,7 +35,7 @@ def check_layout(model: ModelSpec, layout: LayoutSpec, n_gpus: int, gpus_per_nod
         * cp > 1 needs seq_len % (2·cp) == 0 (load-balanced causal ring attention gives each
           rank two chunks); with sequence parallelism (seq_len/cp) % tp == 0;
         * global_batch_size % (micro_batch_size·dp) == 0;
-        * interleaved_1f1b needs micro_batches % pp == 0 (Megatron rule);
+        * interleaved_1f1b needs pp >= 2 and micro_batches % pp == 0 (Megatron rule);
         * tp <= gpus_per_node (tensor parallelism across servers is an error).
 
     Returns:

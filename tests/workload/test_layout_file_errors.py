@@ -51,6 +51,13 @@ def _refusal(tmp_path: Path, layout: str, model: str = MODEL) -> InputError:
             "layout.virtual_stages",
             "needs pp_schedule interleaved_1f1b",
         ),
+        (  # one stage has no second pipeline rank to interleave with: the run crashed
+            "  dp: 8\n  tp: 2\n  pp_schedule: interleaved_1f1b\n  virtual_stages: 2\n"
+            "  global_batch_size: 16\n",
+            5,
+            "layout.pp_schedule",
+            "interleaved_1f1b needs pp >= 2",
+        ),
         (
             "  dp: 8\n  tp: 2\n  tp_comm_overlap: megatron\n  global_batch_size: 16\n",
             5,
