@@ -12,7 +12,10 @@ Models, per rank of each pipeline stage (the ranks of one stage are alike):
       Transformer Models" (§4): per layer and micro-batch `s·b·h·(34 + 5·a·s/h)` bytes
       without parallelism; with tensor parallelism `s·b·h·(10 + 24/t + 5·a·s/(h·t))`; with
       sequence parallelism everything divides by t; selective recomputation drops the
-      `5·a·s/h` attention-score terms; full recomputation keeps only the layer input
+      `5·a·s/h` attention-score terms, and so does a fused attention kernel
+      (`layout.attention` flash2, flash3, or auto, which is always one of them: the s×s
+      scores stay on chip, Dao et al. 2022 §3.1), so they count only for `unfused`
+      attention without recomputation; full recomputation keeps only the layer input
       `2·s·b·h` (÷t with SP). We compute the same breakdown term by term so it extends to
       GQA, gated MLPs, MoE and MLA, and equals the paper's formula for a GPT block with
       dropout (`ModelSpec.dropout`). Stages multiply by their in-flight micro-batches
@@ -22,15 +25,14 @@ Models, per rank of each pipeline stage (the ranks of one stage are alike):
 
 Simplifies: no allocator fragmentation, CUDA context or NCCL channel buffers (add them as
 `overhead_bytes`); with full recomputation one layer's full activations are added as the
-working set of the layer being recomputed; routed-expert inputs/outputs are held whole
-by every tp rank (gathered for expert tensor parallelism), their intermediates split over
+working set of the layer being recomputed; routed-expert inputs/outputs are held whole by
+every tp rank (gathered for expert tensor parallelism), their intermediates split over
 tp; balanced routing (T·top_k expert tokens per rank); FlashAttention's softmax
-statistics are ignored (use `recompute: selective` to model a fused attention kernel,
-which never stores the s×s scores). Low-precision training (fp8, Transformer Engine) keeps
-the dense GEMMs' inputs for the weight gradient as their cast (1-byte) copies: the QKV
-and MLP inputs and the down-projection input take 1 byte, the out-projection adds a
-1-byte copy beside the attention output the kernel keeps in bf16; routed-expert GEMMs
-and norms keep the stored dtype.
+statistics (fp32, one per query row and head) are ignored. Low-precision training (fp8,
+Transformer Engine) keeps the dense GEMMs' inputs for the weight gradient as their cast
+(1-byte) copies: the QKV and MLP inputs and the down-projection input take 1 byte, the
+out-projection adds a 1-byte copy beside the attention output the kernel keeps in bf16;
+routed-expert GEMMs and norms keep the stored dtype.
 """
 
 from __future__ import annotations
@@ -132,8 +134,9 @@ def layer_activation_bytes(
     Korthikanti et al. 2022 term by term (p = bytes per element, masks 1 byte, T = b·s/cp
     tokens, t = tp). Replicated over tp unless sequence-parallel: norm inputs, the QKV and
     MLP input, dropout masks after the out projection and MLP. Split over tp: Q, K, V, the
-    out-projection input, MLP intermediates. Attention scores (÷t, dropped by selective):
-    softmax output, and with dropout its mask and output. For GPT (ffn = 4h, MHA, dropout)
+    out-projection input, MLP intermediates. Attention scores (÷t; only for `unfused`
+    attention without recomputation, as fused kernels never write them to HBM): softmax
+    output, and with dropout its mask and output. For GPT (ffn = 4h, MHA, dropout)
     this is `T·h·(10 + 24/t) + 5·a·s·T/t` (÷t for the first term with SP).
 
     Args:
@@ -189,7 +192,7 @@ def layer_activation_bytes(
         f = m.ffn_hidden_size
         shard += (p * gate * f + q * f) * T / t  # activation input, down-projection input
     total = rep / rep_div + shard
-    if rc == "none":
+    if rc == "none" and L.attention == "unfused":
         total += scores
     return total
 

@@ -79,8 +79,23 @@ B, S, H, A = 1, GPT3.seq_len, GPT3.hidden_size, GPT3.attention_heads
 def test_gpt_layer_activations_match_korthikanti(kw: dict, expected: float) -> None:
     """Korthikanti et al. 2022, "Reducing Activation Recomputation in Large Transformer
     Models", eqs. 1-2 and Table 2: per layer sbh(34 + 5as/h) bytes; TP sbh(10 + 24/t +
-    5as/(ht)); TP+SP sbh/t·(34 + 5as/h); selective drops 5as/h; full keeps 2sbh."""
-    L = LayoutSpec(global_batch_size=1, micro_batch_size=B, **kw)
+    5as/(ht)); TP+SP sbh/t·(34 + 5as/h); selective drops 5as/h; full keeps 2sbh. The paper
+    ran Megatron-LM's unfused attention, which writes the scores to HBM."""
+    L = LayoutSpec(global_batch_size=1, micro_batch_size=B, attention="unfused", **kw)
+    assert layer_activation_bytes(GPT3, L, 0) == pytest.approx(expected, rel=1e-12)
+
+
+@pytest.mark.parametrize("attention", ["auto", "flash2", "flash3"])
+@pytest.mark.parametrize("kw", [{}, {"tp": 8}, {"tp": 8, "sequence_parallel": True}])
+def test_fused_attention_stores_no_scores_without_recompute(attention: str, kw: dict) -> None:
+    """A fused kernel keeps the s×s scores on chip (FlashAttention, Dao et al. 2022 §3.1),
+    so without recomputation a layer stores what selective recomputation stores:
+    Korthikanti's sbh(10 + 24/t) with TP, sbh·34/t with TP+SP, never the 5as/h term."""
+    L = LayoutSpec(global_batch_size=1, micro_batch_size=B, attention=attention, **kw)
+    selective = L.model_copy(update={"recompute": "selective"})
+    assert layer_activation_bytes(GPT3, L, 0) == pytest.approx(layer_activation_bytes(GPT3, selective, 0))
+    t = kw.get("tp", 1)
+    expected = S * B * H * 34 / t if kw.get("sequence_parallel") else S * B * H * (10 + 24 / t)
     assert layer_activation_bytes(GPT3, L, 0) == pytest.approx(expected, rel=1e-12)
 
 
