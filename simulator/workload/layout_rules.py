@@ -25,7 +25,8 @@ def check_layout(model: ModelSpec, layout: LayoutSpec, n_gpus: int, gpus_per_nod
 
     Rules (each failure names its constraint):
         * dp·tp·pp·cp == n_gpus (ep is folded into dp, so dp % ep == 0);
-        * attention_heads % tp == 0;
+        * attention_heads % tp == 0; the dense, routed-expert and shared-expert MLP
+          intermediate sizes % tp == 0 (those the model has);
         * KV heads: if kv_heads >= tp, kv_heads % tp == 0; else tp % kv_heads == 0 and each
           KV head is replicated tp/kv_heads times (as Megatron does);
         * layers % (pp·virtual_stages) == 0; with first_stage_layers / last_stage_layers
@@ -56,7 +57,7 @@ def check_layout(model: ModelSpec, layout: LayoutSpec, n_gpus: int, gpus_per_nod
 
 
 def _check_degrees(model: ModelSpec, L: LayoutSpec, n_gpus: int) -> None:
-    """The GPU count, ep inside dp, and attention and KV heads over tp."""
+    """The GPU count, ep inside dp, and MLP sizes, attention and KV heads over tp."""
     if L.world_size != n_gpus:
         raise _fail(
             f"dp·tp·pp·cp = {L.dp}·{L.tp}·{L.pp}·{L.cp} = {L.world_size} must equal the "
@@ -70,6 +71,7 @@ def _check_degrees(model: ModelSpec, L: LayoutSpec, n_gpus: int) -> None:
             f"attention_heads ({model.attention_heads}) of {model.name} must be divisible by tp ({L.tp})",
             "tp",
         )
+    _check_ffn_over_tp(model, L.tp)
     kv = model.n_kv_heads
     if kv >= L.tp and kv % L.tp:
         raise _fail(f"kv_heads ({kv}) must be divisible by tp ({L.tp})", "tp")
@@ -78,6 +80,24 @@ def _check_degrees(model: ModelSpec, L: LayoutSpec, n_gpus: int) -> None:
             f"tp ({L.tp}) must be a multiple of kv_heads ({kv}) so KV heads can be replicated",
             "tp",
         )
+
+
+def _check_ffn_over_tp(model: ModelSpec, tp: int) -> None:
+    """Each MLP's intermediate size splits evenly over tp: Megatron-LM's column-parallel
+    first MLP GEMM divides its output features by the tp size (`divide()` asserts it), for
+    the dense MLP, every routed expert (expert tensor parallelism = tp here) and the shared
+    experts alike. Only the MLPs the model has are checked."""
+    moe_layers = [model.is_moe_layer(i) for i in range(model.layers)]
+    sizes: dict[str, int] = {}
+    if not all(moe_layers):
+        sizes["ffn_hidden_size"] = model.ffn_hidden_size
+    if model.moe is not None and any(moe_layers):
+        sizes["moe.expert_ffn_hidden_size"] = model.moe.expert_ffn_hidden_size
+        if model.moe.shared_experts:
+            sizes["moe.shared_expert_ffn_hidden_size"] = model.moe.shared_ffn
+    for name, size in sizes.items():
+        if size % tp:
+            raise _fail(f"{name} ({size}) of {model.name} must be divisible by tp ({tp})", "tp")
 
 
 def _check_experts_and_context(model: ModelSpec, L: LayoutSpec) -> None:

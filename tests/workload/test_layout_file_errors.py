@@ -25,14 +25,19 @@ seq_len: 2048
 """
 
 
-def _refusal(tmp_path: Path, layout: str, model: str = MODEL) -> InputError:
-    """The error `prepare` raises for a 16-GPU scenario over this model and layout."""
+def _scenario(tmp_path: Path, layout: str, model: str = MODEL) -> Path:
+    """A 16-GPU scenario over this model and layout (the layout's keys from line 3)."""
     (tmp_path / "m.yaml").write_text(model)
     (tmp_path / "w.yaml").write_text("model: {file: m.yaml}\nlayout:\n" + layout)
     s = tmp_path / "s.yaml"
     s.write_text(f"name: s\ntopology: {{file: {TOPO}}}\nworkload: {{file: w.yaml}}\nrun: {{steps: 1}}\n")
+    return s
+
+
+def _refusal(tmp_path: Path, layout: str, model: str = MODEL) -> InputError:
+    """The error `prepare` raises for that scenario."""
     with pytest.raises(InputError) as err:
-        prepare(s)
+        prepare(_scenario(tmp_path, layout, model))
     return err.value
 
 
@@ -72,3 +77,36 @@ def test_contradicting_schedule_settings_are_refused_at_their_key(
     err = _refusal(tmp_path, layout)
     assert (err.file, err.line, err.field) == (str(tmp_path / "w.yaml"), line, field)
     assert needle in err.message
+
+
+@pytest.mark.parametrize(
+    ("extra", "field", "size"),
+    [
+        ("ffn_hidden_size: 5634\n", "ffn_hidden_size", 5634),
+        ("moe: {experts: 8, top_k: 2, expert_ffn_hidden_size: 1410}\n", "moe.expert_ffn_hidden_size", 1410),
+        (
+            "moe: {experts: 8, top_k: 2, expert_ffn_hidden_size: 1408, shared_experts: 1, "
+            "shared_expert_ffn_hidden_size: 2818}\n",
+            "moe.shared_expert_ffn_hidden_size",
+            2818,
+        ),
+    ],
+)
+def test_mlp_sizes_not_divisible_by_tp_are_refused(tmp_path: Path, extra: str, field: str, size: int) -> None:
+    """Megatron-LM's column-parallel MLP GEMM splits its intermediate features over tp
+    (`divide()` asserts divisibility); tp 4 of 5634 (or 1410, 2818) features was simulated
+    as 1408.5 features a rank."""
+    model = MODEL.replace("ffn_hidden_size: 5632\n", "") + (
+        extra if extra.startswith("ffn") else "ffn_hidden_size: 5632\n" + extra
+    )
+    err = _refusal(tmp_path, "  tp: 4\n  dp: 4\n  global_batch_size: 16\n", model)
+    assert (err.line, err.field) == (3, "layout.tp")
+    assert err.message == f"{field} ({size}) of small must be divisible by tp (4)"
+
+
+def test_an_mlp_the_model_does_not_have_is_not_checked(tmp_path: Path) -> None:
+    """Every layer MoE: the dense ffn_hidden_size is never built, so it need not divide."""
+    model = MODEL.replace("ffn_hidden_size: 5632", "ffn_hidden_size: 5634") + (
+        "moe: {experts: 8, top_k: 2, expert_ffn_hidden_size: 1408}\n"
+    )
+    assert prepare(_scenario(tmp_path, "  tp: 4\n  dp: 4\n  global_batch_size: 16\n", model)).program.ops
