@@ -81,6 +81,9 @@ class MoESpec(Spec):
             raise FieldError(f"top_k ({self.top_k}) exceeds experts ({self.experts})", field="top_k")
         if self.moe_layers is not None and (self.first_k_dense or self.every_n != 1):
             raise FieldError("give either moe_layers or first_k_dense/every_n, not both", field="moe_layers")
+        if self.moe_layers is not None and len(set(self.moe_layers)) < len(self.moe_layers):
+            twice = sorted({i for i in self.moe_layers if self.moe_layers.count(i) > 1})
+            raise FieldError(f"moe_layers names layers {twice} more than once", field="moe_layers")
         return self
 
     @property
@@ -171,7 +174,10 @@ class ModelSpec(Spec):
         if self.moe is not None and self.moe.moe_layers is not None:
             bad = [i for i in self.moe.moe_layers if not 0 <= i < self.layers]
             if bad:
-                raise ValueError(f"moe.moe_layers {bad} outside 0..{self.layers - 1}")
+                raise FieldError(
+                    f"moe_layers {bad} outside 0..{self.layers - 1} (the model's {self.layers} layers)",
+                    field="moe.moe_layers",
+                )
         return self
 
     # ---- shape helpers -------------------------------------------------------------

@@ -136,3 +136,24 @@ def test_bad_model_files_give_input_errors(tmp_path: Path) -> None:
     )
     with pytest.raises(InputError, match="top_k"):
         load_model(topk)
+
+
+@pytest.mark.parametrize(
+    ("moe_layers", "message"),
+    [
+        ("[0, 7]", "moe.moe_layers: moe_layers [7] outside 0..3 (the model's 4 layers)"),
+        ("[1, 1]", "moe.moe_layers: moe_layers names layers [1] more than once"),
+    ],
+)
+def test_bad_moe_layers_are_refused_at_their_line(tmp_path: Path, moe_layers: str, message: str) -> None:
+    """An MoE layer index the model lacks, or one named twice, is one line at the key: the
+    first was at line 1 (the model mapping), the second was accepted."""
+    f = tmp_path / "m.yaml"
+    f.write_text(
+        "name: m\nlayers: 4\nhidden_size: 64\nffn_hidden_size: 128\nattention_heads: 4\n"
+        "vocab_size: 100\nseq_len: 32\nmoe:\n  experts: 4\n  top_k: 1\n"
+        f"  expert_ffn_hidden_size: 32\n  moe_layers: {moe_layers}\n"
+    )
+    with pytest.raises(InputError) as err:
+        load_model(f)
+    assert str(err.value) == f"{f}:12: {message}"
