@@ -302,7 +302,8 @@ def check_memory(
 
     Raises:
         InputError: naming the first stage that does not fit (its ranks and layer count),
-            what it needs by part, and the capacity.
+            what it needs by part (the overhead too, when there is one, so the parts add
+            up to the total), and the capacity.
     """
     rows = memory_per_stage(model, layout, overhead_bytes=overhead_bytes)
     for r in rows:
@@ -310,13 +311,14 @@ def check_memory(
             ranks = RankGrid(layout).stage_ranks(r.stage)
             shown = ", ".join(map(str, ranks[:4])) + (", ..." if len(ranks) > 4 else "")
             n_layers = len(stage_layers(model, layout, r.stage))
+            overhead = f", overhead {r.overhead_bytes / GB:.1f}" if r.overhead_bytes else ""
             raise InputError(
                 f"{model.name} does not fit: pipeline stage {r.stage} (ranks {shown}) needs "
                 f"{r.total_bytes / GB:.1f} GB for its {n_layers} layers (weights "
                 f"{r.weights_bytes / GB:.1f}, gradients {r.gradients_bytes / GB:.1f}, "
                 f"optimizer {r.optimizer_bytes / GB:.1f}, "
                 f"activations {r.activations_bytes / GB:.1f}, buffers "
-                f"{r.comm_buffers_bytes / GB:.1f}) but a GPU holds {capacity_bytes / GB:.1f} GB; "
+                f"{r.comm_buffers_bytes / GB:.1f}{overhead}) but a GPU holds {capacity_bytes / GB:.1f} GB; "
                 "try more tp/pp, a higher zero_stage or recompute",
                 field="layout",
             )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -133,6 +134,21 @@ def test_fits_and_does_not_fit() -> None:
         r"needs \d+\.\d GB .* but a GPU holds 80\.0 GB",
     ):
         check_memory(LLAMA70, bad, 80e9)
+
+
+def test_does_not_fit_names_every_part_it_adds_up() -> None:
+    """The refusal's parts sum to its total: a stage that fits alone but not with the
+    workload's memory_overhead_gb names the overhead (it said 92.2 GB needed and listed
+    32.2 GB of parts)."""
+    L = LayoutSpec(
+        dp=4, tp=8, pp=4, sequence_parallel=True, recompute="selective", zero_stage=1, global_batch_size=64
+    )
+    fits = max(r.total_bytes for r in check_memory(LLAMA70, L, 80e9))
+    with pytest.raises(InputError) as err:
+        check_memory(LLAMA70, L, 80e9, overhead_bytes=80e9 - fits + 1e9)
+    needs, parts = re.search(r"needs ([\d.]+) GB for its \d+ layers \(([^)]*)\)", err.value.message).groups()
+    assert "overhead" in parts
+    assert sum(float(p.split()[-1]) for p in parts.split(", ")) == pytest.approx(float(needs), abs=0.35)
 
 
 def test_breakdown_parts_are_consistent() -> None:
