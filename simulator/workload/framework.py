@@ -266,8 +266,9 @@ class FrameworkSettings(Spec):
         """Per-micro-batch reduce-scatters follow each layer's backward as it ends, so they
         cannot also be held until the whole backward ends."""
         if self.zero_stage == 2 and self.zero2_reduce_per_micro_batch and not self.overlap_grad_reduce:
-            raise ValueError(
+            raise FieldError(
                 "zero2_reduce_per_micro_batch reduce-scatters each layer as its backward ends; "
-                "it needs overlap_grad_reduce: true"
+                "it needs overlap_grad_reduce: true",
+                field="zero2_reduce_per_micro_batch",
             )
         return self

@@ -69,6 +69,13 @@ def _refusal(tmp_path: Path, layout: str, model: str = MODEL) -> InputError:
             "layout.tp_comm_overlap",
             "needs sequence_parallel",
         ),
+        (
+            "  dp: 8\n  tp: 2\n  zero_stage: 2\n  overlap_grad_reduce: false\n"
+            "  zero2_reduce_per_micro_batch: true\n  global_batch_size: 16\n",
+            7,
+            "layout.zero2_reduce_per_micro_batch",
+            "needs overlap_grad_reduce: true",
+        ),
     ],
 )
 def test_contradicting_schedule_settings_are_refused_at_their_key(
