@@ -117,7 +117,8 @@ class FrameworkSettings(Spec):
         40 * MB,
         gt=0,
         description="Gradient bucket size, bytes (YAML: grad_bucket_mb, MiB; Megatron "
-        "default 40M elements is close).",
+        "default 40M elements is close). A bucket holds whole layers: below one layer's "
+        "gradients every layer is one bucket.",
     )
     overlap_grad_reduce: bool = Field(
         True, description="Overlap data-parallel gradient reduction with the backward pass."

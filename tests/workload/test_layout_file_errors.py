@@ -117,3 +117,18 @@ def test_an_mlp_the_model_does_not_have_is_not_checked(tmp_path: Path) -> None:
         "moe: {experts: 8, top_k: 2, expert_ffn_hidden_size: 1408}\n"
     )
     assert prepare(_scenario(tmp_path, "  tp: 4\n  dp: 4\n  global_batch_size: 16\n", model)).program.ops
+
+
+def test_a_gradient_bucket_never_splits_a_layer(tmp_path: Path) -> None:
+    """`grad_bucket_bytes` below one layer's gradients gives one bucket per layer (the
+    schema and docs/fidelity.md say so): 1 MiB and 40 MiB buckets both make 10 all-reduces
+    on a ZeRO-0, pp 1 rank (8 layers of 45 MB of bf16 gradients at tp 2, the embedding and
+    the output layer); 1 GiB makes fewer."""
+
+    def buckets(mb: int) -> int:
+        layout = f"  tp: 2\n  dp: 8\n  grad_bucket_mb: {mb}\n  global_batch_size: 16\n"
+        program = prepare(_scenario(tmp_path, layout)).program
+        return sum(1 for o in program.ops if o.tag == "dp" and o.collective == "all_reduce")
+
+    assert buckets(1) == buckets(40) == 10
+    assert buckets(1024) < 10
