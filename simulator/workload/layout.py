@@ -354,7 +354,8 @@ def virtual_stage_layer_counts(model: ModelSpec, layout: LayoutSpec) -> list[int
         if model.layers % (p * v):
             raise _fail(
                 f"layers ({model.layers}) of {model.name} must be divisible by "
-                f"pp·virtual_stages = {p}·{v} = {p * v}",
+                f"pp·virtual_stages = {p}·{v} = {p * v}, or give first_stage_layers / "
+                "last_stage_layers for uneven stages",
                 "pp",
             )
         return [model.layers // (p * v)] * (p * v)

@@ -44,7 +44,13 @@ def test_yaml_human_units_and_fsdp_alias() -> None:
     [
         ({}, 64, 8, LLAMA70, r"dp·tp·pp·cp = 4·8·4·1 = 128 must equal the GPU count 64"),
         ({"tp": 3, "dp": 8, "pp": 1}, 24, 8, LLAMA70, r"attention_heads \(64\).*tp \(3\)"),
-        ({"pp": 3, "dp": 4}, 96, 8, LLAMA70, r"layers \(80\).*pp·virtual_stages = 3·1"),
+        (
+            {"pp": 3, "dp": 4},
+            96,
+            8,
+            LLAMA70,
+            r"layers \(80\).*pp·virtual_stages = 3·1 = 3, or give first_stage_layers",
+        ),
         ({"tp": 16, "dp": 2}, 128, 8, LLAMA70, r"kv_heads \(8\)|exceeds GPUs per node"),
         ({"ep": 2}, 128, 8, LLAMA70, r"ep = 2 but llama3-70b has no MoE"),
         (
