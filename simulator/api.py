@@ -19,6 +19,7 @@ Simplified: runs go in this process one after the other (`compare` and `sweep` t
 
 from __future__ import annotations
 
+import numbers
 import tempfile
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -27,14 +28,16 @@ from typing import Any
 
 import pandas as pd
 import yaml
+from pydantic import BaseModel
 
-from simulator.errors import InputError, InputErrors
+from simulator.errors import InputError, InputErrors, shown
 from simulator.io import ResultsFolder
 from simulator.metrics.store import read_frames, read_summary
 from simulator.scenario.execute import RunResult, execute
 from simulator.scenario.prepare import check_output_folder, prepare
+from simulator.scenario.spec import RunSettings, ScenarioSpec
 from simulator.study.compare import comparison_table, load_comparison, run_comparison
-from simulator.study.sweep import load_study, run_study, study_from_data, summarize_study
+from simulator.study.sweep import StudySpec, load_study, run_study, study_from_data, summarize_study
 from simulator.viz.dashboard import run_dashboard_html
 
 __all__ = ["Comparison", "Result", "Study", "compare", "load", "run", "sweep"]
@@ -110,6 +113,51 @@ def _absolute_files(node: Any, base: Path) -> Any:
     return node
 
 
+def _whole(value: Any, argument: str, model: type[BaseModel], key: str) -> int | None:
+    """`value` of the keyword `argument`, an override of the field `key` of `model`, checked as
+    the loader checks that field in a file: a whole number (not a bool, a float or text)
+    within the field's bounds. None (no override) stays None.
+
+    Raises:
+        InputError: `argument: message`, one line.
+    """
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise InputError(f"expected a whole number, found {shown(value)}", field=argument)
+    for bound in model.model_fields[key].metadata:
+        if (lo := getattr(bound, "ge", None)) is not None and value < lo:
+            raise InputError(f"input should be greater than or equal to {lo}, got {value}", field=argument)
+        if (hi := getattr(bound, "le", None)) is not None and value > hi:
+            raise InputError(f"input should be less than or equal to {hi:,}, got {value}", field=argument)
+    return int(value)
+
+
+def _source(value: Any, argument: str, mapping: bool = True) -> None:
+    """Refuse a `scenario` / `study` / `file` argument that is neither a file path (str or
+    Path) nor, where `mapping` allows one, a mapping of the file's content."""
+    kinds = (str, Path, Mapping) if mapping else (str, Path)
+    if not isinstance(value, kinds):
+        what = "a file (str or Path) or a mapping" if mapping else "a file (str or Path)"
+        raise InputError(f"expected {what}, found {type(value).__name__} {shown(value)}", field=argument)
+
+
+def _executor(value: Any) -> None:
+    """Refuse an executor that is neither a name or scheduler address (text) nor a Dask
+    client (it would fail deep in the task runner); None is the local pool."""
+    if value is not None and not isinstance(value, str) and not callable(getattr(value, "submit", None)):
+        raise InputError(
+            f"expected 'serial', 'pool', a Dask scheduler address or a Dask client, found {shown(value)}",
+            field="executor",
+        )
+
+
+def _callback(value: Any, argument: str) -> None:
+    """Refuse a progress callback that cannot be called (it would fail deep in the engine)."""
+    if value is not None and not callable(value):
+        raise InputError(f"expected a function or None, found {shown(value)}", field=argument)
+
+
 def run(
     scenario: str | Path | Mapping[str, Any],
     *,
@@ -134,6 +182,10 @@ def run(
         InputError: the scenario or a file it references is not valid (one line each).
         ClustersimError: the run cannot be simulated (exit code 3 on the command line).
     """
+    _source(scenario, "scenario")
+    steps = _whole(steps, "steps", RunSettings, "steps")
+    seed = _whole(seed, "seed", ScenarioSpec, "seed")
+    _callback(on_step, "on_step")
     if isinstance(scenario, Mapping):
         data = _absolute_files(dict(scenario), Path(base_dir))
         with tempfile.TemporaryDirectory(prefix="clustersim-api-") as tmp:
@@ -178,6 +230,9 @@ def compare(file: str | Path, *, steps: int | None = None, executor: Any = "seri
         steps: override every variant's `run.steps`.
         executor: "serial" (this process), "pool" (local processes) or a Dask client.
     """
+    _source(file, "file", mapping=False)
+    steps = _whole(steps, "steps", RunSettings, "steps")
+    _executor(executor)
     cmp = load_comparison(file)
     runs = run_comparison(cmp, executor, steps=steps)
     table = comparison_table(runs)
@@ -206,6 +261,9 @@ def sweep(
         seeds: seeds per variant (default: the study's).
         executor: "serial", "pool" or a Dask client.
     """
+    _source(study, "study")
+    seeds = _whole(seeds, "seeds", StudySpec, "seeds")
+    _executor(executor)
     loaded = load_study(study) if not isinstance(study, Mapping) else study_from_data(dict(study))
     runs = run_study(loaded, seeds, executor)
     return Study(loaded.spec.name, runs, summarize_study(runs))

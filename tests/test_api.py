@@ -75,3 +75,47 @@ def test_a_mapping_importing_a_trace_resolves_its_path_against_base_dir() -> Non
     assert data["workload"]["format"] == "kineto" and not Path(data["workload"]["path"]).is_absolute()
     r = api.run(data, base_dir=ROOT / "scenarios")
     assert r.summary["step_time_s"] > 0 and r.summary["gpus_in_job"] == 2
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"steps": 0}, "steps: input should be greater than or equal to 1, got 0"),
+        ({"steps": "2"}, "steps: expected a whole number, found '2'"),
+        ({"steps": 1.5}, "steps: expected a whole number, found 1.5"),
+        ({"steps": True}, "steps: expected a whole number, found True"),
+        ({"seed": -1}, "seed: input should be greater than or equal to 0, got -1"),
+        ({"seed": "x"}, "seed: expected a whole number, found 'x'"),
+        ({"seed": 2**70}, "seed: input should be less than or equal to 4,611,686,018,427,387,904, got "),
+        ({"on_step": 5}, "on_step: expected a function or None, found 5"),
+    ],
+)
+def test_a_bad_override_is_one_line_naming_the_argument(kwargs: dict[str, object], message: str) -> None:
+    """Overrides are checked as the file's fields are, before anything runs: no TypeError from
+    the engine, no NumPy seed error, no silent `True` for 1 or seed beyond the schema's."""
+    with pytest.raises(InputError) as err:
+        api.run(QUICKSTART, **kwargs)  # type: ignore[arg-type]
+    assert str(err.value).startswith(message) and "\n" not in str(err.value)
+
+
+def test_a_scenario_that_is_no_path_nor_mapping_is_refused() -> None:
+    with pytest.raises(
+        InputError, match=r"^scenario: expected a file \(str or Path\) or a mapping, found int 42$"
+    ):
+        api.run(42)  # type: ignore[arg-type]
+
+
+def test_bad_compare_and_sweep_arguments_are_refused_before_running(small_compare: Path) -> None:
+    study = ROOT / "tests" / "study" / "data" / "interval_study.yaml"
+    with pytest.raises(InputError, match="^steps: input should be greater than or equal to 1, got 0$"):
+        api.compare(small_compare, steps=0)
+    with pytest.raises(InputError, match="^executor: expected 'serial', 'pool'"):
+        api.compare(small_compare, steps=1, executor=5)
+    # seeds=0 ran the study's own seed count, silently; -1 ended in a KeyError of pandas
+    for seeds in (0, -1):
+        with pytest.raises(
+            InputError, match=f"^seeds: input should be greater than or equal to 1, got {seeds}$"
+        ):
+            api.sweep(study, seeds=seeds)
+    with pytest.raises(InputError, match="^seeds: expected a whole number, found '2'$"):
+        api.sweep(study, seeds="2")  # type: ignore[arg-type]
