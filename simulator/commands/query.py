@@ -4,7 +4,7 @@ Every frame of the folder is a table named after it: for a study, `runs`, `incid
 `segments` over every finished task of its dataset (`simulator.study.store`, so a study
 still running or stopped can be queried), plus its consolidated tables (`summary`); for a
 run folder, `ops`, `flows`, `links`, `steps`, ... from its Parquet files. The answer is
-printed as a table, or as CSV with `--csv`.
+printed as a table (its first `--rows`), or whole as CSV with `--csv` or `--format csv|json`.
 
 Simplified: only Parquet frames are tables (a CSV-only folder, written without pyarrow, is
 refused); the query runs on an in-memory DuckDB database that reads the files in place.
@@ -18,7 +18,7 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from simulator.commands.common import console, fail, print_table
+from simulator.commands.common import console, fail, output_format, print_table
 from simulator.errors import ClustersimError, InputError
 
 
@@ -75,7 +75,9 @@ def query(
         str, typer.Argument(help="SQL over tables named after the frames (runs, segments, ops, ...).")
     ],
     csv: Annotated[bool, typer.Option("--csv", help="Print CSV instead of a table.")] = False,
-    limit: Annotated[int, typer.Option("--rows", min=1, help="Rows shown in the table.")] = 50,
+    limit: Annotated[
+        int, typer.Option("--rows", min=1, help="Rows shown in the table (--csv, --format csv|json: all).")
+    ] = 50,
 ) -> None:
     """Query a results folder with SQL (DuckDB); each frame is a table named after it."""
     try:
@@ -88,11 +90,12 @@ def query(
     table = Table(show_header=True, title=f"{len(df)} row(s)")
     for col in df.columns:
         table.add_column(str(col))
-    shown = df.head(limit)
-    for row in shown.itertuples(index=False):
+    for row in df.head(limit).itertuples(index=False):
         table.add_row(*(str(v) for v in row))
-    # --format csv / json: numbers as numbers (not the text shown), a missing one as null
-    print_table(table, [{str(k): _plain(v) for k, v in r.items()} for r in shown.to_dict(orient="records")])
+    # --format csv / json: every row of the answer (--rows cuts the table shown only), numbers
+    # as numbers (not the text shown), a missing one as null
+    whole = df if output_format() != "table" else df.head(limit)
+    print_table(table, [{str(k): _plain(v) for k, v in r.items()} for r in whole.to_dict(orient="records")])
 
 
 def _plain(v: object) -> object:

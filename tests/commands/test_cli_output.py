@@ -12,6 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
@@ -85,6 +86,28 @@ def test_query_as_json_gives_numbers_as_numbers(tmp_path: Path) -> None:
     (row,) = json.loads(res.stdout)["rows"]
     summary = json.loads((tmp_path / "r" / "summary.json").read_text())
     assert row == {"step": 0, "step_time_s": summary["step_time_s"], "m": None, "t": "2024-01-01 00:00:00"}
+
+
+def test_query_as_csv_or_json_gives_every_row(tmp_path: Path) -> None:
+    """--format csv|json prints the whole answer, as `--csv` does: `--rows` (50 by default)
+    cuts only the rich table (the 160 ops of a step came out as 50 CSV rows)."""
+    from simulator.commands import common
+
+    CliRunner().invoke(app, ["run", str(QUICKSTART), "--steps", "1", "-o", str(tmp_path / "r")])
+    sql = "select step, rank, op_id from ops order by rank, op_id"
+    n_ops = len(pd.read_parquet(tmp_path / "r" / "ops.parquet"))
+    assert n_ops > 50
+    try:
+        as_csv = CliRunner().invoke(app, ["--format", "csv", "query", str(tmp_path / "r"), sql])
+        as_json = CliRunner().invoke(
+            app, ["--format", "json", "query", str(tmp_path / "r"), sql, "--rows", "3"]
+        )
+    finally:
+        common.set_output_format("table")
+    assert as_csv.exit_code == 0 and as_json.exit_code == 0, as_csv.output + as_json.output
+    plain = CliRunner().invoke(app, ["query", str(tmp_path / "r"), sql, "--csv"])
+    assert as_csv.stdout == plain.stdout and len(list(csv.DictReader(io.StringIO(as_csv.stdout)))) == n_ops
+    assert len(json.loads(as_json.stdout)["rows"]) == n_ops
 
 
 def test_help_loads_no_numeric_library() -> None:
