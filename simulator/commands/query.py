@@ -53,7 +53,8 @@ def run_query(folder: Path, sql: str) -> Any:
     """The answer of `sql` over the folder's frames, as a pandas DataFrame.
 
     Raises:
-        InputError: the folder holds no frames, or DuckDB rejects the query.
+        InputError: the folder holds no frames, the query holds no statement, or DuckDB
+            rejects it.
     """
     import duckdb
 
@@ -62,7 +63,12 @@ def run_query(folder: Path, sql: str) -> Any:
         for name, files in frame_tables(folder).items():
             paths = "[" + ", ".join(_quoted(str(p)) for p in files) + "]"
             con.execute(f'CREATE VIEW "{name}" AS SELECT * FROM read_parquet({paths}, union_by_name = true)')
-        return con.execute(sql).df()
+        answer = con.execute(sql)
+        if answer is None:  # DuckDB answers nothing at all to SQL without a statement
+            raise InputError(
+                "query failed: no SQL statement (the query is empty or only comments)", file=folder
+            )
+        return answer.df()
     except duckdb.Error as exc:
         raise InputError(f"query failed: {str(exc).splitlines()[0]}", file=folder) from None
     finally:

@@ -110,6 +110,16 @@ def test_query_as_csv_or_json_gives_every_row(tmp_path: Path) -> None:
     assert len(json.loads(as_json.stdout)["rows"]) == n_ops
 
 
+@pytest.mark.parametrize("sql", ["", "  ", ";", "/* nothing */"])
+def test_a_query_without_a_statement_is_one_line(sql: str, tmp_path: Path) -> None:
+    """DuckDB answers None to SQL holding no statement; `.df()` of it was a traceback."""
+    CliRunner().invoke(app, ["run", str(QUICKSTART), "--steps", "1", "-o", str(tmp_path / "r")])
+    res = CliRunner().invoke(app, ["query", str(tmp_path / "r"), sql])
+    assert res.exit_code == 2, res.output
+    assert res.output.strip().endswith("query failed: no SQL statement (the query is empty or only comments)")
+    assert len(res.output.strip().splitlines()) == 1
+
+
 def test_help_loads_no_numeric_library() -> None:
     """`clustersim --help` stays light: the simulator, pandas, plotly and scipy are imported
     inside the commands (the CPU time is measured in the report, not asserted here)."""
