@@ -209,7 +209,8 @@ def export_chrome_command(
         prep = prepare(scenario)
         _step_level(prep, scenario, "export chrome", jobs_ok=True)
         result = execute(prep)
-        counts = write_chrome_trace(result.frames, output, top_links=links, edges=flow_edges(prep.program))
+        edges = {j.name: flow_edges(j.program) for j in prep.jobs} if prep.jobs else flow_edges(prep.program)
+        counts = write_chrome_trace(result.frames, output, top_links=links, edges=edges)
     except ClustersimError as err:
         fail(err)
     console.print(

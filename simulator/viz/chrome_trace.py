@@ -4,7 +4,9 @@ Open the file in https://ui.perfetto.dev or chrome://tracing. Mapping:
 
 * one process (`pid`) per rank group: the ops frame's `role`, else the server part of the
   GPU name (as the dashboard groups ranks); one thread (`tid`) per (rank, stream), named
-  `r<rank> <stream> (<gpu>)`;
+  `r<rank> <stream> (<gpu>)`; a run of several jobs (`jobs:`, whose ops frame has a `job`
+  column and numbers each job's ranks from 0) has one per (job, rank, stream), named
+  `<job> r<rank> <stream> (<gpu>)`, its events' `args` naming the job;
 * one complete event (`ph: "X"`) per op instance, `ts`/`dur` in microseconds of simulated
   time, `name` the op id, `cat` its tag; a communication op that waited for its peers also
   gets a `wait` event from when the rank reached it to when it started;
@@ -14,7 +16,8 @@ Open the file in https://ui.perfetto.dev or chrome://tracing. Mapping:
 * given the step program, flow arrows (`ph: "s"` on the source slice, `ph: "f"` bound to
   the enclosing target slice): send -> recv of every transfer (from the sender's lane to
   the receiver's, `cat: "p2p"`), and every dependency of an op on another rank's op
-  (from where the dependency ran to the op that waited, `cat: "dependency"`).
+  (from where the dependency ran to the op that waited, `cat: "dependency"`); for several
+  jobs, each job's arrows from its own program, between its own ops.
 
 Pure function of the saved frames (and the program's dependency edges, if given);
 nothing is sampled on the op side.
@@ -64,6 +67,18 @@ OP_COLUMNS = [
 ]
 
 
+def _with_lanes(ops: pd.DataFrame) -> pd.DataFrame:
+    """`ops` with a `job` column ("" without one) and a `lane` number per (job, rank), jobs
+    in frame order and ranks in order within each: the ranks of a run of several jobs all
+    start at 0, and without the job two ranks on different GPUs would share a thread."""
+    if "job" not in ops.columns:
+        return ops.assign(job="", lane=ops["rank"])
+    job = ops["job"].astype(str)
+    index = {j: i for i, j in enumerate(dict.fromkeys(job))}
+    stride = int(ops["rank"].max()) + 1 if not ops.empty else 1
+    return ops.assign(job=job, lane=job.map(index).to_numpy(dtype=np.int64) * stride + ops["rank"])
+
+
 def _process_events(pid: int, name: str) -> list[dict[str, Any]]:
     """Metadata events naming a process and fixing its place in the track list."""
     return [
@@ -75,26 +90,29 @@ def _process_events(pid: int, name: str) -> list[dict[str, Any]]:
 def _thread_events(
     ops: pd.DataFrame, groups: pd.Series, pid_of: dict[Any, int]
 ) -> tuple[list[dict[str, Any]], dict[tuple[int, str], int]]:
-    """One named thread per (rank, stream), compute stream first within a rank.
+    """One named thread per (lane, stream), compute stream first within a lane (`ops` with
+    the lanes of `_with_lanes`).
 
     Returns:
-        (the metadata events, the thread id of every (rank, stream)).
+        (the metadata events, the thread id of every (lane, stream)).
     """
     events: list[dict[str, Any]] = []
-    lanes = ops[["rank", "stream", "gpu"]].drop_duplicates(["rank", "stream"]) if not ops.empty else ops
-    order = lanes.assign(o=(lanes["stream"] != "compute").astype(int)).sort_values(["rank", "o", "stream"])
+    cols = ["lane", "job", "rank", "stream", "gpu"]
+    lanes = ops[cols].drop_duplicates(["lane", "stream"]) if not ops.empty else ops
+    order = lanes.assign(o=(lanes["stream"] != "compute").astype(int)).sort_values(["lane", "o", "stream"])
     tid_of: dict[tuple[int, str], int] = {}
-    for i, (rank, stream, gpu) in enumerate(zip(order["rank"], order["stream"], order["gpu"], strict=False)):
+    for i, (lane, job, rank, stream, gpu) in enumerate(order[cols].itertuples(index=False, name=None)):
         tid = i + 1
-        tid_of[(int(rank), str(stream))] = tid
-        pid = pid_of[groups[rank]]
+        tid_of[(int(lane), str(stream))] = tid
+        pid = pid_of[groups[lane]]
+        who = f"{job} r{int(rank)}" if job else f"r{int(rank)}"
         events.append(
             {
                 "ph": "M",
                 "name": "thread_name",
                 "pid": pid,
                 "tid": tid,
-                "args": {"name": f"r{int(rank)} {stream} ({gpu})"},
+                "args": {"name": f"{who} {stream} ({gpu})"},
             }
         )
         events.append(
@@ -109,10 +127,12 @@ def _op_events(
     """One complete event per op instance, plus a `wait` event before a communication op
     that started after it was ready (its peers were not)."""
     events: list[dict[str, Any]] = []
-    for row in ops[OP_COLUMNS].itertuples(index=False):
-        rank, stream = int(row.rank), str(row.stream)
-        pid, tid = pid_of[groups[rank]], tid_of[(rank, stream)]
+    for row in ops[[*OP_COLUMNS, "lane", "job"]].itertuples(index=False):
+        rank, lane, stream = int(row.rank), int(row.lane), str(row.stream)
+        pid, tid = pid_of[groups[lane]], tid_of[(lane, stream)]
         args: dict[str, Any] = {"step": int(row.step), "kind": row.kind, "rank": rank}
+        if row.job:
+            args["job"] = row.job
         if row.kind == "compute":
             args["flops"] = _num(row.flops)
         else:
@@ -145,7 +165,7 @@ def _op_events(
                     "tid": tid,
                     "ts": row.ready_at_s * US,
                     "dur": (row.started_at_s - row.ready_at_s) * US,
-                    "args": {"step": int(row.step), "rank": rank},
+                    "args": {"step": int(row.step), "rank": rank, **({"job": row.job} if row.job else {})},
                 }
             )
     return events
@@ -173,51 +193,63 @@ def flow_edges(program: StepProgram) -> list[Edge]:
 
 def _flow_events(
     ops: pd.DataFrame,
-    edges: list[Edge],
+    edges: dict[str, list[Edge]],
     groups: pd.Series,
     pid_of: dict[Any, int],
     tid_of: dict[tuple[int, str], int],
 ) -> list[dict[str, Any]]:
-    """Flow start/finish pairs for `edges`, in every step both ends ran in.
+    """Flow start/finish pairs for each job's `edges` (job "" of a one-job run) between
+    that job's ops, in every step both ends ran in.
 
     Both ends sit at the start of their slice, the finish bound to the enclosing slice
     (`bp: "e"`), so viewers attach the arrow to the two slices (an end exactly at a slice's
     end could bind to the next one).
     """
+    columns = ["job", "op_id", "rank", "step", "lane", "stream", "started_at_s", "finished_at_s"]
     at = {
-        (str(r.op_id), int(r.rank), int(r.step)): (
-            int(r.rank),
-            str(r.stream),
-            r.started_at_s,
-            r.finished_at_s,
-        )
-        for r in ops[["op_id", "rank", "step", "stream", "started_at_s", "finished_at_s"]].itertuples(
-            index=False
-        )
+        (str(r.job), str(r.op_id), int(r.rank), int(r.step)): (int(r.lane), str(r.stream), r.started_at_s)
+        for r in ops[columns].itertuples(index=False)
     }
     events: list[dict[str, Any]] = []
     steps = sorted({int(x) for x in ops["step"].unique()}) if not ops.empty else []
     flow_id = 0
-    for step in steps:
-        for cat, src_id, src_rank, dst_id, dst_rank in edges:
-            a, b = at.get((src_id, src_rank, step)), at.get((dst_id, dst_rank, step))
-            if a is None or b is None:
-                continue
-            flow_id += 1
-            name = f"{src_id} -> {dst_id}"
-            for ph, (rank, stream, start, _) in (("s", a), ("f", b)):
-                ev = {
-                    "ph": ph,
-                    "id": flow_id,
-                    "name": name,
-                    "cat": cat,
-                    "pid": pid_of[groups[rank]],
-                    "tid": tid_of[(rank, stream)],
-                    "ts": start * US,
-                }
-                if ph == "f":
-                    ev["bp"] = "e"
-                events.append(ev)
+    for job, job_edges in edges.items():
+        for step in steps:
+            for cat, src_id, src_rank, dst_id, dst_rank in job_edges:
+                a, b = at.get((job, src_id, src_rank, step)), at.get((job, dst_id, dst_rank, step))
+                if a is None or b is None:
+                    continue
+                flow_id += 1
+                events += _arrow(flow_id, f"{src_id} -> {dst_id}", cat, a, b, groups, pid_of, tid_of)
+    return events
+
+
+def _arrow(
+    flow_id: int,
+    name: str,
+    cat: str,
+    a: tuple[int, str, float],
+    b: tuple[int, str, float],
+    groups: pd.Series,
+    pid_of: dict[Any, int],
+    tid_of: dict[tuple[int, str], int],
+) -> list[dict[str, Any]]:
+    """The start (`s`, at source slice `a`) and finish (`f`, bound to target slice `b`) of
+    one flow arrow; a slice is (lane, stream, start time)."""
+    events: list[dict[str, Any]] = []
+    for ph, (lane, stream, start) in (("s", a), ("f", b)):
+        ev = {
+            "ph": ph,
+            "id": flow_id,
+            "name": name,
+            "cat": cat,
+            "pid": pid_of[groups[lane]],
+            "tid": tid_of[(lane, stream)],
+            "ts": start * US,
+        }
+        if ph == "f":
+            ev["bp"] = "e"
+        events.append(ev)
     return events
 
 
@@ -253,7 +285,7 @@ def chrome_trace(
     steps: list[int] | None = None,
     top_links: int = 8,
     max_counter_points: int = 5000,
-    edges: list[Edge] | None = None,
+    edges: list[Edge] | dict[str, list[Edge]] | None = None,
 ) -> dict[str, Any]:
     """The trace as a dict (`{"traceEvents": [...], "displayTimeUnit": "ms", ...}`).
 
@@ -262,7 +294,8 @@ def chrome_trace(
         steps: steps to export (default all).
         top_links: busiest links given a utilization counter track.
         max_counter_points: counter samples per link at most (time-weighted bins beyond).
-        edges: flow arrows to draw (`flow_edges(program)`); none by default.
+        edges: flow arrows to draw (`flow_edges(program)`), or for a run of several jobs a
+            mapping job name -> its program's arrows; none by default.
 
     Raises:
         ValueError: the frames have no ops frame.
@@ -272,8 +305,10 @@ def chrome_trace(
         raise ValueError("the results have no ops frame; nothing to trace")
     if steps is not None:
         ops = ops[ops["step"].isin(steps)]
+    ops = _with_lanes(ops)
     events: list[dict[str, Any]] = []
-    groups = rank_groups(ops, max_groups=10**9) if not ops.empty else pd.Series(dtype=object)
+    by_lane = ops.assign(rank=ops["lane"])  # grouped by lane: a (job, rank) each
+    groups = rank_groups(by_lane, max_groups=10**9) if not ops.empty else pd.Series(dtype=object)
     pid_of = {g: i + 1 for i, g in enumerate(dict.fromkeys(groups.to_numpy()))}
     for g, pid in pid_of.items():
         events += _process_events(pid, str(g))
@@ -282,7 +317,7 @@ def chrome_trace(
     events += _op_events(ops, groups, pid_of, tid_of)
     n_flows = 0
     if edges:
-        flows = _flow_events(ops, edges, groups, pid_of, tid_of)
+        flows = _flow_events(ops, edges if isinstance(edges, dict) else {"": edges}, groups, pid_of, tid_of)
         n_flows = len(flows) // 2
         events += flows
     links = frames.get("links")

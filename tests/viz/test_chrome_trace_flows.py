@@ -61,3 +61,54 @@ def test_no_edges_no_flows():
     result = execute(dataclasses.replace(prep, program=_program(prep.cluster.gpus)))
     trace = chrome_trace(result.frames)
     assert not [e for e in trace["traceEvents"] if e["ph"] in ("s", "f")] and trace["otherData"]["flows"] == 0
+
+
+P2P = """\
+format: clustersim-step/1
+name: p2p
+ranks: 2
+ops:
+  - {id: s, kind: send, ranks: [0], peer: 1, size_bytes: 1.0e8}
+  - {id: r, kind: recv, ranks: [1], peer: 0}
+"""
+
+
+def test_jobs_get_their_own_lanes_and_arrows(tmp_path: Path) -> None:
+    """Two jobs each number their ranks from 0: each (job, rank) gets its own threads, named
+    after the job and the GPU it ran on, and each job's send -> recv arrow joins its own ops
+    (the two jobs' rank 0 were one thread, labelled with the first job's GPU, with one arrow)."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from simulator.commands.app import app
+
+    (tmp_path / "p2p.yaml").write_text(P2P)
+    jobs = "".join(
+        f"  - {{name: {n}, workload: {{file: p2p.yaml}}, gpus: 2, placement: spread}}\n" for n in ("a", "b")
+    )
+    topo = ROOT / "topologies" / "h100-rail-clos-2n.yaml"
+    (tmp_path / "two.yaml").write_text(
+        f"name: two\ntopology: {{file: {topo}}}\njobs:\n{jobs}run: {{steps: 1}}\n"
+    )
+    out = tmp_path / "t.json"
+    res = CliRunner().invoke(app, ["export", "chrome", str(tmp_path / "two.yaml"), "-o", str(out)])
+    assert res.exit_code == 0, res.output
+    ev = json.loads(out.read_text())["traceEvents"]
+    thread = {
+        (e["pid"], e["tid"]): e["args"]["name"] for e in ev if e["ph"] == "M" and e["name"] == "thread_name"
+    }
+    gpu_of = {
+        (r.job, r.rank): r.gpu for r in execute(prepare(tmp_path / "two.yaml")).frames["ops"].itertuples()
+    }
+    assert len(set(gpu_of.values())) == 4
+    slices = [e for e in ev if e["ph"] == "X"]
+    assert {e["args"]["job"] for e in slices} == {"a", "b"}
+    for e in slices:
+        job, rank = e["args"]["job"], e["args"]["rank"]
+        assert thread[(e["pid"], e["tid"])].startswith(f"{job} r{rank} ")
+        assert thread[(e["pid"], e["tid"])].endswith(f"({gpu_of[(job, rank)]})")
+    arrows = sorted(
+        (thread[(e["pid"], e["tid"])].split(" (")[0], e["ph"]) for e in ev if e["ph"] in ("s", "f")
+    )
+    assert arrows == [("a r0 comm", "s"), ("a r1 comm", "f"), ("b r0 comm", "s"), ("b r1 comm", "f")]
