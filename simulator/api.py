@@ -38,7 +38,7 @@ from simulator.scenario.prepare import check_output_folder, prepare
 from simulator.scenario.spec import RunSettings, ScenarioSpec
 from simulator.study.compare import comparison_table, load_comparison, run_comparison
 from simulator.study.sweep import StudySpec, load_study, run_study, study_from_data, summarize_study
-from simulator.viz.dashboard import run_dashboard_html
+from simulator.viz.dashboard import load_graph, run_dashboard_html
 
 __all__ = ["Comparison", "Result", "Study", "compare", "load", "run", "sweep"]
 
@@ -79,8 +79,12 @@ class Result:
 
     def dashboard_html(self) -> str:
         """The run's dashboard page (it loads `plotly.min.js` from beside it; see
-        `simulator.viz.dashboard.write_page`)."""
-        graph = self._run.graph if self._run is not None else None
+        `simulator.viz.dashboard.write_page`): the page the run writes, or for a result
+        read from a folder the page `clustersim dashboard` rebuilds there, topology
+        included (from the folder's `topology.json`)."""
+        if self._run is not None:
+            return run_dashboard_html(self.frames, self.summary, self._run.graph)
+        graph = load_graph(self.folder) if self.folder is not None else None
         return run_dashboard_html(self.frames, self.summary, graph)
 
 

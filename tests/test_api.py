@@ -119,3 +119,13 @@ def test_bad_compare_and_sweep_arguments_are_refused_before_running(small_compar
             api.sweep(study, seeds=seeds)
     with pytest.raises(InputError, match="^seeds: expected a whole number, found '2'$"):
         api.sweep(study, seeds="2")  # type: ignore[arg-type]
+
+
+def test_a_loaded_result_gives_the_dashboard_the_folder_holds(one_step: api.Result) -> None:
+    """The page of `api.load(folder)` is the one written beside the frames (and the one
+    `clustersim dashboard` rebuilds): with the topology view read from topology.json, which
+    it left out."""
+    assert one_step.folder is not None
+    written = (one_step.folder / "dashboard.html").read_text(encoding="utf-8")
+    assert one_step.dashboard_html() == written
+    assert api.load(one_step.folder).dashboard_html() == written
