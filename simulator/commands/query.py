@@ -3,7 +3,9 @@
 Every frame of the folder is a table named after it: for a study, `runs`, `incidents` and
 `segments` over every finished task of its dataset (`simulator.study.store`, so a study
 still running or stopped can be queried), plus its consolidated tables (`summary`); for a
-run folder, `ops`, `flows`, `links`, `steps`, ... from its Parquet files. The answer is
+run folder, `ops`, `flows`, `links`, `steps`, ... from its Parquet files; for a comparison,
+`comparison` (its table) and the `ops`, `steps`, ... of every finished variant stacked (their
+`variant` column names the variant, as in `comparison`). The answer is
 printed as a table (its first `--rows`), or whole as CSV with `--csv` or `--format csv|json`.
 
 Simplified: only Parquet frames are tables (a CSV-only folder, written without pyarrow, is
@@ -38,7 +40,9 @@ def frame_tables(folder: Path) -> dict[str, list[Path]]:
         raise InputError("results folder not found", file=folder)
     tables: dict[str, list[Path]] = {p.stem: [p] for p in sorted(folder.glob("*.parquet"))}
     manifest = read_manifest(folder)
-    if manifest is not None:
+    if manifest is not None and manifest.get("kind") == "compare":
+        tables.update(_variant_tables(folder, manifest))
+    elif manifest is not None:
         tasks = sorted(manifest["tasks"].values(), key=lambda t: (t["variant"], t["seed"]))
         for name in manifest.get("frames", []):
             files = [folder / t["files"][name] for t in tasks if name in t.get("files", {})]
@@ -46,6 +50,17 @@ def frame_tables(folder: Path) -> dict[str, list[Path]]:
                 tables[name] = files
     if not tables:
         raise InputError("no Parquet frames in this folder to query", file=folder)
+    return tables
+
+
+def _variant_tables(folder: Path, manifest: dict[str, Any]) -> dict[str, list[Path]]:
+    """A comparison's run frames (`ops`, `steps`, ...): that frame of every finished variant's
+    run folder (named after the variant in the manifest), in variant order; each file's rows
+    carry their variant's name in a `variant` column (`simulator.study.compare`)."""
+    tables: dict[str, list[Path]] = {}
+    for variant in sorted(manifest["tasks"], key=lambda v: manifest["tasks"][v]["variant"]):
+        for path in sorted((folder / variant).glob("*.parquet")):
+            tables.setdefault(path.stem, []).append(path)
     return tables
 
 

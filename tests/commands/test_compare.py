@@ -80,6 +80,30 @@ def test_compare_writes_folder_and_prints_table(small_compare: Path, tmp_path: P
     assert '<script src="https://cdn' not in html
 
 
+def test_query_over_a_comparison_stacks_its_variants_frames(small_compare: Path, tmp_path: Path) -> None:
+    """Every variant's `steps`, `ops`, ... is one table with its `variant` column, joinable with
+    `comparison` (the query saw only `comparison`)."""
+    out = tmp_path / "out"
+    assert _run([str(small_compare), "-o", str(out), "--serial", "--steps", "1"]).exit_code == 0
+    sql = (
+        "select s.variant, max(s.step_time_s) = any_value(c.step_time_s) as same, count(*) as n "
+        "from steps s join comparison c using (variant) group by 1 order by 1"
+    )
+    res = CliRunner().invoke(app, ["query", str(out), sql, "--csv"])
+    assert res.exit_code == 0, res.output
+    n = len(pd.read_parquet(out / "ring" / "steps.parquet"))
+    assert res.output.split() == [
+        "variant,same,n",
+        f"hier-1step,True,{n}",
+        f"ring,True,{n}",
+        f"tree,True,{n}",
+    ]
+    res = CliRunner().invoke(
+        app, ["query", str(out), "select count(distinct variant) as v from ops", "--csv"]
+    )
+    assert res.output.split() == ["v", "3"]
+
+
 def _one_error_line(res) -> str:
     lines = [ln for ln in res.output.splitlines() if ln.strip()]
     assert res.exit_code == 2, res.output
