@@ -162,6 +162,19 @@ def _callback(value: Any, argument: str) -> None:
         raise InputError(f"expected a function or None, found {shown(value)}", field=argument)
 
 
+def _counted(on_done: Callable[[int, int], None] | None, total: int) -> Callable[[int, Any], None] | None:
+    """The task runner's callback (task index, result) as the API's (tasks finished, total)."""
+    if on_done is None:
+        return None
+    finished = [0]
+
+    def done(_index: int, _result: Any) -> None:
+        finished[0] += 1
+        on_done(finished[0], total)
+
+    return done
+
+
 def run(
     scenario: str | Path | Mapping[str, Any],
     *,
@@ -226,19 +239,28 @@ class Comparison:
     results: dict[str, Result]
 
 
-def compare(file: str | Path, *, steps: int | None = None, executor: Any = "serial") -> Comparison:
+def compare(
+    file: str | Path,
+    *,
+    steps: int | None = None,
+    executor: Any = "serial",
+    on_done: Callable[[int, int], None] | None = None,
+) -> Comparison:
     """Run every variant of a compare file (`clustersim compare`, without writing).
 
     Args:
         file: the compare file.
         steps: override every variant's `run.steps`.
         executor: "serial" (this process), "pool" (local processes) or a Dask client.
+        on_done: called in this process as each variant finishes, with (variants
+            finished, variants in all).
     """
     _source(file, "file", mapping=False)
     steps = _whole(steps, "steps", RunSettings, "steps")
     _executor(executor)
+    _callback(on_done, "on_done")
     cmp = load_comparison(file)
-    runs = run_comparison(cmp, executor, steps=steps)
+    runs = run_comparison(cmp, executor, steps=steps, on_done=_counted(on_done, len(cmp.variants)))
     table = comparison_table(runs)
     results = {
         str(r.summary.get("variant", r.name)): Result(r.name, r.frames, r.summary, None, r) for r in runs
@@ -256,7 +278,11 @@ class Study:
 
 
 def sweep(
-    study: str | Path | Mapping[str, Any], *, seeds: int | None = None, executor: Any = "serial"
+    study: str | Path | Mapping[str, Any],
+    *,
+    seeds: int | None = None,
+    executor: Any = "serial",
+    on_done: Callable[[int, int], None] | None = None,
 ) -> Study:
     """Run a run-level study (`clustersim sweep`, without writing) across seeds.
 
@@ -264,10 +290,14 @@ def sweep(
         study: a study file, or its content as a mapping.
         seeds: seeds per variant (default: the study's).
         executor: "serial", "pool" or a Dask client.
+        on_done: called in this process as each run (variant x seed) finishes, with (runs
+            finished, runs in all).
     """
     _source(study, "study")
     seeds = _whole(seeds, "seeds", StudySpec, "seeds")
     _executor(executor)
+    _callback(on_done, "on_done")
     loaded = load_study(study) if not isinstance(study, Mapping) else study_from_data(dict(study))
-    runs = run_study(loaded, seeds, executor)
+    total = len(loaded.variants) * (seeds or loaded.spec.seeds)
+    runs = run_study(loaded, seeds, executor, on_done=_counted(on_done, total))
     return Study(loaded.spec.name, runs, summarize_study(runs))

@@ -129,3 +129,15 @@ def test_a_loaded_result_gives_the_dashboard_the_folder_holds(one_step: api.Resu
     written = (one_step.folder / "dashboard.html").read_text(encoding="utf-8")
     assert one_step.dashboard_html() == written
     assert api.load(one_step.folder).dashboard_html() == written
+
+
+def test_compare_and_sweep_report_progress(small_compare: Path) -> None:
+    """The module's `on_done` (named in its docstring) exists: (finished, total) per task."""
+    calls: list[tuple[int, int]] = []
+    api.compare(small_compare, steps=1, on_done=lambda *a: calls.append(a))
+    assert calls == [(1, 3), (2, 3), (3, 3)]
+    study = yaml.safe_load((ROOT / "tests" / "study" / "data" / "interval_study.yaml").read_text())
+    study["duration_days"] = 2
+    calls.clear()
+    api.sweep(study, seeds=1, on_done=lambda *a: calls.append(a))
+    assert calls == [(k, 6) for k in range(1, 7)]
