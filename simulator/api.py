@@ -88,14 +88,24 @@ class Result:
         return run_dashboard_html(self.frames, self.summary, graph)
 
 
-def _of_mapping(exc: InputError, path: Path) -> InputError:
+def _of_mapping(exc: InputError, path: Path, base_dir: Path) -> InputError:
     """`exc` placed in the mapping given instead of the file it was written to for the run
-    (gone by now, its lines not the caller's): `<scenario mapping>: field.path: message`."""
+    (gone by now, its lines not the caller's): `<scenario mapping>: field.path: message`. A
+    reference the loader says it resolved "relative to the scenario" was resolved against
+    `base_dir`, and the message says so (the mapping has no folder of its own)."""
     errors = exc.errors if isinstance(exc, InputErrors) else [exc]
+    where = f"(resolved relative to base_dir {str(base_dir.resolve())!r})"
     placed = [
-        InputError(e.message, file=MAPPING, field=e.field) if e.file == str(path) else e for e in errors
+        InputError(e.message.replace(_RELATIVE, where), file=MAPPING, field=e.field)
+        if e.file == str(path)
+        else e
+        for e in errors
     ]
     return InputErrors(placed) if len(placed) > 1 else placed[0]
+
+
+#: how the loader says where a missing reference was looked for (`scenario.spec.load_scenario`)
+_RELATIVE = "(resolved relative to the scenario)"
 
 
 #: how errors in a scenario given as a mapping name it
@@ -211,7 +221,7 @@ def run(
             try:
                 return run(path, steps=steps, seed=seed, output=output, on_step=on_step)
             except InputError as exc:
-                raise _of_mapping(exc, path) from None
+                raise _of_mapping(exc, path, Path(base_dir)) from None
     prep = prepare(scenario)
     if steps is not None:
         spec = prep.scenario.spec

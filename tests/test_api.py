@@ -141,3 +141,16 @@ def test_compare_and_sweep_report_progress(small_compare: Path) -> None:
     calls.clear()
     api.sweep(study, seeds=1, on_done=lambda *a: calls.append(a))
     assert calls == [(k, 6) for k in range(1, 7)]
+
+
+def test_a_missing_reference_of_a_mapping_names_base_dir(tmp_path: Path) -> None:
+    """A mapping has no folder: its references are read from `base_dir`, and the error says so
+    (it said "resolved relative to the scenario")."""
+    data = yaml.safe_load(QUICKSTART.read_text(encoding="utf-8"))
+    with pytest.raises(InputError) as err:
+        api.run(data, base_dir=tmp_path)
+    missing = (tmp_path / data["topology"]["file"]).resolve()
+    assert str(err.value) == (
+        f"<scenario mapping>: topology.file: file {str(missing)!r} not found "
+        f"(resolved relative to base_dir {str(tmp_path.resolve())!r})"
+    )
