@@ -34,6 +34,7 @@ pytestmark = [
 ]
 
 
+@pytest.mark.slow  # a 1,024-GPU run and its page in Chromium: ~7 CPU s of the default suite's 3 minutes
 def test_1024_gpu_page_is_small_and_draws_the_summary_proportions(big_run: Path) -> None:
     """How fast it renders is `benchmarks/bench_dashboard.py`'s figure, not a test's (a
     wall-time bound fails on a loaded machine): here, that it renders at all."""
