@@ -39,7 +39,7 @@ from simulator.calibration.compute import ComputeCalibration
 from simulator.calibration.profile import CalibrationProfile, CollectiveFit, load_profile
 from simulator.network.cluster import Cluster
 from simulator.network.collective_params import CollectiveParams, default_params, with_fitted
-from simulator.network.hardware import gpu_model
+from simulator.network.hardware import other_model
 
 MAX_EFFICIENCY = 4.0
 MIN_EFFICIENCY = 1e-3
@@ -116,8 +116,7 @@ class ProfileTuning:
             eff = fit.peak_busbw_bytes_per_s * e / model_busbw_bytes_per_s
             if fit.predicted or "extrapolated beyond" in fit.source:
                 self.stretched.setdefault((kind, n_ranks, n_nodes), f"{name}: {fit.source}")
-            theirs, mine = gpu_model(fit.gpu), gpu_model(self.run_gpu)
-            if theirs is not None and mine is not None and theirs != mine and fit.gpu is not None:
+            if other_model(fit.gpu, self.run_gpu) and fit.gpu is not None:
                 self.entry_other_gpu.setdefault((kind, n_ranks, n_nodes), (f"{name}: {fit.source}", fit.gpu))
             return latency, self._clamp(eff, kind, n_ranks, n_nodes, name, fit), f"{name}: {fit.source}"
         if n_ranks > 1:
@@ -160,11 +159,13 @@ class ProfileTuning:
             f"{name}: collective_params were fitted on {theirs} tables; this run's GPU is {mine}, "
             "and they are applied to it as they are"
             for name, (theirs, mine) in sorted(self.other_gpu.items())
+            if name in self.params_used  # said only where they priced something
         ]
         out += [
-            f"{kind} runs a fixed algorithm without a protocol: the textbook model (path latencies, "
-            f"full link rate), which no collective_params field prices, so {name}'s collective_params "
-            "do not apply to it; name the protocol too (e.g. `ring/simple`) or leave the algorithm `auto`"
+            f"{kind} runs the textbook model (path latencies, full link rate): its algorithm is fixed "
+            "without a protocol, or is not one NCCL's tuning model prices; no collective_params field "
+            f"prices it, so {name}'s collective_params do not apply to it; name one of NCCL's "
+            "algorithms with its protocol (e.g. `ring/simple`) or leave the algorithm `auto`"
             for kind, name in sorted(self.textbook.items())
         ]
         out += [
@@ -207,7 +208,7 @@ def fitted_collective_params(tuning: object, cluster: Cluster) -> CollectivePara
     for name, profile in tuning.profiles:
         if profile.collective_params is not None:
             theirs = profile.collective_params.gpu
-            if theirs is not None and theirs != cluster.gpu.name:
+            if theirs is not None and theirs != cluster.gpu.name:  # both GPU files' names
                 tuning.other_gpu[name] = (theirs, cluster.gpu.name)
             base = default_params(cluster.gpu.name, cluster.topo.nic)
             return with_fitted(base, profile.collective_params.values)

@@ -38,7 +38,7 @@ from simulator.calibration.gemm_shape import GemmRow, ShapeFit, fit_shapes
 from simulator.config.base import Spec
 from simulator.config.loader import read_text
 from simulator.errors import InputError
-from simulator.network.hardware import GPUSpec, gpu_model
+from simulator.network.hardware import GPUSpec, other_model
 
 _ALIASES = {"float16": "fp16", "half": "fp16", "bfloat16": "bf16", "float32": "fp32",
             "float": "fp32", "float64": "fp64", "double": "fp64", "tf32": "tf32"}  # fmt: skip
@@ -121,8 +121,7 @@ class ComputeCalibration(Spec):
         `gpu`'s own peak (a table from a faster GPU: its efficiencies are clipped to 1)."""
         notes = []
         for d, fit in sorted(self.shape.items()):
-            theirs, mine = gpu_model(fit.gpu.name), gpu_model(gpu.name)
-            if theirs is not None and mine is not None and theirs != mine:
+            if other_model(fit.gpu.name, gpu.name):
                 notes.append(
                     f"compute: the GEMM {d} shape fit was measured on {fit.gpu.name}; this run's GPU "
                     f"is {gpu.name}, another model, and the fit is applied to it as it is"

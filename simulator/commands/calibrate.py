@@ -184,17 +184,13 @@ def _print_joint(block: CollectiveParamsFit | None) -> None:
 
 def _warn_other_gpu(tables: list[BenchmarkTable], topology: Path, block: CollectiveParamsFit | None) -> None:
     """One `warning:` line (stderr) per table whose `# Rank` lines name another GPU model than
-    the topology's (`gpu_model`): its parameters are fitted as if the table ran on that GPU,
+    the topology's (`other_model`): its parameters are fitted as if the table ran on that GPU,
     and the profile records the topology's GPU as the one fitted on."""
-    from simulator.network.hardware import gpu_model
+    from simulator.network.hardware import other_model
 
     gpu = block.gpu if block is not None else None
-    theirs = gpu_model(gpu)
-    if theirs is None:
-        return
     for t in tables:
-        mine = gpu_model(t.gpu_name)
-        if mine is not None and mine != theirs:
+        if other_model(t.gpu_name, gpu):
             err_console.print(
                 f"warning: {t.label}: measured on {t.gpu_name} (its '# Rank' lines), but the GPU of "
                 f"{topology.name} is {gpu}: collective_params are fitted as if it ran there "

@@ -54,6 +54,12 @@ def gpu_model(name: str | None) -> str | None:
     return None
 
 
+def other_model(a: str | None, b: str | None) -> bool:
+    """Whether GPU names `a` and `b` both name a model (`gpu_model`) and not the same one."""
+    ma, mb = gpu_model(a), gpu_model(b)
+    return ma is not None and mb is not None and ma != mb
+
+
 class GPUSpec(Spec):
     """One accelerator model (SI units)."""
 

@@ -138,18 +138,25 @@ def test_collective_params_under_a_fixed_algorithm_without_protocol_are_said_not
     assert fixed["step_time_s"] == run("ring", False)["step_time_s"]
     assert "calibration_applied" not in fixed
     assert (
-        "all_reduce runs a fixed algorithm without a protocol: the textbook model (path latencies, "
-        "full link rate), which no collective_params field prices, so mi300x-xgmi's collective_params "
-        "do not apply to it; name the protocol too (e.g. `ring/simple`) or leave the algorithm `auto`"
+        "all_reduce runs the textbook model (path latencies, full link rate): its algorithm is fixed "
+        "without a protocol, or is not one NCCL's tuning model prices; no collective_params field "
+        "prices it, so mi300x-xgmi's collective_params do not apply to it; name one of NCCL's "
+        "algorithms with its protocol (e.g. `ring/simple`) or leave the algorithm `auto`"
     ) in fixed["calibration_warnings"]
     with_protocol = run("ring/simple", True)
     assert with_protocol["calibration_applied"] == {
         "all_reduce": "mi300x-xgmi: fitted collective parameters (collective_params)"
     }
     assert not any("textbook" in w for w in with_protocol["calibration_warnings"])
-    # the fit's clamped fields are warned only where its parameters price something
-    assert not any("physical bound" in w for w in fixed["calibration_warnings"])
-    assert any("physical bound" in w for w in with_protocol["calibration_warnings"])
+    # the fit's clamped fields, and its GPU being another than the run's, are warned only where
+    # its parameters price something (the profile was fitted on MI300X, the run is on H100)
+    for said in ("physical bound", "collective_params were fitted on"):
+        assert not any(said in w for w in fixed["calibration_warnings"])
+        assert any(said in w for w in with_protocol["calibration_warnings"])
+    # an algorithm NCCL's model does not price runs the textbook model with a protocol too
+    other = run("hierarchical/simple", True)
+    assert "calibration_applied" not in other
+    assert any("is not one NCCL's tuning model prices" in w for w in other["calibration_warnings"])
 
 
 def test_a_curve_entry_measured_on_another_gpu_model_is_warned_in_the_run(tmp_path: Path) -> None:
