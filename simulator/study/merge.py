@@ -78,8 +78,11 @@ def deep_merge(base: Any, over: Any) -> Any:
         for key, value in over.items():
             if value is None:
                 out.pop(key, None)
+            elif isinstance(value, dict):  # merged into what the base has there, if a mapping
+                prior = base.get(key)
+                out[key] = deep_merge(prior if isinstance(prior, dict) else {}, value)
             else:
-                out[key] = deep_merge(base[key], value) if key in base else copy.deepcopy(value)
+                out[key] = copy.deepcopy(value)
         return out
     return copy.deepcopy(over)
 

@@ -39,6 +39,11 @@ def test_deep_merge_removes_a_key_set_to_null() -> None:
     merged = deep_merge(base, over)
     assert merged == {"nic": "connectx6-200g-hdr", "network": {"fidelity": "flow"}}
     assert base["nic_gbps"] == 400 and base["network"]["record_links"] is True
+    # under a key the base lacks: the patch's nulls are dropped all the same (RFC 7396's MergePatch)
+    assert deep_merge({"a": 1}, {"b": {"c": None, "d": {"e": None, "f": 1}}}) == {
+        "a": 1,
+        "b": {"d": {"f": 1}},
+    }
 
 
 def test_a_variant_switches_the_base_topology_to_a_nic_preset(tmp_path: Path) -> None:
