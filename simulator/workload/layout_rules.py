@@ -9,15 +9,10 @@ from __future__ import annotations
 
 import logging
 
-from simulator.errors import InputError
-from simulator.workload.layout import LayoutSpec, RankGrid, stage_layer_counts
+from simulator.workload.layout import LayoutSpec, RankGrid, _fail, stage_layer_counts
 from simulator.workload.model import ModelSpec
 
 log = logging.getLogger(__name__)
-
-
-def _fail(message: str, field: str) -> InputError:
-    return InputError(message, field=f"layout.{field}")
 
 
 def check_layout(model: ModelSpec, layout: LayoutSpec, n_gpus: int, gpus_per_node: int) -> list[str]:
@@ -86,15 +81,18 @@ def _check_ffn_over_tp(model: ModelSpec, tp: int) -> None:
     """Each MLP's intermediate size splits evenly over tp: Megatron-LM's column-parallel
     first MLP GEMM divides its output features by the tp size (`divide()` asserts it), for
     the dense MLP, every routed expert (expert tensor parallelism = tp here) and the shared
-    experts alike. Only the MLPs the model has are checked."""
-    moe_layers = [model.is_moe_layer(i) for i in range(model.layers)]
+    experts, which run as one MLP of their summed width (Megatron's shared-expert
+    intermediate size; `workload.flops` prices them so). Only the MLPs the model has are
+    checked."""
+    n_moe = model.moe_layer_count
     sizes: dict[str, int] = {}
-    if not all(moe_layers):
+    if n_moe < model.layers:
         sizes["ffn_hidden_size"] = model.ffn_hidden_size
-    if model.moe is not None and any(moe_layers):
+    if model.moe is not None and n_moe > 0:
         sizes["moe.expert_ffn_hidden_size"] = model.moe.expert_ffn_hidden_size
         if model.moe.shared_experts:
-            sizes["moe.shared_expert_ffn_hidden_size"] = model.moe.shared_ffn
+            width = model.moe.shared_experts * model.moe.shared_ffn
+            sizes["moe.shared_experts·shared_expert_ffn_hidden_size"] = width
     for name, size in sizes.items():
         if size % tp:
             raise _fail(f"{name} ({size}) of {model.name} must be divisible by tp ({tp})", "tp")

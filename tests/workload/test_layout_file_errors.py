@@ -94,7 +94,13 @@ def test_contradicting_schedule_settings_are_refused_at_their_key(
         (
             "moe: {experts: 8, top_k: 2, expert_ffn_hidden_size: 1408, shared_experts: 1, "
             "shared_expert_ffn_hidden_size: 2818}\n",
-            "moe.shared_expert_ffn_hidden_size",
+            "moe.shared_experts·shared_expert_ffn_hidden_size",
+            2818,
+        ),
+        (  # the shared experts run as one MLP of their summed width: 2 x 1409
+            "moe: {experts: 8, top_k: 2, expert_ffn_hidden_size: 1408, shared_experts: 2, "
+            "shared_expert_ffn_hidden_size: 1409}\n",
+            "moe.shared_experts·shared_expert_ffn_hidden_size",
             2818,
         ),
     ],
@@ -109,6 +115,16 @@ def test_mlp_sizes_not_divisible_by_tp_are_refused(tmp_path: Path, extra: str, f
     err = _refusal(tmp_path, "  tp: 4\n  dp: 4\n  global_batch_size: 16\n", model)
     assert (err.line, err.field) == (3, "layout.tp")
     assert err.message == f"{field} ({size}) of small must be divisible by tp (4)"
+
+
+def test_shared_experts_split_over_tp_by_their_summed_width(tmp_path: Path) -> None:
+    """2 shared experts of 1410 run as one MLP of 2,820 features (as workload.flops prices
+    them), which tp 4 splits into 705 a rank: accepted (1410 alone is not divisible by 4)."""
+    model = MODEL + (
+        "moe: {experts: 8, top_k: 2, expert_ffn_hidden_size: 1408, shared_experts: 2, "
+        "shared_expert_ffn_hidden_size: 1410}\n"
+    )
+    assert prepare(_scenario(tmp_path, "  tp: 4\n  dp: 4\n  global_batch_size: 16\n", model)).program.ops
 
 
 def test_an_mlp_the_model_does_not_have_is_not_checked(tmp_path: Path) -> None:
