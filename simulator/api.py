@@ -35,7 +35,7 @@ from simulator.io import ResultsFolder
 from simulator.metrics.store import read_frames, read_summary
 from simulator.scenario.execute import RunResult, execute
 from simulator.scenario.prepare import check_output_folder, prepare
-from simulator.scenario.spec import RunSettings, ScenarioSpec
+from simulator.scenario.spec import RELATIVE_TO_SCENARIO, RunSettings, ScenarioSpec
 from simulator.study.compare import comparison_table, load_comparison, run_comparison
 from simulator.study.sweep import StudySpec, load_study, run_study, study_from_data, summarize_study
 from simulator.viz.dashboard import load_graph, run_dashboard_html
@@ -96,16 +96,12 @@ def _of_mapping(exc: InputError, path: Path, base_dir: Path) -> InputError:
     errors = exc.errors if isinstance(exc, InputErrors) else [exc]
     where = f"(resolved relative to base_dir {str(base_dir.resolve())!r})"
     placed = [
-        InputError(e.message.replace(_RELATIVE, where), file=MAPPING, field=e.field)
+        InputError(e.message.replace(RELATIVE_TO_SCENARIO, where), file=MAPPING, field=e.field)
         if e.file == str(path)
         else e
         for e in errors
     ]
     return InputErrors(placed) if len(placed) > 1 else placed[0]
-
-
-#: how the loader says where a missing reference was looked for (`scenario.spec.load_scenario`)
-_RELATIVE = "(resolved relative to the scenario)"
 
 
 #: how errors in a scenario given as a mapping name it

@@ -83,6 +83,18 @@ def check_regular_file(path: Path) -> os.stat_result:
     return st
 
 
+def not_a_file(p: Path, where: str = "") -> str | None:
+    """Why the file an input names at `p` cannot be read as one (a folder, a device, pipe or
+    socket, nothing there), `where` ending the sentence; None when it is a regular file."""
+    if p.is_file():
+        return None
+    if p.is_dir():
+        return f"{str(p)!r} is a folder; expected a file{where}"
+    if p.exists():
+        return f"{str(p)!r} is not a regular file (a device, pipe or socket){where}"
+    return f"file {str(p)!r} not found{where}"
+
+
 def read_input_bytes(path: Path, bounded: bool = True) -> bytes:
     """A file's bytes, after checking that it is a regular file (`check_regular_file`) and,
     when `bounded` (the input files a user writes: scenarios, topologies, profiles), within

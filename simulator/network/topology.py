@@ -26,7 +26,7 @@ import networkx as nx
 from pydantic import Field
 
 from simulator.config.base import FileRef, Spec
-from simulator.config.loader import Document, check_file_kind, read_document, validate
+from simulator.config.loader import Document, check_file_kind, not_a_file, read_document, validate
 from simulator.errors import InputError
 from simulator.network.design.registry import build_design, generator_names, parse_generator_spec
 from simulator.network.graph import validate_graph
@@ -84,13 +84,9 @@ def _check_named_file(doc: Document, ref: str, loc: tuple[str, ...]) -> None:
         InputError: one line at the key naming it (`gpu.file`, `graph.file`), the path as
             resolved, rather than a line about the missing file alone.
     """
-    path = resolve(doc.path, ref)
-    if path.is_file():
-        return
-    where = "(resolved relative to the topology file)"
-    if path.is_dir():
-        raise doc.error(f"{str(path)!r} is a folder; expected a file {where}", loc)
-    raise doc.error(f"file {str(path)!r} not found {where}", loc)
+    problem = not_a_file(resolve(doc.path, ref), " (resolved relative to the topology file)")
+    if problem:
+        raise doc.error(problem, loc)
 
 
 def _read_graph(spec: GraphFileSpec, base: Path) -> nx.Graph:

@@ -20,7 +20,7 @@ from typing import Any, Literal
 from pydantic import ConfigDict, Field, field_validator, model_validator
 
 from simulator.config.base import MAX_SEED, FileRef, Spec
-from simulator.config.loader import Document, check_file_kind, read_document, validate
+from simulator.config.loader import Document, check_file_kind, not_a_file, read_document, validate
 from simulator.errors import FieldError, InputError, InputErrors, SimulationError
 from simulator.faults.degradation import DegradationSpec
 from simulator.faults.failure import FailureSpec
@@ -522,6 +522,11 @@ def check_jobs(spec: ScenarioSpec, doc: Document) -> None:
             owner[x] = job.name
 
 
+#: how a missing reference says where it was looked for (`simulator.api` rewrites it for a
+#: scenario given as a mapping, which has no folder of its own)
+RELATIVE_TO_SCENARIO = "(resolved relative to the scenario)"
+
+
 def load_scenario(path: str | Path) -> Scenario:
     """Parse and validate a scenario file; check its references exist."""
     doc = read_document(path)
@@ -540,7 +545,7 @@ def load_scenario(path: str | Path) -> Scenario:
         raise doc.error("required field is missing", ("workload",))
     check_jobs(spec, doc)
     sc = Scenario(spec, Path(path), doc)
-    check_references(sc, doc, " (resolved relative to the scenario)")
+    check_references(sc, doc, f" {RELATIVE_TO_SCENARIO}")
     return sc
 
 
@@ -550,33 +555,22 @@ def check_references(sc: Scenario, doc: Document, where: str = "") -> None:
     Raises:
         InputError: one line at the key naming the missing file or folder.
     """
-    problem = _not_a_file(sc.topology_path, where)
+    problem = not_a_file(sc.topology_path, where)
     if problem:
         raise doc.error(problem, ("topology", "file"))
     wl, p = sc.spec.workload, sc.workload_path
-    if wl is not None and wl.format is None and (problem := _not_a_file(p, where)):
+    if wl is not None and wl.format is None and (problem := not_a_file(p, where)):
         raise doc.error(problem, ("workload", "file"))
     if wl is not None and wl.format == "chakra" and not p.is_dir():
         raise doc.error(f"folder {str(p)!r} of Chakra trace files not found{where}", ("workload", "path"))
     if wl is not None and wl.format == "kineto" and not p.exists():
         raise doc.error(f"PyTorch profiler trace {str(p)!r} not found{where}", ("workload", "path"))
     has_trace = sc.spec.cluster is not None and sc.spec.cluster.trace is not None
-    if has_trace and (problem := _not_a_file(p, where)):
+    if has_trace and (problem := not_a_file(p, where)):
         raise doc.error(problem, ("cluster", "trace", "file"))
     for i, jp in enumerate(sc.job_paths):
-        if problem := _not_a_file(jp, where):
+        if problem := not_a_file(jp, where):
             raise doc.error(problem, ("jobs", i, "workload", "file"))
     for i, c in enumerate(sc.calibration_paths):
-        if problem := _not_a_file(c, where):
+        if problem := not_a_file(c, where):
             raise doc.error(problem, ("calibration", i, "file"))
-
-
-def _not_a_file(p: Path, where: str) -> str | None:
-    """Why a file a scenario names cannot be read as one, or None."""
-    if p.is_file():
-        return None
-    if p.is_dir():
-        return f"{str(p)!r} is a folder; expected a file{where}"
-    if p.exists():
-        return f"{str(p)!r} is not a regular file (a device, pipe or socket){where}"
-    return f"file {str(p)!r} not found{where}"
