@@ -79,6 +79,20 @@ def _with_lanes(ops: pd.DataFrame) -> pd.DataFrame:
     return ops.assign(job=job, lane=job.map(index).to_numpy(dtype=np.int64) * stride + ops["rank"])
 
 
+def _edges_by_job(ops: pd.DataFrame, edges: list[Edge] | dict[str, list[Edge]]) -> dict[str, list[Edge]]:
+    """The arrows per job: a mapping as given; a list belongs to the run's one job.
+
+    Raises:
+        ValueError: a list for a run of several jobs (whose arrows would match no job).
+    """
+    if isinstance(edges, dict):
+        return edges
+    jobs = list(dict.fromkeys(ops["job"]))
+    if len(jobs) > 1:
+        raise ValueError(f"a run of {len(jobs)} jobs takes its arrows per job (a mapping job -> edges)")
+    return {jobs[0] if jobs else "": edges}
+
+
 def _process_events(pid: int, name: str) -> list[dict[str, Any]]:
     """Metadata events naming a process and fixing its place in the track list."""
     return [
@@ -298,7 +312,7 @@ def chrome_trace(
             mapping job name -> its program's arrows; none by default.
 
     Raises:
-        ValueError: the frames have no ops frame.
+        ValueError: the frames have no ops frame, or a list of arrows for several jobs.
     """
     ops = frames.get("ops")
     if ops is None:
@@ -317,7 +331,7 @@ def chrome_trace(
     events += _op_events(ops, groups, pid_of, tid_of)
     n_flows = 0
     if edges:
-        flows = _flow_events(ops, edges if isinstance(edges, dict) else {"": edges}, groups, pid_of, tid_of)
+        flows = _flow_events(ops, _edges_by_job(ops, edges), groups, pid_of, tid_of)
         n_flows = len(flows) // 2
         events += flows
     links = frames.get("links")

@@ -5,6 +5,8 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
+import pytest
+
 from simulator.scenario.execute import execute
 from simulator.scenario.prepare import prepare
 from simulator.viz.chrome_trace import chrome_trace, flow_edges
@@ -112,3 +114,7 @@ def test_jobs_get_their_own_lanes_and_arrows(tmp_path: Path) -> None:
         (thread[(e["pid"], e["tid"])].split(" (")[0], e["ph"]) for e in ev if e["ph"] in ("s", "f")
     )
     assert arrows == [("a r0 comm", "s"), ("a r1 comm", "f"), ("b r0 comm", "s"), ("b r1 comm", "f")]
+    # one list of arrows for a run of two jobs matches no job: refused, not silently dropped
+    frames = execute(prepare(tmp_path / "two.yaml")).frames
+    with pytest.raises(ValueError, match="a run of 2 jobs takes its arrows per job"):
+        chrome_trace(frames, edges=[("s", "r", 0, "r", 1)])
