@@ -37,6 +37,7 @@ from simulator.scenario.execute import RunResult, execute
 from simulator.scenario.prepare import check_output_folder, prepare
 from simulator.scenario.spec import RELATIVE_TO_SCENARIO, RunSettings, ScenarioSpec
 from simulator.study.compare import comparison_table, load_comparison, run_comparison
+from simulator.study.executor import LOCAL_DASK
 from simulator.study.sweep import StudySpec, load_study, run_study, study_from_data, summarize_study
 from simulator.viz.dashboard import load_graph, run_dashboard_html
 
@@ -153,9 +154,12 @@ def _source(value: Any, argument: str, mapping: bool = True) -> None:
 
 
 def _executor(value: Any) -> None:
-    """Refuse an executor that is neither a name or scheduler address (text) nor a Dask
-    client (it would fail deep in the task runner); None is the local pool."""
-    if value is not None and not isinstance(value, str) and not callable(getattr(value, "submit", None)):
+    """Refuse an executor that is neither a name ('serial', 'pool', 'local-dask'), a
+    scheduler address (`host:port`, `tcp://...`) nor a Dask client: it would fail deep in the
+    task runner (a word such as 'bogus' was tried as an address, in the command line's words,
+    and left a half-made client behind); None is the local pool."""
+    named = isinstance(value, str) and (value in ("serial", "pool", LOCAL_DASK) or ":" in value)
+    if value is not None and not named and not callable(getattr(value, "submit", None)):
         raise InputError(
             f"expected 'serial', 'pool', a Dask scheduler address or a Dask client, found {shown(value)}",
             field="executor",

@@ -109,8 +109,9 @@ def test_bad_compare_and_sweep_arguments_are_refused_before_running(small_compar
     study = ROOT / "tests" / "study" / "data" / "interval_study.yaml"
     with pytest.raises(InputError, match="^steps: input should be greater than or equal to 1, got 0$"):
         api.compare(small_compare, steps=0)
-    with pytest.raises(InputError, match="^executor: expected 'serial', 'pool'"):
-        api.compare(small_compare, steps=1, executor=5)
+    for bad in (5, "bogus"):  # a word that is no name nor host:port address was tried as an address
+        with pytest.raises(InputError, match="^executor: expected 'serial', 'pool'"):
+            api.compare(small_compare, steps=1, executor=bad)
     # seeds=0 ran the study's own seed count, silently; -1 ended in a KeyError of pandas
     for seeds in (0, -1):
         with pytest.raises(
