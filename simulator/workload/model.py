@@ -178,6 +178,12 @@ class ModelSpec(Spec):
                     f"moe_layers {bad} outside 0..{self.layers - 1} (the model's {self.layers} layers)",
                     field="moe.moe_layers",
                 )
+        if self.moe is not None and self.moe.moe_layers is None and self.moe.first_k_dense >= self.layers:
+            raise FieldError(
+                f"first_k_dense ({self.moe.first_k_dense}) leaves no MoE layer of the model's {self.layers}; "
+                "lower it, or leave out the moe block for a dense model",
+                field="moe.first_k_dense",
+            )
         return self
 
     # ---- shape helpers -------------------------------------------------------------

@@ -157,3 +157,20 @@ def test_bad_moe_layers_are_refused_at_their_line(tmp_path: Path, moe_layers: st
     with pytest.raises(InputError) as err:
         load_model(f)
     assert str(err.value) == f"{f}:12: {message}"
+
+
+def test_first_k_dense_covering_every_layer_is_refused_at_its_line(tmp_path: Path) -> None:
+    """An moe block whose first_k_dense covers all 4 layers makes no layer MoE: it ran as a
+    dense model without a word; it is one line at the key."""
+    f = tmp_path / "m.yaml"
+    f.write_text(
+        "name: m\nlayers: 4\nhidden_size: 64\nffn_hidden_size: 128\nattention_heads: 4\n"
+        "vocab_size: 100\nseq_len: 32\nmoe:\n  experts: 4\n  top_k: 1\n"
+        "  expert_ffn_hidden_size: 32\n  first_k_dense: 4\n"
+    )
+    with pytest.raises(InputError) as err:
+        load_model(f)
+    assert str(err.value) == (
+        f"{f}:12: moe.first_k_dense: first_k_dense (4) leaves no MoE layer of the model's 4; "
+        "lower it, or leave out the moe block for a dense model"
+    )
