@@ -138,6 +138,17 @@ def test_bad_model_files_give_input_errors(tmp_path: Path) -> None:
         load_model(topk)
 
 
+def _moe_model(tmp_path: Path, choice: str) -> Path:
+    """A 4-layer MoE model file whose line 12 is `choice`, the key that picks the MoE layers."""
+    f = tmp_path / "m.yaml"
+    f.write_text(
+        "name: m\nlayers: 4\nhidden_size: 64\nffn_hidden_size: 128\nattention_heads: 4\n"
+        "vocab_size: 100\nseq_len: 32\nmoe:\n  experts: 4\n  top_k: 1\n"
+        f"  expert_ffn_hidden_size: 32\n  {choice}\n"
+    )
+    return f
+
+
 @pytest.mark.parametrize(
     ("moe_layers", "message"),
     [
@@ -148,12 +159,7 @@ def test_bad_model_files_give_input_errors(tmp_path: Path) -> None:
 def test_bad_moe_layers_are_refused_at_their_line(tmp_path: Path, moe_layers: str, message: str) -> None:
     """An MoE layer index the model lacks, or one named twice, is one line at the key: the
     first was at line 1 (the model mapping), the second was accepted."""
-    f = tmp_path / "m.yaml"
-    f.write_text(
-        "name: m\nlayers: 4\nhidden_size: 64\nffn_hidden_size: 128\nattention_heads: 4\n"
-        "vocab_size: 100\nseq_len: 32\nmoe:\n  experts: 4\n  top_k: 1\n"
-        f"  expert_ffn_hidden_size: 32\n  moe_layers: {moe_layers}\n"
-    )
+    f = _moe_model(tmp_path, f"moe_layers: {moe_layers}")
     with pytest.raises(InputError) as err:
         load_model(f)
     assert str(err.value) == f"{f}:12: {message}"
@@ -162,12 +168,7 @@ def test_bad_moe_layers_are_refused_at_their_line(tmp_path: Path, moe_layers: st
 def test_first_k_dense_covering_every_layer_is_refused_at_its_line(tmp_path: Path) -> None:
     """An moe block whose first_k_dense covers all 4 layers makes no layer MoE: it ran as a
     dense model without a word; it is one line at the key."""
-    f = tmp_path / "m.yaml"
-    f.write_text(
-        "name: m\nlayers: 4\nhidden_size: 64\nffn_hidden_size: 128\nattention_heads: 4\n"
-        "vocab_size: 100\nseq_len: 32\nmoe:\n  experts: 4\n  top_k: 1\n"
-        "  expert_ffn_hidden_size: 32\n  first_k_dense: 4\n"
-    )
+    f = _moe_model(tmp_path, "first_k_dense: 4")
     with pytest.raises(InputError) as err:
         load_model(f)
     assert str(err.value) == (
