@@ -160,3 +160,20 @@ def test_check_with_a_topology_predicts_other_scales_through_the_simulator(
     want = replay(table, load_profile(prof), cluster=resized_cluster(p5, 2), half="out_of_place")
     assert [row["size_bytes"] for row in rows] == want["size_bytes"].astype(int).tolist()
     assert [row["model_time_s"] for row in rows] == want["simulated_s"].tolist()
+
+
+def test_max_error_fails_on_a_table_it_could_not_check(app: typer.Typer, tmp_path: Path) -> None:
+    """A gate passes only on what it saw: with --max-error, a table the profile has no entry
+    for (an all-gather; the profile knows only all-reduce) fails it (exit 1), named; without
+    --max-error it stays a note (exit 0)."""
+    prof = _profile(app, tmp_path)
+    good = _csv(tmp_path / "allreduce-16gpu-2node.csv", 1.0)
+    other = tmp_path / "inter-allgather.log"
+    other.write_text(synthetic_log("all_gather", 16, 8, ALPHA_S, BUSBW, SIZES))
+    args = ["calibrate", "--check", str(prof), str(good), str(other)]
+    r = CliRunner().invoke(app, [*args, "--max-error", "2"])
+    assert r.exit_code == 1, r.output
+    assert "not checked against --max-error" in r.output and "inter-allgather.log" in r.output
+    assert "allreduce-16gpu-2node.csv" not in r.output.split("not checked")[-1]
+    r = CliRunner().invoke(app, args)
+    assert r.exit_code == 0 and "not checked" in r.output, r.output
