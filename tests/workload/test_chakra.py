@@ -185,6 +185,40 @@ def test_writer_matches_hand_built_messages(tmp_path):
     assert groups[attrs_of(ar0)["pg_name"]] == [0, 1]
 
 
+def test_no_process_group_is_named_0(tmp_path):
+    """ASTRA-sim (Workload::extract_comm_group) runs a collective whose pg_name is "0" or
+    empty over every rank, whatever comm_group.json says; the exporter numbers groups from 1,
+    so a first collective over a subgroup keeps its group there."""
+    from simulator.workload.program import Op
+
+    def ar(op_id: str, group: tuple[int, ...], deps: tuple[str, ...] = ()) -> Op:
+        return Op(
+            op_id,
+            "collective",
+            group,
+            "comm",
+            deps,
+            "",
+            collective="all_reduce",
+            group=group,
+            size_bytes=64.0,
+        )
+
+    ops = [ar("tp", (0, 1)), ar("tp23", (2, 3)), ar("dp", (0, 1, 2, 3), ("tp", "tp23"))]
+    export_chakra(StepProgram("pg", ["g0", "g1", "g2", "g3"], ops), tmp_path)
+    groups = json.loads((tmp_path / "comm_group.json").read_text())
+    named = {}
+    for rank in range(4):
+        for node in read_et(tmp_path / f"trace.{rank}.et")[1]:
+            named.setdefault(node.name, set()).add(attrs_of(node)["pg_name"])
+    assert "0" not in groups and all(pg not in ("", "0") for pgs in named.values() for pg in pgs)
+    assert {n: [groups[pg] for pg in pgs] for n, pgs in named.items()} == {
+        "tp": [[0, 1]],
+        "tp23": [[2, 3]],
+        "dp": [[0, 1, 2, 3]],
+    }
+
+
 def _astra_style_trace(folder: Path) -> None:
     """A 2-rank trace as ASTRA-sim's generators write it: no clustersim attributes."""
     folder.mkdir()

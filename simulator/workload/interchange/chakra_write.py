@@ -6,8 +6,9 @@ Mapping (the inverse of `chakra_read`):
   `clustersim.duration_s`, or `num_ops`/`tensor_size` (FLOPs and bytes) when the op is
   priced by the cost model;
 * collective -> one `COMM_COLL_NODE` per member rank (`comm_type`, `comm_size`, `pg_name`
-  naming a group of `comm_group.json`, as ASTRA-sim reads it; `clustersim.group` with the
-  ranks);
+  naming a group of `comm_group.json`, as ASTRA-sim reads it, numbered from 1 since
+  ASTRA-sim takes `pg_name` "0" for the communicator of all ranks; `clustersim.group` with
+  the ranks);
 * matched send/recv -> `COMM_SEND_NODE` on the sender and `COMM_RECV_NODE` on the receiver
   (`comm_src`, `comm_dst`, `comm_tag` counting the pair's transfers, `comm_size`);
 * checkpoint -> `CHECKPOINT_NODE` with `clustersim.size_bytes` and `clustersim.target`.
@@ -111,7 +112,8 @@ class _Writer:
             attrs.update({"is_cpu_op": False, "clustersim.dtype": op.dtype})
         elif op.kind == "collective":
             node.type = pb.COMM_COLL_NODE
-            pg = self.groups.setdefault(op.group, len(self.groups))
+            # from 1: ASTRA-sim runs a collective whose pg_name is "0" (or empty) over every rank
+            pg = self.groups.setdefault(op.group, len(self.groups) + 1)
             attrs.update(comm_type=int(COMM_TYPES[str(op.collective)]), comm_size=round(op.size_bytes))
             attrs.update(pg_name=str(pg))
             attrs["clustersim.group"] = list(op.group)
