@@ -156,14 +156,26 @@ def test_writer_matches_hand_built_messages(tmp_path):
     fwd0, ar0, send = rank0
     fwd1, ar1, recv, opt = rank1
     expected_send = pb.Node(id=send.id, name="s@0", type=pb.COMM_SEND_NODE, data_deps=[ar0.id])
+    # value kinds as Chakra's own generators write them and its feeder (et_feeder_node.cpp)
+    # reads them: int32 peers and tag, int64 size, and is_cpu_op false (a node without it
+    # is a CPU op there)
     expected_send.attr.extend(
         [
-            make_attr("comm_src", 0),
-            make_attr("comm_dst", 1),
-            make_attr("comm_tag", 0),
-            make_attr("comm_size", 2048),
+            pb.AttributeProto(name="comm_src", int32_val=0),
+            pb.AttributeProto(name="comm_dst", int32_val=1),
+            pb.AttributeProto(name="comm_tag", int32_val=0),
+            pb.AttributeProto(name="comm_size", int64_val=2048),
+            pb.AttributeProto(name="is_cpu_op", bool_val=False),
         ]
     )
+
+    def kinds(node: pb.Node) -> dict[str, tuple[str | None, object]]:
+        return {
+            a.name: (a.WhichOneof("value"), attrs_of(node)[a.name])
+            for a in node.attr
+            if not a.name.startswith("clustersim.")
+        }
+
     for got, want in ((send, expected_send),):
         assert (got.name, got.type, list(got.ctrl_deps), list(got.data_deps)) == (
             want.name,
@@ -171,7 +183,13 @@ def test_writer_matches_hand_built_messages(tmp_path):
             list(want.ctrl_deps),
             list(want.data_deps),
         )
-        assert {k: v for k, v in attrs_of(got).items() if not k.startswith("clustersim.")} == attrs_of(want)
+        assert kinds(got) == kinds(want)
+    assert kinds(recv)["comm_src"] == ("int32_val", 0) and kinds(recv)["is_cpu_op"] == ("bool_val", False)
+    assert kinds(ar0)["is_cpu_op"] == ("bool_val", False)
+    assert kinds(opt)["tensor_size"] == ("uint64_val", 10**9) and kinds(opt)["num_ops"] == (
+        "int64_val",
+        10**12,
+    )
     assert (ar0.type, attrs_of(ar0)["comm_type"], attrs_of(ar0)["comm_size"]) == (
         pb.COMM_COLL_NODE,
         pb.ALL_REDUCE,

@@ -25,6 +25,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from simulator.errors import InputError
 from simulator.workload.interchange import chakra_et_pb2 as pb
@@ -39,6 +40,27 @@ COMM_TYPES = {
     "all_to_all": pb.ALL_TO_ALL,
     "reduce_scatter": pb.REDUCE_SCATTER,
 }
+
+
+#: Value kinds of the attributes Chakra's feeder reads with a fixed accessor
+#: (`et_feeder_node.cpp`: `int32_val()` for the peers and tag, `uint64_val()` for
+#: `tensor_size`; an attribute stored as another kind reads as 0 there).
+TYPED_ATTRS = {
+    "comm_src": "int32_val",
+    "comm_dst": "int32_val",
+    "comm_tag": "int32_val",
+    "tensor_size": "uint64_val",
+}
+
+
+def _attr(name: str, value: Any) -> pb.AttributeProto:
+    """Attribute `name` holding `value`, of the kind Chakra's feeder reads it as."""
+    kind = TYPED_ATTRS.get(name)
+    if kind is None:
+        return make_attr(name, value)
+    attr = pb.AttributeProto(name=name)
+    setattr(attr, kind, int(value))
+    return attr
 
 
 def _node_name(op: Op, rank: int) -> str:
@@ -115,6 +137,7 @@ class _Writer:
             # from 1: ASTRA-sim runs a collective whose pg_name is "0" (or empty) over every rank
             pg = self.groups.setdefault(op.group, len(self.groups) + 1)
             attrs.update(comm_type=int(COMM_TYPES[str(op.collective)]), comm_size=round(op.size_bytes))
+            attrs["is_cpu_op"] = False  # Chakra's feeder takes a node without it for a CPU op
             attrs.update(pg_name=str(pg))
             attrs["clustersim.group"] = list(op.group)
             attrs["clustersim.size_bytes"] = float(op.size_bytes)
@@ -130,13 +153,14 @@ class _Writer:
             attrs.update(
                 comm_src=src, comm_dst=dst, comm_tag=self.tags[(src, dst)], comm_size=round(op.size_bytes)
             )
+            attrs["is_cpu_op"] = False
             attrs["clustersim.size_bytes"] = float(op.size_bytes)
         else:  # checkpoint
             node.type = pb.CHECKPOINT_NODE
             attrs["clustersim.size_bytes"] = float(op.size_bytes)
             if op.target:
                 attrs["clustersim.target"] = op.target
-        node.attr.extend(make_attr(k, v) for k, v in attrs.items())
+        node.attr.extend(_attr(k, v) for k, v in attrs.items())
         return node
 
 
