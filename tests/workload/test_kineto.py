@@ -167,6 +167,35 @@ def test_a_bad_number_names_the_input_trace_and_event(tmp_path, key, value, expe
     assert not out.exists()
 
 
+def _stream_as_tid(label):
+    """Every GPU event without its `stream` arg, the stream in its `tid` as `label` formats it."""
+
+    def edit(data):
+        for ev in data["traceEvents"]:
+            if ev.get("cat") == "kernel":
+                ev["tid"] = label.format(ev["args"].pop("stream"))
+
+    return edit
+
+
+@pytest.mark.parametrize("label", ["{}", "stream {}"])
+def test_a_kernel_without_a_stream_arg_runs_on_the_stream_of_its_tid(tmp_path, label):
+    result = import_kineto(_write(tmp_path, _stream_as_tid(label)), step=1)
+    streams = {o["stream"] for o in result.data["ops"]}
+    assert streams == {"s7", "s20"}  # kineto_synth: COMPUTE_STREAM, NCCL_STREAM
+
+
+def test_a_kernel_whose_tid_is_no_stream_is_one_line(tmp_path):
+    path = _write(tmp_path, _stream_as_tid("gpu lane {}"))[0]
+    index = _first_kernel(json.loads(path.read_text()))
+    out = tmp_path / "t.yaml"
+    res = CliRunner().invoke(app, ["import", "kineto", str(path), "-o", str(out)])
+    assert res.exit_code == 2, res.output
+    lines = [ln for ln in res.output.splitlines() if ln.strip()]
+    assert lines == [f"error: {path}: traceEvents[{index}].tid: expected a whole number, found 'gpu lane 7'"]
+    assert not out.exists()
+
+
 def test_a_gzip_cut_short_is_one_line(tmp_path):
     import gzip
 

@@ -44,9 +44,10 @@ events makes each collective wait for the last compute op that ended before it s
 
 Refused, one line naming the trace file (and the event, `traceEvents[i].dur`): a `ts`,
 `dur` or numeric arg (`correlation`, `stream`, ...) that is not a finite number, a `dur`
-below 0 or missing on a GPU event, a `distributedInfo` that is not a mapping, a world
-size over `MAX_RANKS` (also times `dp_replicas`), a collective that the profiled members
-of its group do not all run, and a `.json.gz` cut short or nested too deeply to read.
+below 0 or missing on a GPU event, a GPU event's `tid` that is not a stream number when it
+has no `stream` arg, a `distributedInfo` that is not a mapping, a world size over
+`MAX_RANKS` (also times `dp_replicas`), a collective that the profiled members of its group
+do not all run, and a `.json.gz` cut short or nested too deeply to read.
 """
 
 from __future__ import annotations
@@ -169,11 +170,12 @@ def _check_numbers(data: dict[str, Any], path: Path) -> None:
         ev["ts"] = _number(ev.get("ts"), path, f"traceEvents[{i}].ts")
         if ev.get("cat") in GPU_CATS or "dur" in ev:  # a GPU event's duration is what is imported
             ev["dur"] = _number(ev.get("dur"), path, f"traceEvents[{i}].dur", at_least=0)
-        args = ev.get("args")
-        if args is None:
-            continue
+        args = ev.get("args") if ev.get("args") is not None else {}
         if not isinstance(args, dict):
             raise InputError(f"expected a mapping, found {args!r}", file=path, field=f"traceEvents[{i}].args")
+        if ev.get("cat") in GPU_CATS and args.get("stream") is None:  # the CUDA stream is the tid
+            tid = str(ev.get("tid", 0)).removeprefix("stream ")  # as its thread is named: 'stream 7'
+            ev["tid"] = int(_number(tid, path, f"traceEvents[{i}].tid", whole=True))
         for key in INT_ARGS:
             if args.get(key) is not None:
                 args[key] = int(_number(args[key], path, f"traceEvents[{i}].args.{key}", whole=True))
