@@ -82,6 +82,74 @@ def test_group_from_pg_config_and_fallback_warnings(tmp_path):
     assert any("no cuda_sync events" in w for w in result.warnings)
 
 
+def _comm_args(**changes):
+    """An edit of every NCCL kernel's args: `changes` set, a value None dropping the arg."""
+
+    def edit(data):
+        for ev in data["traceEvents"]:
+            args = ev.get("args", {})
+            if "Collective name" in args:
+                args.update(changes)
+                for key in [k for k, v in changes.items() if v is None]:
+                    args.pop(key)
+
+    return edit
+
+
+def test_empty_group_ranks_or_a_group_size_below_1_name_no_group(tmp_path):
+    """ "Process Group Ranks": "[]" names no group (a rank is always in its own): the group
+    comes from distributedInfo.pg_config, else a Group size below 1 is unknown: all ranks."""
+    result = import_kineto(_write(tmp_path, _comm_args(**{"Process Group Ranks": "[]"})), step=1)
+    assert [o["group"] for o in result.data["ops"] if o["kind"] == "collective"] == [[0, 1, 2, 3]] * P.layers
+    assert result.warnings == []
+    edit = _comm_args(**{"Process Group Ranks": None, "Process Group Name": "none", "Group size": -2})
+    result = import_kineto(_write(tmp_path, edit), step=1)
+    assert [o["group"] for o in result.data["ops"] if o["kind"] == "collective"] == [[0, 1, 2, 3]] * P.layers
+    assert any("no group ranks; taken as ranks 0..3" in w for w in result.warnings)
+
+
+def _pg_config_ranks(ranks):
+    def edit(data):
+        _comm_args(**{"Process Group Ranks": None})(data)
+        data["distributedInfo"]["pg_config"][0]["ranks"] = ranks
+
+    return edit
+
+
+@pytest.mark.parametrize(
+    "edit, field, found",
+    [
+        (
+            _comm_args(**{"Process Group Ranks": "[0, 'a']"}),
+            "traceEvents[{i}].args.Process Group Ranks",
+            "[0, 'a']",
+        ),
+        (
+            _comm_args(**{"Process Group Ranks": [None, 1]}),
+            "traceEvents[{i}].args.Process Group Ranks",
+            "[None, 1]",
+        ),
+        (
+            _comm_args(**{"Process Group Ranks": "[[0, 1]]"}),
+            "traceEvents[{i}].args.Process Group Ranks",
+            "[[0, 1]]",
+        ),
+        (_pg_config_ranks(["x"]), "distributedInfo.pg_config[0].ranks", "['x']"),
+    ],
+)
+def test_a_group_rank_that_is_not_a_whole_number_is_one_line(tmp_path, edit, field, found):
+    path = _write(tmp_path, edit)[0]
+    events = json.loads(path.read_text())["traceEvents"]
+    index = next(i for i, e in enumerate(events) if "Collective name" in e.get("args", {}))
+    out = tmp_path / "t.yaml"
+    res = CliRunner().invoke(app, ["import", "kineto", str(path), "-o", str(out), "--step", "1"])
+    assert res.exit_code == 2, res.output
+    lines = [ln for ln in res.output.splitlines() if ln.strip()]
+    where = field.format(i=index)
+    assert lines == [f"error: {path}: {where}: expected a list of whole-number ranks, found {found}"]
+    assert not out.exists()
+
+
 def test_collective_without_size_is_kept_measured_with_a_warning(tmp_path):
     def strip(data):
         for ev in data["traceEvents"]:

@@ -300,16 +300,17 @@ def _kind(k: _Kernel) -> str | None:
     return {"SendRecv": "send", "AllToAll": "all_to_all"}.get(word) or KIND_OF_NAME.get(word.lower())
 
 
-def _ranks_arg(value: Any) -> list[int] | None:
-    if isinstance(value, list):
-        return [int(x) for x in value]
-    if isinstance(value, str) and "..." not in value:
-        try:
-            parsed = ast.literal_eval(value)
-        except (ValueError, SyntaxError):
-            return None
-        return [int(x) for x in parsed] if isinstance(parsed, list | tuple) else None
-    return None
+def _ranks_arg(value: Any, path: Path, where: str) -> list[int] | None:
+    """The ranks of a list or its text; None if it names none (empty, or cut short by '...')."""
+    try:
+        value = ast.literal_eval(value) if isinstance(value, str) and "..." not in value else value
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return None
+    if isinstance(value, list | tuple) and any(type(r) is not int for r in value):
+        raise InputError(
+            f"expected a list of whole-number ranks, found {shown(value)}", file=path, field=where
+        )
+    return list(value) if isinstance(value, list | tuple) and value else None
 
 
 class _Collector:
@@ -327,14 +328,15 @@ class _Collector:
         self.warnings.append(f"{rt.path}: traceEvents[{k.index}] {k.name[:80]}: {what}")
 
     def group(self, rank: int, rt: _RankTrace, k: _Kernel) -> tuple[int, ...]:
-        ranks = _ranks_arg(k.args.get("Process Group Ranks"))
+        where = f"traceEvents[{k.index}].args.Process Group Ranks"
+        ranks = _ranks_arg(k.args.get("Process Group Ranks"), rt.path, where)
         if ranks is None:
-            pg = str(k.args.get("Process Group Name", ""))
-            for cfg in rt.info.get("pg_config") or []:
+            pg, cfgs = str(k.args.get("Process Group Name", "")), rt.info.get("pg_config")
+            for j, cfg in enumerate(cfgs if isinstance(cfgs, list) else []):
                 if isinstance(cfg, dict) and str(cfg.get("pg_name")) == pg:
-                    ranks = _ranks_arg(cfg.get("ranks"))
+                    ranks = _ranks_arg(cfg.get("ranks"), rt.path, f"distributedInfo.pg_config[{j}].ranks")
         if ranks is None:
-            size = int(k.args.get("Group size", self.n) or self.n)
+            size = max(int(k.args.get("Group size") or 0), 0) or self.n  # below 1: unknown
             start = rank // size * size
             ranks = list(range(start, start + size)) if size != self.n else list(range(self.n))
             self.warn(rt, k, f"no group ranks; taken as ranks {ranks[0]}..{ranks[-1]}")
