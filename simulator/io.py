@@ -1,6 +1,7 @@
 """Files on disk: atomic files, and results folders replaced whole or not at all.
 
-`write_atomic` writes one file through a temporary sibling and a rename. `ResultsFolder`
+`write_atomic` writes one file through a temporary sibling and a rename, `write_files_atomic`
+several, renamed in once all are written. `ResultsFolder`
 guards a whole results folder: it checks up front that the folder can be written, holds a
 lock file against a second writer, lets the caller fill a temporary sibling folder and
 swaps it in with two renames at the end (the old folder kept until the new one is in
@@ -93,6 +94,33 @@ def write_atomic(path: str | Path, data: str | bytes) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def write_files_atomic(files: dict[Path, bytes]) -> None:
+    """Write several files, each through a temporary sibling, renamed into place only once
+    all are written (signals held during the renames): a failure leaves the files already
+    there as they were, never some of this write and some of the one before.
+
+    Raises:
+        InputError: a file cannot be written (no room, no permission): one line.
+    """
+    staged: list[tuple[str, Path]] = []
+    path = Path()
+    try:
+        for path, data in files.items():
+            fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+            staged.append((tmp, path))
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(data)
+            os.chmod(tmp, 0o644)
+        with signals_blocked():
+            for tmp, path in staged:
+                os.replace(tmp, path)
+    except OSError as exc:
+        raise InputError(f"cannot write a file here: {exc.strerror or exc}", file=path) from None
+    finally:
+        for tmp, _ in staged:
+            Path(tmp).unlink(missing_ok=True)
 
 
 def check_output_file(path: str | Path, inputs: Iterable[str | Path] = ()) -> Path:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -320,6 +321,60 @@ def test_cli_import_writes_a_trace_the_scenario_loader_reads(tmp_path):
 
     prog = load_trace(out, ["a", "b"])
     assert {o.id for o in prog.ops} == {"gemm@0", "gemm@1", "grad_ar", "xfer@0"}
+
+
+def _fail_on_write(monkeypatch, nth: int) -> None:
+    """The `nth` file opened for writing through a temporary sibling fails: a full disk."""
+    import simulator.io
+
+    calls = {"n": 0}
+    real = simulator.io.os.fdopen
+
+    def fdopen(fd, *args, **kwargs):
+        calls["n"] += 1
+        if calls["n"] == nth:
+            os.close(fd)
+            raise OSError(28, "No space left on device")
+        return real(fd, *args, **kwargs)
+
+    monkeypatch.setattr(simulator.io.os, "fdopen", fdopen)
+
+
+def test_an_import_that_cannot_be_written_keeps_the_trace_already_there(tmp_path, monkeypatch):
+    _astra_style_trace(tmp_path / "et")
+    out = tmp_path / "t.yaml"
+    out.write_text("previous\n")
+    _fail_on_write(monkeypatch, 1)
+    res = CliRunner().invoke(app, ["import", "chakra", str(tmp_path / "et"), "-o", str(out)])
+    assert res.exit_code == 2, res.output
+    lines = [ln for ln in res.output.splitlines() if ln.strip()]
+    assert lines == [f"error: {out}: cannot write a file here: No space left on device"]
+    assert out.read_text() == "previous\n" and sorted(p.name for p in tmp_path.iterdir()) == ["et", "t.yaml"]
+
+
+def test_an_import_is_written_into_a_new_folder_and_not_under_a_file(tmp_path):
+    _astra_style_trace(tmp_path / "et")
+    out = tmp_path / "new" / "t.yaml"
+    res = CliRunner().invoke(app, ["import", "chakra", str(tmp_path / "et"), "-o", str(out)])
+    assert res.exit_code == 0 and out.is_file(), res.output
+    (tmp_path / "file").write_text("")
+    res = CliRunner().invoke(
+        app, ["import", "chakra", str(tmp_path / "et"), "-o", str(tmp_path / "file" / "t.yaml")]
+    )
+    assert res.exit_code == 2 and len(res.output.strip().splitlines()) == 1, res.output
+
+
+def test_an_export_that_cannot_be_written_keeps_the_trace_already_there(tmp_path, monkeypatch):
+    """A full disk at the third file leaves the folder as the export before it wrote it,
+    not rank 0 and 1 of one export beside rank 1.. of the other."""
+    export_chakra(_tiny_program(), tmp_path)
+    before = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
+    other = _tiny_program()
+    other.ops[0] = dataclasses.replace(other.ops[0], duration_s=5e-3)
+    _fail_on_write(monkeypatch, 2)
+    with pytest.raises(InputError, match="No space left on device"):
+        export_chakra(other, tmp_path)
+    assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == before
 
 
 def test_example_chakra_trace_is_the_exporters_output_and_imports_to_its_source(tmp_path):

@@ -21,6 +21,7 @@ from google.protobuf.message import DecodeError
 
 from simulator.config.loader import check_regular_file
 from simulator.errors import InputError
+from simulator.io import write_atomic
 from simulator.workload.interchange import chakra_et_pb2 as pb
 
 RANK_FILE = re.compile(r"^(?P<prefix>.*?)\.?(?P<rank>\d+)\.et$")
@@ -53,15 +54,20 @@ def _decode_varint(buf: bytes, pos: int) -> tuple[int, int] | None:
     return None
 
 
-def write_et(path: Path, metadata: pb.GlobalMetadata, nodes: Iterable[pb.Node]) -> None:
-    """Write one rank's ET file: metadata, then each node, each length-prefixed."""
+def et_bytes(metadata: pb.GlobalMetadata, nodes: Iterable[pb.Node]) -> bytes:
+    """One rank's ET file: metadata, then each node, each length-prefixed."""
     parts: list[bytes] = []
     messages: list[pb.GlobalMetadata | pb.Node] = [metadata, *nodes]
     for msg in messages:
         data = msg.SerializeToString(deterministic=True)
         parts.append(encode_varint(len(data)))
         parts.append(data)
-    path.write_bytes(b"".join(parts))
+    return b"".join(parts)
+
+
+def write_et(path: Path, metadata: pb.GlobalMetadata, nodes: Iterable[pb.Node]) -> None:
+    """Write one rank's ET file (`et_bytes`) through a temporary sibling."""
+    write_atomic(path, et_bytes(metadata, nodes))
 
 
 def read_et(path: Path) -> tuple[pb.GlobalMetadata, list[pb.Node]]:

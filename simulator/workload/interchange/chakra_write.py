@@ -28,8 +28,9 @@ from pathlib import Path
 from typing import Any
 
 from simulator.errors import InputError
+from simulator.io import write_files_atomic
 from simulator.workload.interchange import chakra_et_pb2 as pb
-from simulator.workload.interchange.chakra_io import RANK_FILE, SCHEMA_VERSION, make_attr, write_et
+from simulator.workload.interchange.chakra_io import RANK_FILE, SCHEMA_VERSION, et_bytes, make_attr
 from simulator.workload.program import Op, StepProgram
 
 COMM_TYPES = {
@@ -209,11 +210,9 @@ def export_chakra(
         for k, v in sorted(program.meta.items())
         if isinstance(v, int | float | str) and not isinstance(v, bool)
     )
-    paths = []
-    for r in range(w.n):
-        path = folder / f"{prefix}.{r}.et"
-        write_et(path, meta, w.nodes[r])
-        paths.append(path)
+    files = {folder / f"{prefix}.{r}.et": et_bytes(meta, w.nodes[r]) for r in range(w.n)}
     groups = {str(pg): list(ranks) for ranks, pg in w.groups.items()}
-    (folder / "comm_group.json").write_text(json.dumps(groups, indent=1) + "\n", encoding="utf-8")
+    paths = list(files)
+    files[folder / "comm_group.json"] = (json.dumps(groups, indent=1) + "\n").encode("utf-8")
+    write_files_atomic(files)  # all or none: never a mix of this export and one before
     return paths

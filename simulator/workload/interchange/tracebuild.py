@@ -29,6 +29,7 @@ import yaml
 from simulator.config.loader import Document
 from simulator.config.loader import validate as validate_doc
 from simulator.errors import InputError
+from simulator.io import write_atomic
 from simulator.workload.program import StepProgram
 from simulator.workload.trace import FORMAT, TraceSpec, program_from_trace
 
@@ -258,7 +259,8 @@ def program_from_dict(data: dict[str, Any], path: Path, gpus: list[str]) -> Step
 
 
 def write_trace_yaml(data: dict[str, Any], path: Path, header: str = "") -> None:
-    """Write trace data as YAML, one op per line (flow style) for readability."""
+    """Write trace data as YAML, one op per line (flow style) for readability, through a
+    temporary sibling (`write_atomic`): a trace already there is replaced whole or kept."""
 
     class _Dumper(yaml.SafeDumper):
         pass
@@ -271,7 +273,7 @@ def write_trace_yaml(data: dict[str, Any], path: Path, header: str = "") -> None
     _Dumper.add_representer(dict, _flow_dict)
     lines = [yaml.dump(op, Dumper=_Dumper, sort_keys=False, width=1_000_000).strip() for op in data["ops"]]
     comment = "".join(f"# {line}\n" for line in header.splitlines())
-    path.write_text(comment + text + "ops:\n" + "".join(f"  - {line}\n" for line in lines), encoding="utf-8")
+    write_atomic(path, comment + text + "ops:\n" + "".join(f"  - {line}\n" for line in lines))
 
 
 def topo_rank_order(
