@@ -274,6 +274,26 @@ def test_imports_a_hand_built_astra_sim_trace(tmp_path):
     assert (xfer.kind, xfer.ranks, xfer.size_bytes, set(xfer.deps)) == ("p2p", (0, 1), 512.0, {"grad_ar"})
 
 
+def test_communication_without_comm_size_is_counted_in_the_warnings(tmp_path):
+    """A collective or send without comm_size moves 0 bytes (ASTRA-sim skips such a node,
+    Workload::node_sanity_check): the import says how many it took so."""
+    _astra_style_trace(tmp_path / "et")
+    for rank in (0, 1):
+        path = tmp_path / "et" / f"et.{rank}.et"
+        meta, nodes = read_et(path)
+        for node in nodes:
+            kept = [a for a in node.attr if a.name != "comm_size"]
+            del node.attr[:]
+            node.attr.extend(kept)
+        write_et(path, meta, nodes)
+    result = import_chakra(tmp_path / "et")
+    assert sorted(result.warnings) == [
+        "1 COMM_SEND_NODEs without comm_size (taken as 0 bytes)",
+        "2 COMM_COLL_NODEs without comm_size (taken as 0 bytes)",
+    ]
+    assert {op["size_bytes"] for op in result.data["ops"] if op["kind"] in ("collective", "send")} == {0.0}
+
+
 def _write_bad(tmp_path: Path, case: str) -> tuple[Path, str]:
     folder = tmp_path / "et"
     _astra_style_trace(folder)

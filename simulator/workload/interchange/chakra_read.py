@@ -219,7 +219,10 @@ def _compute_fields(r: _Reader, node: _Node) -> dict[str, Any]:
     return f
 
 
-def _size(node: _Node) -> float:
+def _size(r: _Reader, node: _Node) -> float:
+    """The bytes a node moves; none given: 0, counted in the warnings (ASTRA-sim skips it)."""
+    if "clustersim.size_bytes" not in node.attrs and "comm_size" not in node.attrs:
+        r.count(f"{pb.NodeType.Name(node.msg.type)}s without comm_size (taken as 0 bytes)")
     return _attr(node, "clustersim.size_bytes" if "clustersim.size_bytes" in node.attrs else "comm_size")
 
 
@@ -267,7 +270,7 @@ def _convert(r: _Reader, key: tuple[int, int]) -> tuple[str, dict[str, Any]]:
             )
         f = {
             "collective": COLLECTIVE_OF_INT[ctype],
-            "size_bytes": BARRIER_BYTES if ctype == pb.BARRIER else _size(node),
+            "size_bytes": BARRIER_BYTES if ctype == pb.BARRIER else _size(r, node),
         }
         if a.get("clustersim.algorithm"):
             f["algorithm"] = str(a["clustersim.algorithm"])
@@ -282,10 +285,10 @@ def _convert(r: _Reader, key: tuple[int, int]) -> tuple[str, dict[str, Any]]:
             )
         f = {"peer": peer, **_common(node)}
         if send:
-            f["size_bytes"] = _size(node)
+            f["size_bytes"] = _size(r, node)
         return ("send" if send else "recv"), f
     if t == pb.CHECKPOINT_NODE:
-        f = {"size_bytes": _size(node), **_common(node)}
+        f = {"size_bytes": _size(r, node), **_common(node)}
         if a.get("clustersim.target"):
             f["target"] = str(a["clustersim.target"])
         return "checkpoint", f
