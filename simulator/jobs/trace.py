@@ -162,6 +162,9 @@ def read_job_trace(path: str | Path) -> list[JobRow]:
         raise InputError(
             f"unknown column {unknown[0]!r}; expected some of {list(COLUMNS)}", file=path, line=numbered[0][0]
         )
+    twice = [c for k, c in enumerate(header) if c in header[:k]]
+    if twice:
+        raise InputError(f"column {twice[0]!r} is given twice", file=path, line=numbered[0][0])
     missing = [c for c in REQUIRED if c not in header]
     if missing:
         raise InputError(f"missing column {missing[0]!r}", file=path, line=numbered[0][0])

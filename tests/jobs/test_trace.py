@@ -50,6 +50,14 @@ def test_a_duplicate_name_and_an_unknown_column_are_errors(tmp_path: Path) -> No
         read_job_trace(p)
 
 
+def test_a_column_given_twice_is_an_error(tmp_path: Path) -> None:
+    """Two `gpus` columns are refused at the header, not read as the last one's value."""
+    p = tmp_path / "jobs.csv"
+    p.write_text("job,submit_h,gpus,duration_h,gpus\na,0,8,1,16\n")
+    with pytest.raises(InputError, match="jobs.csv:1: column 'gpus' is given twice"):
+        read_job_trace(p)
+
+
 @pytest.mark.parametrize(
     ("body", "expected"),
     [
