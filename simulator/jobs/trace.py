@@ -212,7 +212,8 @@ def synthetic_jobs(
 
 
 def format_job_trace(rows: list[JobRow], base: Path | None = None) -> str:
-    """The CSV text of `rows` (models relative to `base`, the folder the CSV will sit in)."""
+    """The CSV text of `rows` (models relative to `base`, the folder the CSV will sit in);
+    hours are written in full (shortest round-trip form), so the CSV reads back as `rows`."""
     out = io.StringIO()
     out.write(f"# {FORMAT}: job, submit_h, gpus, duration_h or (steps, model), priority\n")
     w = csv.writer(out, lineterminator="\n")
@@ -228,9 +229,9 @@ def format_job_trace(rows: list[JobRow], base: Path | None = None) -> str:
         w.writerow(
             [
                 r.name,
-                f"{r.submit_s / H_S:.6g}",
+                repr(r.submit_s / H_S),
                 r.gpus,
-                f"{r.duration_s / H_S:.6g}" if r.duration_s is not None else "",
+                repr(r.duration_s / H_S) if r.duration_s is not None else "",
                 r.steps if r.steps is not None else "",
                 model,
                 r.priority,

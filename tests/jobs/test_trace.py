@@ -94,4 +94,7 @@ def test_synthetic_jobs_are_seeded_and_round_trip(tmp_path: Path) -> None:
     p.write_text(format_job_trace(a))
     back = read_job_trace(p)
     assert [(r.name, r.gpus) for r in back] == [(r.name, r.gpus) for r in a]
-    assert [r.duration_s for r in back] == pytest.approx([r.duration_s for r in a], rel=1e-5)
+    # hours in shortest round-trip form: only the x 3600 of reading may move the last bit
+    # (6 significant digits had moved submits by up to seconds)
+    assert [r.duration_s for r in back] == pytest.approx([r.duration_s for r in a], rel=1e-15, abs=0)
+    assert [r.submit_s for r in back] == pytest.approx([r.submit_s for r in a], rel=1e-15, abs=0)
