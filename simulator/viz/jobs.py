@@ -154,6 +154,14 @@ def job_figures(frames: dict[str, pd.DataFrame], summary: dict[str, Any]) -> lis
     return figs
 
 
+def _shown(value: Any, scale: float, fmt: str) -> str:
+    """`value * scale` in `fmt`, or "n/a" for a figure the run has none of (NaN in the
+    summary, null once summary.json is read back: no job finished, none was allocated)."""
+    if value is None or (isinstance(value, float) and np.isnan(value)):
+        return "n/a"
+    return fmt.format(float(value) * scale)
+
+
 def job_cards(summary: dict[str, Any]) -> list[tuple[str, str]]:
     """Headline figures of a several-jobs or cluster run (label, formatted value)."""
     cards = [("jobs", f"{summary.get('n_jobs', 0):,}")]
@@ -164,11 +172,11 @@ def job_cards(summary: dict[str, Any]) -> list[tuple[str, str]]:
         )
     if "gpu_utilization" in summary:
         cards += [
-            ("GPU utilization", f"{summary['gpu_utilization'] * 100:.1f}%"),
+            ("GPU utilization", _shown(summary["gpu_utilization"], 100, "{:.1f}%")),
             ("finished", f"{summary.get('jobs_finished', 0)} of {summary.get('n_jobs', 0)}"),
-            ("mean queueing", f"{summary.get('mean_queueing_delay_s', 0.0) / 3600:.2f} h"),
-            ("median JCT", f"{summary.get('median_jct_s', float('nan')) / 3600:.2f} h"),
-            ("goodput", f"{summary.get('goodput', float('nan')) * 100:.1f}%"),
+            ("mean queueing", _shown(summary.get("mean_queueing_delay_s"), 1 / 3600, "{:.2f} h")),
+            ("median JCT", _shown(summary.get("median_jct_s"), 1 / 3600, "{:.2f} h")),
+            ("goodput", _shown(summary.get("goodput"), 100, "{:.1f}%")),
             ("interruptions", f"{summary.get('interruptions', 0)}"),
         ]
     return cards

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pandas as pd
 
 from simulator.viz.dashboard import run_dashboard_html
-from simulator.viz.jobs import interference_figure, job_link_load_figure, occupancy_figure
+from simulator.viz.jobs import interference_figure, job_cards, job_link_load_figure, occupancy_figure
 
 JOBS = pd.DataFrame(
     {
@@ -71,3 +71,13 @@ def test_a_several_jobs_page_carries_the_job_figures() -> None:
     html = run_dashboard_html({"jobs": JOBS, "job_links": JOB_LINKS, "steps": steps}, summary)
     assert "clustersim-figures' content='3'" in html
     assert "Interference: step time alone vs together" in html and "worst slowdown" in html
+
+
+def test_cluster_cards_say_n_a_for_figures_the_run_has_none_of() -> None:
+    """No job finished: median JCT is NaN in the run's summary and null in summary.json read
+    back (`clustersim dashboard`); the card says n/a in both, and the page still builds."""
+    base = {"n_jobs": 1, "jobs_finished": 0, "gpu_utilization": 0.0625, "mean_queueing_delay_s": 0.0}
+    for missing in (float("nan"), None):
+        cards = dict(job_cards({**base, "median_jct_s": missing, "goodput": missing}))
+        assert cards["median JCT"] == "n/a" and cards["goodput"] == "n/a"
+        assert cards["GPU utilization"] == "6.2%" and cards["mean queueing"] == "0.00 h"
