@@ -108,8 +108,9 @@ def occupancy_figure(occupancy: pd.DataFrame, n_gpus: int) -> go.Figure:
 def job_lives_figure(table: pd.DataFrame, end_s: float) -> go.Figure:
     """Each job's queueing (grey) and running (coloured by size) span, hours."""
     t = table.sort_values(["submit_s", "job"], kind="stable")
-    start = t["first_start_s"].fillna(end_s)
-    stop = t["end_s"].fillna(end_s)
+    # a job submitted after the end of the run has no span: both bars are empty at its submit
+    start = t["first_start_s"].fillna(end_s).clip(lower=t["submit_s"])
+    stop = t["end_s"].fillna(end_s).clip(lower=start)
     fig = go.Figure()
     fig.add_bar(
         y=t["job"],

@@ -7,7 +7,13 @@ from __future__ import annotations
 import pandas as pd
 
 from simulator.viz.dashboard import run_dashboard_html
-from simulator.viz.jobs import interference_figure, job_cards, job_link_load_figure, occupancy_figure
+from simulator.viz.jobs import (
+    interference_figure,
+    job_cards,
+    job_link_load_figure,
+    job_lives_figure,
+    occupancy_figure,
+)
 
 JOBS = pd.DataFrame(
     {
@@ -81,3 +87,21 @@ def test_cluster_cards_say_n_a_for_figures_the_run_has_none_of() -> None:
         cards = dict(job_cards({**base, "median_jct_s": missing, "goodput": missing}))
         assert cards["median JCT"] == "n/a" and cards["goodput"] == "n/a"
         assert cards["GPU utilization"] == "6.2%" and cards["mean queueing"] == "0.00 h"
+
+
+def test_job_lives_draw_no_negative_span_for_a_job_submitted_after_the_run() -> None:
+    """A 1-day run: `a` ran 0-1 h; `b`, submitted at 30 h, never entered the run. Its bars
+    are empty at 30 h (they ran backwards from 30 h to 24 h)."""
+    table = pd.DataFrame(
+        {
+            "job": ["a", "b"],
+            "gpus": [8, 8],
+            "restarts": [0, 0],
+            "submit_s": [0.0, 30 * 3600.0],
+            "first_start_s": [0.0, float("nan")],
+            "end_s": [3600.0, float("nan")],
+        }
+    )
+    queued, running = job_lives_figure(table, 86400.0).data
+    assert list(queued.x) == [0.0, 0.0] and list(running.x) == [1.0, 0.0]
+    assert list(queued.base) == [0.0, 30.0]
