@@ -431,7 +431,8 @@ def _message(err: Any) -> str:
         what = {list: "a list", str: "text", bool: "a boolean", int: "a number", float: "a number"}
         return f"expected a mapping, found {what.get(type(found), repr(found))}"
     msg = str(err.get("msg", "invalid value")).removeprefix("Value error, ")
-    return msg[0].lower() + msg[1:] if msg else msg
+    # pydantic's "Input should be ..." reads on in lower case; an acronym ("GPU ...") stays
+    return msg[0].lower() + msg[1:] if msg and not msg[1:2].isupper() else msg
 
 
 def validate(model: Any, doc: Document, loc: Loc = (), context: dict[str, Any] | None = None) -> Any:

@@ -154,6 +154,9 @@ def test_bad_jobs_are_one_line_errors(tmp_path: Path) -> None:
     )
     ranks = _write(tmp_path, "ranks.yaml", head + job("a", "gpus: 3"))
     assert "ranks.yaml:4: jobs.0.gpus: job 'a' has gpus: 3, and its workload has 2 ranks" in _error(ranks)
+    twice = _write(tmp_path, "twice.yaml", head + job("a", "gpus: 2, placement: [n0.gpu0, n0.gpu0]"))
+    # the message keeps its acronym ('gPU' when the first letter was lowered)
+    assert "twice.yaml:4: jobs.0.placement: GPU 'n0.gpu0' is listed twice" in _error(twice)
 
 
 def test_a_placement_that_splits_a_tp_group_is_an_error(tmp_path: Path) -> None:
