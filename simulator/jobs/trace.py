@@ -145,7 +145,7 @@ def read_job_trace(path: str | Path) -> list[JobRow]:
         InputError: `file:line: column: message` for a bad header, value or duplicate name.
     """
     path = Path(path)
-    text = read_text(path, bounded=False)
+    text = read_text(path, bounded=False).removeprefix("\ufeff")  # a spreadsheet's byte-order mark
     numbered = [
         (i + 1, ln)
         for i, ln in enumerate(text.splitlines())

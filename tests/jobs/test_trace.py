@@ -50,6 +50,13 @@ def test_a_duplicate_name_and_an_unknown_column_are_errors(tmp_path: Path) -> No
         read_job_trace(p)
 
 
+def test_a_spreadsheet_byte_order_mark_is_not_part_of_the_first_column(tmp_path: Path) -> None:
+    """A CSV saved by a spreadsheet starts with U+FEFF; it read as column '\\ufeffjob'."""
+    p = tmp_path / "jobs.csv"
+    p.write_bytes("\ufeff".encode() + (HEADER + "a,0,8,1,,,0\n").encode())
+    assert [(r.name, r.gpus) for r in read_job_trace(p)] == [("a", 8)]
+
+
 def test_a_column_given_twice_is_an_error(tmp_path: Path) -> None:
     """Two `gpus` columns are refused at the header, not read as the last one's value."""
     p = tmp_path / "jobs.csv"
