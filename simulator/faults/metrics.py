@@ -20,6 +20,9 @@ checkpoint stall, restart, elastic rejoin):
   and infinite as soon as one seed has no interruption.
 - lost work per interruption: compute time rolled back (recomputed later), plus the part
   of a blocking checkpoint stall the failure aborted (that stall is also checkpoint time).
+  Over seeds it is, like restart time per interruption, a ratio estimator: Σ lost work /
+  Σ interruptions. The mean of the seeds' own ratios would weigh a seed with one
+  interruption like one with twenty, and a seed never interrupted has no ratio at all.
 - checkpoint_s, restart_s, restart_wait_s, rejoin_s: wall time in those phases.
 - degraded_s: compute time in a state slower than healthy (stragglers, degraded or down
   links, fewer replicas).
@@ -85,7 +88,11 @@ def t_interval(values: Iterable[float], confidence: float = 0.95) -> tuple[float
 
 #: Metrics of `METRICS` that are a ratio of two per-run sums: aggregated as Σ numerator /
 #: Σ denominator over the seeds (`ratio_interval`), when both columns are present.
-RATIOS = {"job_mtti_s": ("wall_s", "interruptions")}
+RATIOS = {
+    "job_mtti_s": ("wall_s", "interruptions"),
+    "lost_work_per_interruption_s": ("lost_work_s", "interruptions"),
+    "restart_per_interruption_s": ("restart_s", "interruptions"),
+}
 
 
 def _student_t(confidence: float, n: int) -> float:
@@ -110,8 +117,9 @@ def ratio_interval(
         confidence: two-sided confidence level, e.g. 0.95.
 
     Returns:
-        (ratio, low, high). An infinite ratio (no denominator anywhere) or a single run
-        gives NaN bounds; no runs give NaNs.
+        (ratio, low, high). No denominator anywhere gives an infinite ratio (a positive
+        numerator) or NaN (0/0: lost work per interruption of runs never interrupted), with
+        NaN bounds; so does a single run; no runs give NaNs.
     """
     x = np.asarray(list(numerators), dtype=float)
     y = np.asarray(list(denominators), dtype=float)
@@ -119,7 +127,7 @@ def ratio_interval(
         return math.nan, math.nan, math.nan
     total = float(y.sum())
     if total == 0:
-        return math.inf, math.nan, math.nan
+        return (math.inf if x.sum() > 0 else math.nan), math.nan, math.nan
     ratio = float(x.sum()) / total
     if len(x) < 2:
         return ratio, math.nan, math.nan

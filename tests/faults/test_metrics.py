@@ -45,3 +45,35 @@ def test_ratio_interval_edges():
 def test_without_wall_time_the_per_seed_mean_is_kept():
     row = aggregate(RUNS[["job_mtti_s"]].iloc[1:]).iloc[0]
     assert row["job_mtti_s_mean"] == 62.5
+
+
+def test_lost_work_and_restart_per_interruption_are_ratios_over_all_interruptions():
+    """Σ lost work / Σ interruptions, not the mean of the seeds' own ratios: here seeds of
+    0, 1 and 4 interruptions lose 0, 300 and 1200 s, 1500 s in 5 interruptions = 300 s each
+    (the seeds' mean, (0 + 300 + 300) / 3 = 200 s, counts the never-interrupted seed as a
+    loss of 0 s per interruption)."""
+    runs = RUNS.assign(
+        lost_work_s=[0.0, 300.0, 1200.0],
+        lost_work_per_interruption_s=[0.0, 300.0, 300.0],
+        restart_s=[0.0, 500.0, 2000.0],
+        restart_per_interruption_s=[0.0, 500.0, 500.0],
+    )
+    row = aggregate(runs).iloc[0]
+    assert row["lost_work_per_interruption_s_mean"] == 300.0
+    assert row["restart_per_interruption_s_mean"] == 500.0
+    # residuals x - R*y are 0 in every seed: no spread
+    assert (row["lost_work_per_interruption_s_lo"], row["lost_work_per_interruption_s_hi"]) == (300.0, 300.0)
+
+
+def test_per_interruption_figures_of_runs_never_interrupted_are_undefined():
+    runs = pd.DataFrame(
+        {
+            "wall_s": [10.0, 10.0],
+            "interruptions": [0.0, 0.0],
+            "lost_work_s": [0.0, 0.0],
+            "lost_work_per_interruption_s": [0.0, 0.0],
+        }
+    )
+    row = aggregate(runs).iloc[0]
+    assert math.isnan(row["lost_work_per_interruption_s_mean"])
+    assert row["job_mtti_s_mean"] == math.inf
