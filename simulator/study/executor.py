@@ -220,13 +220,28 @@ def _pool_each(fn: Callable[[T], R], tasks: list[T], workers: int, on_result: On
         _collect_each(as_completed(futures), futures.pop, lambda f: f.exception(), on_result)
     except BaseException:
         processes = list((getattr(pool, "_processes", None) or {}).values())
+        results = getattr(pool, "_result_queue", None)
         pool.shutdown(wait=False, cancel_futures=True)
         for proc in processes:
             proc.kill()
         for proc in processes:
             proc.join(timeout=5)
+        _unblock_result_reader(results)
         raise
     pool.shutdown(wait=True)
+
+
+def _unblock_result_reader(results: Any) -> None:
+    """Close this process's write end of a killed pool's result pipe.
+
+    A worker killed while it sent a result leaves the pool's manager thread waiting for the
+    rest of that message; this process holds the pipe's write end too, so the wait never
+    ends, and the interpreter waits for that thread at exit: the command hung after its
+    'interrupted' line. With every write end closed the read ends (EOF) and the thread stops.
+    """
+    writer = getattr(results, "_writer", None)
+    if writer is not None:
+        writer.close()
 
 
 def _dask_each(futures: list[Any], on_result: OnDone) -> None:

@@ -172,3 +172,58 @@ def test_pool_workers_of_run_tasks_leave_ctrl_c_to_the_parent_and_watch_for_it()
     import signal
 
     assert run_tasks(sigint_handler, [0, 1], "pool", max_workers=2) == [str(signal.SIG_IGN)] * 2
+
+
+def _half_a_result_then_sleep(task: tuple[str, int]) -> int:
+    """Task 0 returns at once; task 1, once task 0's result is in, writes the first bytes of
+    a result into the pool's result pipe, as a worker killed mid-send leaves it, and sleeps."""
+    import os
+    import struct
+    import sys
+    import time
+    from pathlib import Path
+
+    folder, index = task
+    if index == 1:
+        while not (Path(folder) / "go").exists():
+            time.sleep(0.02)
+        frame = sys._getframe()
+        while "result_queue" not in frame.f_locals:  # up to concurrent.futures' worker loop
+            frame = frame.f_back  # type: ignore[assignment]
+        fd = frame.f_locals["result_queue"]._writer.fileno()
+        os.write(fd, struct.pack("!i", 1_000_000) + b"half a result")
+        (Path(folder) / "written").touch()
+        time.sleep(60)
+    return index
+
+
+def test_an_interrupt_while_a_result_is_half_sent_lets_the_pool_thread_end(tmp_path) -> None:
+    """A worker killed in the middle of sending a result left the pool's manager thread
+    reading the rest forever, and the process hung at exit after 'interrupted'."""
+    import concurrent.futures.process as cf_process
+    import time
+
+    from simulator.study.executor import for_each_task
+
+    def interrupt_once_half_sent(i: int, r: int) -> None:
+        (tmp_path / "go").touch()
+        while not (tmp_path / "written").exists():
+            time.sleep(0.02)
+        time.sleep(0.2)  # the manager thread is reading the half-sent result by now
+        raise KeyboardInterrupt
+
+    before = set(cf_process._threads_wakeups)
+    with pytest.raises(KeyboardInterrupt):
+        for_each_task(
+            _half_a_result_then_sleep,
+            [(str(tmp_path), 0), (str(tmp_path), 1)],
+            interrupt_once_half_sent,
+            "pool",
+            max_workers=2,
+        )
+    for thread in set(cf_process._threads_wakeups) - before:
+        thread.join(timeout=30)  # a guard against a hang, not a measurement
+        stuck = thread.is_alive()
+        if stuck:  # let this test process end all the same
+            thread.result_queue._writer.close()  # type: ignore[attr-defined]
+        assert not stuck
