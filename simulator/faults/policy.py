@@ -213,7 +213,9 @@ class HotSparesSpec(_PolicyBase):
     kind: Literal["hot_spares"] = Field(description="Policy tag.")
     pool_hosts: int = Field(ge=0, description="Spare hosts kept ready; a repaired host returns to the pool.")
     when_empty: Literal["queue", "wait_repair"] = Field(
-        "queue", description="With no spare left: queue for replacements or wait for the repair."
+        "queue",
+        description="With no spare left: queue for replacements, or wait for the repair (or for "
+        "a spare back from repair, if one comes back first).",
     )
 
     def waits_for_repair(self) -> str | None:
@@ -382,10 +384,21 @@ class HotSpares(Policy):
         if use == len(hosts):
             return Recovery("storage", "storage")
         if self.spec.when_empty == "wait_repair":
-            run.take_down(frozenset(sorted(hosts)[use:]), now + repair)
+            back = self._spares_back_before(now + repair, len(hosts) - use)
+            run.take_down(frozenset(sorted(hosts)[use:]), back)
             wait = max(0.0, run.latest_repair_s() - now - r.detection_s)
             return Recovery("storage", "storage", wait_s=wait)
         return Recovery("storage", "storage", queue_s=r.queue_s)
+
+    def _spares_back_before(self, repaired_s: float, hosts: int) -> float:
+        """When `hosts` failed hosts no spare replaces now can be replaced: each by a spare
+        the pool gets back before their repair at `repaired_s` (it then replaces that host
+        until `repaired_s`), else by the repaired host itself."""
+        early = sorted(t for t in self._returns if t < repaired_s)[:hosts]
+        for t in early:
+            self._returns.remove(t)
+            self._returns.append(repaired_s)
+        return early[-1] if early and len(early) == hosts else repaired_s
 
 
 class Elastic(Policy):

@@ -74,3 +74,20 @@ def test_wait_of_an_interrupted_restart_is_counted_once():
     # every restart's recorded parts add up to its recorded length
     parts = rs[["detect_s", "queue_s", "wait_s", "init_s", "load_s"]].sum(axis=1)
     assert list(parts) == pytest.approx(list(rs.duration_s))
+
+
+def test_hot_spares_waiting_for_repairs_take_a_spare_back_from_repair_first():
+    """One spare host, `when_empty: wait_repair`. Host 0 fails at T1 (1 h repair): the spare
+    replaces it and returns to the pool at T1 + 1 h. Host 1 fails at T1 + 1000 s (3 h
+    repair) with the pool empty: the job takes the spare back at T1 + 3600 (not host 1's
+    repair at T1 + 1000 + 3 h), so the restart waits 3600 - 1000 - 60 = 2540 s beyond
+    detection and lasts 2600 + 200 + 40 s. The spare then stays until host 1 is repaired."""
+    fl = failures(
+        {"kind": "scheduled", "target": "host", "component": 0, "at_s": T1_S, "repair_h": 1},
+        {"kind": "scheduled", "target": "host", "component": 1, "at_s": T1_S + 1000, "repair_h": 3},
+    )
+    pol = policy(kind="hot_spares", pool_hosts=1, when_empty="wait_repair", interval_s=1000)
+    r = simulate_run(job(), ORACLE, fl, pol, 6 * 3600, 0)
+    second = _restarts(r).iloc[1]
+    assert second.wait_s == pytest.approx(3600.0 - 1000.0 - DETECT_S)
+    assert second.duration_s == pytest.approx(3600.0 - 1000.0 + INIT_S + LOAD_S)
