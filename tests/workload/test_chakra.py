@@ -84,6 +84,29 @@ def test_trace_round_trip_same_program_and_step_time(scenario, tmp_path):
     assert abs(t1 - t0) <= 1e-9 * t0
 
 
+def test_flops_priced_compute_carries_its_priced_duration_and_comes_back_as_flops(tmp_path):
+    """A compute op priced from FLOPs and bytes is exported with `duration_micros` = its time
+    on the scenario's GPU (ASTRA-sim without its roofline reads only that; without it every
+    such node ran in no time there), and imported back as FLOPs and bytes: the same program
+    and step time, priced on the importing GPU."""
+    from simulator.engine.cost import ComputeCost
+
+    prep = prepare(ROOT / "scenarios" / "quickstart.yaml")
+    cost = ComputeCost(prep.topology.gpu, prep.compute_calibration)
+    export_chakra(prep.program, tmp_path / "et", duration_of=cost.roofline_s)
+    by_name = {op.id: op for op in prep.program.ops}
+    _, nodes = read_et(tmp_path / "et" / "trace.0.et")
+    priced = [n for n in nodes if n.type == pb.COMP_NODE and "clustersim.flops" in attrs_of(n)]
+    assert priced, "quickstart's compute is priced from FLOPs"
+    for n in priced:
+        op = by_name.get(n.name) or by_name[f"{n.name}@0"]  # rank 0's own op drops "@0"
+        assert n.duration_micros == round(cost.roofline_s(op) * 1e6) > 0
+    back = program_from_dict(import_chakra(tmp_path / "et").data, tmp_path / "t.yaml", prep.cluster.gpus)
+    assert canonical(back) == canonical(prep.program)
+    t0, t1 = step_time_s(prep, prep.program), step_time_s(prep, back)
+    assert abs(t1 - t0) <= 1e-9 * t0
+
+
 @pytest.mark.slow
 def test_generated_step_round_trip_same_step_time(tmp_path):
     """A model + layout step: compute priced per kernel is exported as its priced duration,

@@ -2,8 +2,10 @@
 
 Mapping (see `chakra_write` for the attributes):
 
-* `COMP_NODE` -> compute op: `clustersim.duration_s`, else `duration_micros` when non-zero,
-  else FLOPs `num_ops` and bytes `tensor_size` for the roofline; none of them: zero time
+* `COMP_NODE` -> compute op: `clustersim.duration_s`, else `clustersim.flops` and
+  `clustersim.bytes` for the roofline (clustersim's export: priced on the importing GPU, not
+  at the exporter's `duration_micros`), else `duration_micros` when non-zero, else FLOPs
+  `num_ops` and bytes `tensor_size` for the roofline; none of them: zero time
   (counted in the warnings). `is_cpu_op` nodes run on the rank's `cpu` stream, so host
   work orders GPU work only through dependencies.
 * `COMM_COLL_NODE` -> collective. Its group is `clustersim.group`, else the ranks of its
@@ -206,6 +208,8 @@ def _compute_fields(r: _Reader, node: _Node) -> dict[str, Any]:
         r.count("CPU ops (run on the cpu stream)")
     if "clustersim.duration_s" in a:
         f["duration_s"] = _attr(node, "clustersim.duration_s")
+    elif "clustersim.flops" in a or "clustersim.bytes" in a:  # written by clustersim: priced here
+        f["flops"], f["bytes"] = _attr(node, "clustersim.flops"), _attr(node, "clustersim.bytes")
     elif msg.duration_micros:
         f["duration_s"] = msg.duration_micros / 1e6
     elif a.get("clustersim.flops") or a.get("clustersim.bytes") or a.get("num_ops") or a.get("tensor_size"):

@@ -3,8 +3,9 @@
 Mapping (the inverse of `chakra_read`):
 
 * compute op -> `COMP_NODE` with `duration_micros` (rounded, for ASTRA-sim) and the exact
-  `clustersim.duration_s`, or `num_ops`/`tensor_size` (FLOPs and bytes) when the op is
-  priced by the cost model;
+  `clustersim.duration_s`, or, when the op is priced by the cost model, `num_ops` /
+  `tensor_size` (FLOPs and bytes, `clustersim.flops` / `clustersim.bytes` exactly) and
+  `duration_micros` priced on the exporting scenario's GPU for tools that read only that;
 * collective -> one `COMM_COLL_NODE` per member rank (`comm_type`, `comm_size`, `pg_name`
   naming a group of `comm_group.json`, as ASTRA-sim reads it, numbered from 1 since
   ASTRA-sim takes `pg_name` "0" for the communicator of all ranks; `clustersim.group` with
@@ -128,6 +129,13 @@ class _Writer:
                 node.duration_micros = round(duration * 1e6)
                 attrs["clustersim.duration_s"] = float(duration)
             else:
+                # priced from FLOPs and bytes: a reader of clustersim's attributes prices them on
+                # its own GPU; tools that read only `duration_micros` (ASTRA-sim without its
+                # roofline model) get the time on the exporting scenario's GPU, not zero
+                if self.duration_of is not None:
+                    priced = self.duration_of(op)
+                    if priced is not None:
+                        node.duration_micros = round(priced * 1e6)
                 attrs.update(num_ops=round(op.flops), tensor_size=round(op.bytes_accessed))
                 attrs.update(
                     {"clustersim.flops": float(op.flops), "clustersim.bytes": float(op.bytes_accessed)}
