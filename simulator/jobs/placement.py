@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 
 import networkx as nx
 import numpy as np
@@ -75,10 +76,15 @@ class ClusterLayout:
         group = np.array([keys.setdefault(_leaf_key(g, by_server[s]), len(keys)) for s in servers])
         return cls(servers, [by_server[s] for s in servers], group, len(keys))
 
-    @property
+    @cached_property
     def gpus_per_server(self) -> np.ndarray:
-        """GPUs of each server."""
+        """GPUs of each server (computed once: a scheduler asks at every placement)."""
         return np.array([len(x) for x in self.gpus])
+
+    @cached_property
+    def group_members(self) -> list[np.ndarray]:
+        """Per leaf group, its servers in order (computed once)."""
+        return [np.flatnonzero(self.group == grp) for grp in range(self.n_groups)]
 
     def server_of(self) -> dict[str, int]:
         """Server index of every GPU name."""
@@ -133,13 +139,11 @@ def _leaf_aligned(layout: ClusterLayout, free: np.ndarray, n_gpus: int) -> list[
     else:
         groups = [int(x) for x in np.argsort(-free_per_group, kind="stable")]
     order: list[int] = []
+    size = layout.gpus_per_server
     for grp in groups:
-        members = np.flatnonzero(layout.group == grp)
+        members = layout.group_members[grp]
         # whole free servers before partly used ones, so the job spans as few servers as it can
-        order += [
-            int(x)
-            for x in members[np.argsort(free[members] < layout.gpus_per_server[members], kind="stable")]
-        ]
+        order += members[np.argsort(free[members] < size[members], kind="stable")].tolist()
     return order
 
 

@@ -188,14 +188,22 @@ class ClusterRun:
         return math.inf, 0
 
     def _schedule(self) -> None:
+        """Start queued jobs in order (priority, then arrival) while they fit (`fifo`: up to
+        the first that does not); `backfill` / `topology_aware` then start later jobs that fit
+        and end before the head could start (EASY backfilling: `_shadow`).
+
+        Every policy of `place_counts` places a job wherever enough GPUs are free in all, so
+        a job is placed only when it is started (placement costs a scan of the servers)."""
         self.queue.sort(key=lambda j: (-j.priority, j.queued_at_s, j.index))
         waiting: list[ClusterJob] = []
         shadow, extra = math.inf, 0
+        free = int(self.free.sum())  # what `place_counts` checks first, kept here per pass
         for k, job in enumerate(self.queue):
-            counts = self._try(job)
             if not waiting:
+                counts = self._try(job) if job.gpus <= free else None
                 if counts is not None:
                     self._start(job, counts)
+                    free = int(self.free.sum())
                     continue
                 waiting.append(job)
                 if self.s.scheduler == "fifo":
@@ -203,13 +211,17 @@ class ClusterRun:
                     break
                 shadow, extra = self._shadow(job)
                 continue
-            end = self._expected_end(job, self.now)
-            if counts is not None and (end <= shadow or job.gpus <= extra):
-                if end > shadow:
-                    extra -= job.gpus
-                self._start(job, counts)
-            else:
-                waiting.append(job)
+            if job.gpus <= free:
+                end = self._expected_end(job, self.now)
+                if end <= shadow or job.gpus <= extra:
+                    counts = self._try(job)
+                    if counts is not None:
+                        if end > shadow:
+                            extra -= job.gpus
+                        self._start(job, counts)
+                        free = int(self.free.sum())
+                        continue
+            waiting.append(job)
         self.queue = waiting
 
     # -- events --------------------------------------------------------------------

@@ -103,3 +103,44 @@ def test_leaf_aligned_keeps_a_job_under_one_leaf_group() -> None:
     assert place_counts(layout, "leaf_aligned", 16, free) == [(2, 8), (3, 8)]
     assert place_counts(layout, "spread", 16, np.array([8, 8, 8, 8])) == [(0, 8), (2, 8)]
     assert place_counts(layout, "packed", 40, free) is None
+
+
+@pytest.mark.parametrize("policy", ["packed", "leaf_aligned", "spread", "random"])
+def test_every_policy_places_a_job_wherever_enough_gpus_are_free(policy: str) -> None:
+    """What the scheduler relies on to place a job only when it starts it: under every
+    policy `place_counts` finds GPUs exactly when the free GPUs in all are enough, and takes
+    exactly the job's count from servers that have them free."""
+    layout = _layout(servers=8, per_group=3)
+    rng = np.random.default_rng(5)
+    for _ in range(300):
+        free = rng.integers(0, 9, size=8)
+        n = int(rng.integers(1, 70))
+        counts = place_counts(layout, policy, n, free)
+        assert (counts is not None) == (n <= int(free.sum())), (free, n)
+        if counts is not None:
+            assert sum(k for _, k in counts) == n
+            assert all(0 < k <= free[i] for i, k in counts)
+            assert len({i for i, _ in counts}) == len(counts)
+
+
+@pytest.mark.parametrize("scheduler", ["fifo", "backfill", "topology_aware"])
+def test_a_long_queue_places_only_the_jobs_it_starts(scheduler: str, monkeypatch) -> None:  # noqa: ANN001
+    """A queue of 400 one-server jobs on 2 servers: each pass over the queue places the jobs
+    it starts (and tries the head once), instead of placing every queued job at every event
+    (400 x 400 placements: a week of a busy cluster took minutes)."""
+    import simulator.jobs.scheduler as sched
+
+    calls = []
+
+    def counting(*args, **kw):  # noqa: ANN002, ANN003, ANN202
+        calls.append(1)
+        return place_counts(*args, **kw)
+
+    monkeypatch.setattr(sched, "place_counts", counting)
+    jobs = [ClusterJob(f"j{i}", i * 1.0, 8, 1 * H, init_s=0.0) for i in range(400)]
+    settings = ClusterSettings(scheduler=scheduler, duration_s=300 * H, detection_s=0.0, checkpoint_s=0.0)
+    run = ClusterRun(_layout(), jobs, [], settings)
+    run.run()
+    t = run.jobs_frame()
+    assert t["end_s"].notna().all()  # 400 jobs of 1 h, two at a time: done by 200 h
+    assert len(calls) <= 3 * len(jobs)
