@@ -9,10 +9,15 @@ from outside:
     time .venv/bin/clustersim run scenarios/jobs/cluster-week-2048.yaml -o /tmp/cluster-week
 
     .venv/bin/python benchmarks/bench_cluster_week.py
+    .venv/bin/python benchmarks/bench_cluster_week.py --jobs 2000 --interarrival-min 1
+
+`--jobs N --interarrival-min M`: N synthetic jobs arriving every M minutes on average instead
+(a long queue: what the scheduler's cost grows with).
 """
 
 from __future__ import annotations
 
+import argparse
 import sys
 import time
 from pathlib import Path
@@ -27,8 +32,21 @@ SCENARIO = ROOT / "scenarios" / "jobs" / "cluster-week-2048.yaml"
 
 
 def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--jobs", type=int, help="synthetic jobs (default: the scenario's 200)")
+    ap.add_argument("--interarrival-min", type=float, help="mean minutes between arrivals")
+    a = ap.parse_args()
     t0 = time.perf_counter()
     prep = prepare(SCENARIO)
+    spec = prep.scenario.spec.cluster
+    if spec is None or spec.synthetic is None:
+        return 1
+    gap_s = None if a.interarrival_min is None else a.interarrival_min * 60.0
+    changes = {"count": a.jobs, "mean_interarrival_s": gap_s}
+    synthetic = spec.synthetic.model_copy(update={k: v for k, v in changes.items() if v is not None})
+    prep.scenario.spec = prep.scenario.spec.model_copy(
+        update={"cluster": spec.model_copy(update={"synthetic": synthetic})}
+    )
     print(f"prepare (topology of {len(prep.cluster.gpus):,} GPUs): {time.perf_counter() - t0:.2f} s")
     print(
         f"{'scheduler':>15} {'wall s':>7} {'util':>6} {'done':>5} {'queue h':>8} {'median JCT h':>13} "
