@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, NamedTuple, NoReturn
@@ -70,6 +71,17 @@ SUMMARY_ROWS: list[tuple[str, str, Callable[[Any], str], str]] = [
 ]
 
 
+def _shown(value: Any, fmt: Callable[[Any], str], key: str, cluster: bool) -> str:
+    """A row's value as shown: `n/a` where the run has none (null or NaN in summary.json,
+    e.g. the median completion time of a cluster where no job finished); a cluster's
+    interruptions are a count of its jobs, not a mean over seeds."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "n/a"
+    if cluster and key == "interruptions" and isinstance(value, int):
+        return f"{value:,}"
+    return fmt(value)
+
+
 def _label(label: str, key: str, cluster: bool, several_jobs: bool) -> str:
     """A row's label, worded for a cluster over days or several jobs where it differs."""
     if cluster and key == "goodput":
@@ -102,7 +114,7 @@ def summary_rows(summary: dict[str, Any]) -> list[SummaryRow]:
     for label, key, fmt, unit in SUMMARY_ROWS:
         if key in summary:
             shown = _label(label, key, cluster, "n_jobs" in summary)
-            rows.append(SummaryRow(shown, fmt(summary[key]), key, summary[key], unit))
+            rows.append(SummaryRow(shown, _shown(summary[key], fmt, key, cluster), key, summary[key], unit))
         if key == "exposed_comm_s":  # its split by tag, right under it
             for tag, v in summary.get("exposed_comm_by_tag_s", {}).items():
                 rows.append(SummaryRow(f"  exposed {tag}", _ms(v), f"exposed_comm_by_tag_s.{tag}", v, "s"))

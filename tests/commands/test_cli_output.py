@@ -277,3 +277,19 @@ def test_sweep_as_json_prints_the_summary_numbers(tmp_path: Path) -> None:
     written = pd.read_csv(out / "summary.csv")
     assert [r["goodput_mean"] for r in rows] == written["goodput_mean"].tolist()
     assert list(rows[0]) == list(written.columns)
+
+
+def test_summary_rows_say_n_a_for_a_figure_the_run_has_none_of_and_count_a_clusters_interruptions():
+    """A cluster where no job finished has no median completion time (null in summary.json,
+    NaN in memory): the table says n/a, not 'nan h'; a cluster's interruptions are a count of
+    its jobs (an int), not a mean over seeds printed as 2.0."""
+    from simulator.commands.run import summary_rows
+
+    got = {
+        r.key: r.value for r in summary_rows({"scheduler": "fifo", "interruptions": 2, "median_jct_s": None})
+    }
+    assert got == {"interruptions": "2", "median_jct_s": "n/a"}
+    got = {r.key: r.value for r in summary_rows({"scheduler": "fifo", "median_jct_s": float("nan")})}
+    assert got == {"median_jct_s": "n/a"}
+    # a study's interruptions stay a mean over seeds
+    assert [r.value for r in summary_rows({"interruptions": 2.0})] == ["2.0"]
