@@ -432,6 +432,18 @@ class ScenarioSpec(Spec):
         return self
 
     @model_validator(mode="after")
+    def _no_steps_for_a_cluster(self) -> ScenarioSpec:
+        """A cluster runs each job for its own length over `reliability.duration`: `run.steps`
+        would be ignored, so it is refused instead."""
+        if self.cluster is not None and "steps" in self.run.model_fields_set:
+            raise FieldError(
+                "a `cluster` runs every job for its length over `reliability.duration`; `run.steps` "
+                "does not apply (remove it)",
+                field="run.steps",
+            )
+        return self
+
+    @model_validator(mode="after")
     def _faults_need_a_policy(self) -> ScenarioSpec:
         """Failures and degradations are simulated by the run level, which a `policy` turns
         on (a `cluster` runs them with or without one): without it they would be ignored."""

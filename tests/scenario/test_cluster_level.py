@@ -99,3 +99,20 @@ def test_synthetic_sizes_bigger_than_the_cluster_are_an_error_before_any_draw(tm
     assert str(exc.value) == (
         f"{sc}:5: cluster.synthetic.sizes.1: a job of 256 GPUs may be drawn and the cluster has 128"
     )
+
+
+def test_run_steps_beside_a_cluster_is_refused_at_its_line(tmp_path: Path) -> None:
+    """A cluster runs every job for its length over the run: `run.steps` was accepted and
+    ignored without a word."""
+    sc = tmp_path / "c.yaml"
+    sc.write_text(
+        "name: steps-beside-cluster\n"
+        f"topology: {{file: {ROOT}/topologies/h100-rail-clos-16n-4to1.yaml}}\n"
+        "cluster:\n"
+        "  synthetic: {count: 5, mean_interarrival_h: 1, median_duration_h: 2}\n"
+        "reliability: {duration_days: 1}\n"
+        "run: {steps: 3}\n"
+    )
+    with pytest.raises(InputError) as exc:
+        prepare(sc)
+    assert str(exc.value).startswith(f"{sc}:6: run.steps: a `cluster` runs every job for its length")
