@@ -4,7 +4,7 @@
   it, from the `runs` frame (`simulator.faults.metrics` glossary): kept training at the
   healthy step time (split into compute, exposed communication and in-step idle by the
   step's own shares when known), slowdown of degraded steps, lost work (recomputed),
-  checkpoint stalls, restarts, waiting for repairs.
+  checkpoint stalls, restarts, waiting for hosts (in repair, or queued for replacement).
 * `wall_time_figure`: those parts as stacked bars per seed, or per variant as the mean
   over seeds with the 95% Student-t interval of the goodput, the kept-training total.
 * `incident_timeline_figure`: each failure, restart, checkpoint, repair and degradation as
@@ -40,7 +40,7 @@ PARTS = {
     "lost work (recomputed)": "#D62728",
     "checkpoint stall": "#8C6D31",
     "restart": "#FF9DA6",
-    "waiting for repairs": "#B279A2",
+    "waiting for hosts": "#B279A2",
     "other": "#333333",
 }
 
@@ -100,7 +100,7 @@ def wall_time_parts(runs: pd.DataFrame, shares: dict[str, float] | None = None) 
     out["lost work (recomputed)"] = col("recompute_s")
     out["checkpoint stall"] = col("checkpoint_s")
     out["restart"] = (col("restart_s") - col("restart_wait_s")).clip(lower=0.0) + col("rejoin_s")
-    out["waiting for repairs"] = col("restart_wait_s")
+    out["waiting for hosts"] = col("restart_wait_s")  # in repair or queued for replacement
     other = col("wall_s") - out.sum(axis=1)
     out["other"] = other.where(other.abs() > 1e-6 * col("wall_s").abs(), 0.0)
     return out
