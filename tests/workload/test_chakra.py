@@ -326,6 +326,15 @@ def _write_bad(tmp_path: Path, case: str) -> tuple[Path, str]:
     if case == "truncated":
         path.write_bytes(path.read_bytes()[:-3])
         return path, "truncated protobuf"
+    if case == "json":  # '{' read as a varint length was "truncated protobuf"
+        path.write_text('{"traceEvents": []}\n')
+        return (
+            path,
+            "not a Chakra ET file: it is JSON (a PyTorch profiler trace goes to `clustersim import kineto`)",
+        )
+    if case == "png":
+        path.write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(40))
+        return path, "not a Chakra ET file: it is a PNG image"
     if case == "missing":
         write_et(path, meta, [pb.Node(id=10, name="g", type=pb.COMP_NODE, data_deps=[99])])
         return path, "node 10: depends on node 99"
@@ -341,11 +350,20 @@ def _write_bad(tmp_path: Path, case: str) -> tuple[Path, str]:
         )
         write_et(path, meta, [comp, coll])
         return path, "node 11: collective group names rank 5; expected ranks 0..1"
+    if case == "twice":  # was reported as members disagreeing on the collective count
+        coll = pb.Node(id=11, name="ar", type=pb.COMM_COLL_NODE)
+        coll.attr.extend(
+            [make_attr("comm_type", 0), make_attr("comm_size", 8), make_attr("clustersim.group", [1, 1])]
+        )
+        write_et(path, meta, [comp, coll])
+        return path, "node 11: collective group [1, 1] names rank 1 twice"
     write_et(path, meta, [comp, pb.Node(id=3, name="ld", type=pb.MEM_LOAD_NODE)])
     return path, "node 3: node type MEM_LOAD_NODE has no clustersim model"
 
 
-@pytest.mark.parametrize("case", ["truncated", "missing", "cycle", "group", "unknown"])
+@pytest.mark.parametrize(
+    "case", ["truncated", "json", "png", "missing", "cycle", "group", "twice", "unknown"]
+)
 def test_bad_chakra_input_is_one_line_exit_2(tmp_path, case):
     path, needle = _write_bad(tmp_path, case)
     res = CliRunner().invoke(app, ["import", "chakra", str(path.parent), "-o", str(tmp_path / "t.yaml")])

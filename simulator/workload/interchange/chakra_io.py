@@ -89,6 +89,7 @@ def read_et(path: Path) -> tuple[pb.GlobalMetadata, list[pb.Node]]:
         where = "global metadata" if pos == 0 else _after(nodes)
         head = _decode_varint(buf, pos)
         if head is None or head[1] + head[0] > len(buf):
+            _refuse_other_format(buf, pos, path)
             raise InputError(
                 f"{where}: file ends inside a record (truncated protobuf); expected a "
                 "varint length followed by that many bytes",
@@ -99,6 +100,7 @@ def read_et(path: Path) -> tuple[pb.GlobalMetadata, list[pb.Node]]:
         try:
             msg.ParseFromString(buf[start : start + size])
         except DecodeError as exc:
+            _refuse_other_format(buf, pos, path)
             raise InputError(
                 f"{where}: not a Chakra {type(msg).__name__} message ({exc})", file=path
             ) from None
@@ -108,6 +110,34 @@ def read_et(path: Path) -> tuple[pb.GlobalMetadata, list[pb.Node]]:
     if pos == 0:
         raise InputError("empty file; expected a Chakra ET file (global metadata, then nodes)", file=path)
     return meta, nodes
+
+
+#: the first bytes of formats mistaken for an ET file, and what to say of them
+_OTHER_FORMATS = (
+    (b"{", "it is JSON (a PyTorch profiler trace goes to `clustersim import kineto`)"),
+    (b"[", "it is JSON (a PyTorch profiler trace goes to `clustersim import kineto`)"),
+    (b"\x1f\x8b", "it is gzip-compressed (a .json.gz profiler trace goes to `clustersim import kineto`)"),
+    (b"\x89PNG", "it is a PNG image"),
+    (b"%PDF", "it is a PDF document"),
+    (b"PK\x03\x04", "it is a zip archive (unpack it first)"),
+)
+
+
+def _refuse_other_format(buf: bytes, pos: int, path: Path) -> None:
+    """When the first record of `buf` does not parse: if the file starts like another format,
+    say which. A JSON document opens with '{' or '[' (after whitespace): read as a varint
+    length, those bytes announce a record of 123 or 91 bytes, which was the misleading
+    'truncated protobuf'.
+
+    Raises:
+        InputError: `not a Chakra ET file: it is ...`.
+    """
+    if pos:
+        return
+    start = buf.lstrip(b" \t\r\n")
+    for magic, what in _OTHER_FORMATS:
+        if (start if magic in (b"{", b"[") else buf).startswith(magic):
+            raise InputError(f"not a Chakra ET file: {what}", file=path)
 
 
 def _after(nodes: list[pb.Node]) -> str:

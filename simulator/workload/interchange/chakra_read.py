@@ -183,6 +183,11 @@ class _Reader:
                 f"(one per ET file)",
                 file=node.path,
             )
+        twice = [r for r in dict.fromkeys(group) if group.count(r) > 1]
+        if twice:
+            raise InputError(
+                f"node {node.msg.id}: collective group {group} names rank {twice[0]} twice", file=node.path
+            )
         if node.rank not in group:
             raise InputError(
                 f"node {node.msg.id}: rank {node.rank} is not in its group {group}", file=node.path
