@@ -191,8 +191,10 @@ Edge = tuple[str, str, int, str, int]
 
 def flow_edges(program: StepProgram) -> list[Edge]:
     """The arrows of `program`: sender -> receiver of each transfer, and each dependency
-    of an op on an op of a rank it does not run on (from that op's first rank)."""
+    of an op on an op of a rank it does not run on (from that op's first rank; from the
+    receiver of a transfer, where its data is when it is done)."""
     owner = {op.id: op.ranks for op in program.ops}
+    start = {op.id: op.ranks[-1] if op.kind == "p2p" else op.ranks[0] for op in program.ops if op.ranks}
     edges: list[Edge] = []
     for op in program.ops:
         if op.kind == "p2p" and len(op.ranks) == 2:
@@ -201,7 +203,7 @@ def flow_edges(program: StepProgram) -> list[Edge]:
             src = owner.get(d, ())
             if not src or set(src) & set(op.ranks):
                 continue
-            edges.extend(("dependency", d, src[0], op.id, r) for r in op.ranks)
+            edges.extend(("dependency", d, start[d], op.id, r) for r in op.ranks)
     return edges
 
 

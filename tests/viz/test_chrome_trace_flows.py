@@ -22,6 +22,7 @@ def _program(gpus: list[str]) -> StepProgram:
         Op("x", "p2p", (0, 1), "comm", ("a@0",), "pp", collective="send_recv", group=(0, 1), size_bytes=1e6),
         Op("c@1", "compute", (1,), deps=("x",), duration_s=1e-3),
         Op("d@2", "compute", (2,), deps=("b@1",), duration_s=1e-3),
+        Op("e@2", "compute", (2,), deps=("x",), duration_s=1e-3),
     ]
     return StepProgram("flows", gpus[:3], ops)
 
@@ -31,8 +32,13 @@ def test_flows_join_sender_to_receiver_and_dependencies_across_ranks():
     program = _program(prep.cluster.gpus)
     result = execute(dataclasses.replace(prep, program=program))
     edges = flow_edges(program)
-    # the transfer, and d@2's dependency on b@1 (x's deps and c@1's are on their own ranks)
-    assert edges == [("p2p", "x", 0, "x", 1), ("dependency", "b@1", 1, "d@2", 2)]
+    # the transfer, d@2's dependency on b@1 and e@2's on the transfer, from its receiver
+    # (x's deps and c@1's are on their own ranks)
+    assert edges == [
+        ("p2p", "x", 0, "x", 1),
+        ("dependency", "b@1", 1, "d@2", 2),
+        ("dependency", "x", 1, "e@2", 2),
+    ]
     trace = chrome_trace(result.frames, edges=edges)
     ev = trace["traceEvents"]
     flows = [e for e in ev if e["ph"] in ("s", "f")]
