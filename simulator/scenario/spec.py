@@ -32,13 +32,17 @@ from simulator.units import to_si
 #: Longest run the run level simulates: ten years of 365.25 days, s.
 MAX_RUN_DURATION_S = 10 * 365.25 * 86400.0
 
+#: Longest name in UTF-8 bytes: a results folder name with room for the lock and temporary
+#: names beside it (`.NAME.probe.XXXXXXXX`) within a file system's 255-byte limit.
+MAX_NAME_BYTES = 128
+
 
 def check_name(name: str) -> str:
     """A name used as a folder name: one path component, no folders, nothing hidden.
 
     Raises:
         ValueError: the name is empty, `.` or `..`, holds a `/`, a backslash or a control
-            character, or starts with a dot.
+            character, starts with a dot, or is longer than a folder name can be.
     """
     if not name or name in (".", ".."):
         raise ValueError(f"must be a name, found {name!r}")
@@ -48,6 +52,12 @@ def check_name(name: str) -> str:
         raise ValueError(f"must not start with '.' or '~', found {name!r}")
     if len(name) > 128:
         raise ValueError(f"must be at most 128 characters, found {len(name)}")
+    try:
+        size = len(name.encode("utf-8"))
+    except UnicodeEncodeError:
+        raise ValueError(f"must be UTF-8 text (no unpaired surrogate), found {name!r}") from None
+    if size > MAX_NAME_BYTES:
+        raise ValueError(f"must be at most {MAX_NAME_BYTES} bytes in UTF-8 (a folder name), found {size}")
     return name
 
 

@@ -61,7 +61,7 @@ from simulator.scenario.spec import Scenario, ScenarioSpec, WorkloadRef, check_r
 from simulator.study.executor import OnDone, run_tasks
 from simulator.study.merge import deep_merge, leaf_paths
 
-NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._+-]*$"
+NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._+-]{0,127}$"  # a folder name of at most 128 bytes
 
 #: Files a comparison folder holds beside the variants' run folders (`clustersim compare`):
 #: no variant may be named like one (its run folder would take the file's place).

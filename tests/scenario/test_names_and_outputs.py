@@ -41,3 +41,35 @@ def test_output_problems(tmp_path: Path) -> None:
         == f"output path {str(f / 'x')!r} lies under {str(f)!r}, which is not a folder"
     )
     assert "not a folder" in (output_problem(Path("/dev/null/x")) or "")
+
+
+@pytest.mark.parametrize(
+    "name", ["\U0001f680" * 128, "\u00e9" * 65, "a\ud800b"], ids=["emoji", "two-byte", "surrogate"]
+)
+def test_a_name_fits_a_folder_name_in_utf8(name: str) -> None:
+    """128 characters of 4 UTF-8 bytes each are 512 bytes, over a file system's 255-byte
+    name limit (the run stopped with OSError 'File name too long'); an unpaired surrogate
+    is no file name at all (UnicodeEncodeError)."""
+    with pytest.raises(ValueError, match="UTF-8"):
+        check_name(name)
+    assert check_name("\u00e9" * 64) == "\u00e9" * 64
+
+
+@pytest.mark.parametrize("where", ["name", "variant"])
+def test_a_comparison_name_too_long_for_a_folder_is_a_line(tmp_path: Path, where: str) -> None:
+    from typer.testing import CliRunner
+
+    from simulator.commands.app import app
+
+    root = Path(__file__).resolve().parents[2]
+    long = "a" * 300
+    names = (long, "v") if where == "name" else ("c", long)
+    f = tmp_path / "cmp.yaml"
+    f.write_text(
+        f"name: {names[0]}\nbase: {{file: {root}/scenarios/quickstart.yaml}}\n"
+        f"variants:\n  - name: {names[1]}\n    run: {{steps: 1}}\n"
+    )
+    r = CliRunner().invoke(app, ["validate", str(f)])
+    errors = [ln for ln in r.output.splitlines() if ln.startswith("error:")]
+    assert r.exit_code == 2 and len(errors) == 1, r.output
+    assert "should match pattern" in errors[0] and "{0,127}" in errors[0]
