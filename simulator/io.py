@@ -188,6 +188,23 @@ RESULTS_INDEX = ".clustersim-results"
 #: file of another command may replace one (`check_output_file`)
 _RUN_DATA = frozenset({RESULTS_MARK, RESULTS_INDEX, "scenario.resolved.yaml", "topology.json"})
 _FRAME_SUFFIXES = (".parquet", ".csv")
+#: the frames a run may write into its folder, each `NAME.parquet` (or `.csv`)
+FRAME_NAMES = (
+    "ops",
+    "flows",
+    "links",
+    "steps",
+    "incidents",
+    "segments",
+    "runs",
+    # several jobs (`simulator.metrics.jobs`) and cluster runs (`simulator.jobs.scheduler`)
+    "jobs",
+    "job_links",
+    "cluster_jobs",
+    "occupancy",
+    "cluster_incidents",
+)
+_FRAME_FILES = frozenset(name + suffix for name in FRAME_NAMES for suffix in _FRAME_SUFFIXES)
 #: the data of a comparison's or study's folder besides its frames
 _STUDY_DATA = frozenset({"manifest.json", "study.resolved.yaml", "compare.resolved.yaml"})
 #: pages written into a run's folder, by the run or later (`clustersim dashboard`, `trace`)
@@ -236,8 +253,9 @@ def foreign_folder_problem(folder: str | Path) -> str | None:
     results folder (it holds `summary.json`) and hold nothing else than what that run and
     the commands after it wrote (the names listed in its `RESULTS_INDEX`: `note_in_results`
     adds a rebuilt dashboard or a trace; in a folder written before the index existed, the
-    names a run writes: frames, summary, resolved scenario, topology, pages). A file added
-    by hand, or a folder of papers with a `summary.json` of its own, is not replaced; files
+    names a run writes: its frames by name, summary, resolved scenario, topology, pages). A
+    file added by hand (`mydata.csv` too), or a folder of papers with a `summary.json` of its
+    own, is not replaced; files
     a desktop drops into any folder (`.DS_Store`, `Thumbs.db`, ...) do not count.
     """
     out = Path(folder)
@@ -262,7 +280,7 @@ def foreign_folder_problem(folder: str | Path) -> str | None:
     except (OSError, UnicodeDecodeError):
         own = None
     if own is None:  # written before the index: what a run writes, and the pages
-        own = set(_RUN_DATA) | _RUN_PAGES | {n for n in names if n.endswith(_FRAME_SUFFIXES)}
+        own = set(_RUN_DATA) | _RUN_PAGES | _FRAME_FILES
     extra = [n for n in names if n not in own and not _is_clutter(n)]
     if not extra:
         return None

@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 
 from simulator.errors import InputError
-from simulator.io import write_atomic
+from simulator.io import FRAME_NAMES, write_atomic
 from simulator.metrics.frames import canonical_text
 
 # text columns of the frames: read back as text even when every value is empty
@@ -52,22 +52,6 @@ TEXT_COLUMNS = frozenset(
         "variant",
         "state",
     }
-)
-
-FRAME_NAMES = (
-    "ops",
-    "flows",
-    "links",
-    "steps",
-    "incidents",
-    "segments",
-    "runs",
-    # several jobs (`simulator.metrics.jobs`) and cluster runs (`simulator.jobs.scheduler`)
-    "jobs",
-    "job_links",
-    "cluster_jobs",
-    "occupancy",
-    "cluster_incidents",
 )
 
 #: The manifest of a study folder stored task by task (`simulator.study.store`).

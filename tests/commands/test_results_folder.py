@@ -101,6 +101,20 @@ def test_a_results_folder_with_files_no_run_wrote_is_refused(tmp_path: Path) -> 
     assert "draft.docx" in str(foreign_folder_problem(legacy))
 
 
+def test_a_data_file_beside_a_summary_without_an_index_is_not_a_frame(tmp_path: Path) -> None:
+    """In a folder with no index, only the frames a run writes count as its own: someone's
+    `mydata.csv` beside a `summary.json` of theirs was taken for a frame and deleted."""
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "summary.json").write_text("{}")
+    (mine / "mydata.csv").write_text("keep")
+    r = CliRunner().invoke(app, ["run", str(QUICKSTART), "-o", str(mine), "--steps", "1"])
+    assert r.exit_code == 2 and "holds 'mydata.csv', which no run wrote" in r.output
+    assert (mine / "mydata.csv").read_text() == "keep"
+    (mine / "mydata.csv").rename(mine / "steps.csv")  # a frame of the run, as CSV
+    assert foreign_folder_problem(mine) is None
+
+
 @pytest.mark.parametrize("stop", [RuntimeError("boom"), Interrupted(signal.SIGTERM)])
 def test_an_error_or_a_signal_before_the_swap_keeps_the_old_folder(
     tmp_path: Path, stop: BaseException
