@@ -185,8 +185,9 @@ class FrameworkSettings(Spec):
     tp_overlap_contention: float | None = Field(
         None,
         ge=0,
+        le=1,
         description="Share of an overlapped GEMM's time added while its TP collective runs "
-        "alongside (compute-unit and HBM contention), a fraction; null = the mode's "
+        "alongside (compute-unit and HBM contention), a fraction from 0 to 1; null = the mode's "
         "default: 0.21 for megatron (concurrent kernels), 0.038 for t3 (T3 with memory-"
         "controller arbitration); see the module docstring.",
     )

@@ -111,6 +111,21 @@ def test_explicit_zero_contention_is_ideal_overlap(tmp_path: Path) -> None:
     assert ideal["step_time_s"] < t3["step_time_s"]
 
 
+@pytest.mark.parametrize("share", [1.5, 1e30, 1e308])
+def test_a_contention_share_above_one_is_refused(share: float) -> None:
+    """The share is a fraction of the GEMM's time: 1e308 made every contention op's FLOPs
+    infinite and the run never ended; 1e30 simulated a step of 2e30 s without a word."""
+    with pytest.raises(ValidationError, match="tp_overlap_contention"):
+        LayoutSpec(
+            tp=8,
+            sequence_parallel=True,
+            global_batch_size=1,
+            tp_comm_overlap="megatron",
+            tp_overlap_contention=share,
+        )
+    LayoutSpec(tp=8, sequence_parallel=True, global_batch_size=1, tp_overlap_contention=1.0)
+
+
 def test_megatron_overlap_needs_sequence_parallel() -> None:
     with pytest.raises(ValidationError, match="needs sequence_parallel"):
         LayoutSpec(tp=8, global_batch_size=1, tp_comm_overlap="megatron")
