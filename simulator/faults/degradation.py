@@ -33,6 +33,14 @@ from simulator.units import to_si
 MAX_CHANGES = 1_000_000
 
 
+#: Slowest a straggling GPU is modelled (times its normal compute time): beyond it a step
+#: runs for millennia of simulated time; a GPU that slow is down (a failure).
+MAX_SLOWDOWN = 1e6
+#: Smallest share of its bandwidth a degraded link keeps: below it a step runs for
+#: millennia of simulated time; a link that slow is down (`down_links`, a flapping link).
+MIN_BANDWIDTH_FACTOR = 1e-6
+
+
 class _EpisodeBase(Spec):
     """What every degradation spec has: when episodes start and how long they last."""
 
@@ -78,14 +86,18 @@ class StragglerSpec(_EpisodeBase):
     """A GPU runs `slowdown` times slower for a while (thermal throttling, bad clocks)."""
 
     kind: Literal["straggler"] = Field(description="Degradation tag.")
-    slowdown: float = Field(gt=1, description="Factor by which the GPU's compute is slower.")
+    slowdown: float = Field(
+        gt=1, le=MAX_SLOWDOWN, description="Factor by which the GPU's compute is slower (at most 1e6)."
+    )
 
 
 class DegradedLinkSpec(_EpisodeBase):
     """A link runs below its speed for a while (lanes down, FEC errors, congestion)."""
 
     kind: Literal["degraded_link"] = Field(description="Degradation tag.")
-    bandwidth_factor: float = Field(gt=0, le=1, description="Fraction of bandwidth left.")
+    bandwidth_factor: float = Field(
+        ge=MIN_BANDWIDTH_FACTOR, le=1, description="Fraction of bandwidth left (at least 1e-6)."
+    )
     component_class: ClassVar[str] = "link"
 
 

@@ -22,7 +22,7 @@ from pydantic import ConfigDict, Field, field_validator, model_validator
 from simulator.config.base import MAX_SEED, FileRef, Spec
 from simulator.config.loader import Document, check_file_kind, not_a_file, read_document, validate
 from simulator.errors import FieldError, InputError, InputErrors, SimulationError
-from simulator.faults.degradation import DegradationSpec
+from simulator.faults.degradation import MAX_SLOWDOWN, MIN_BANDWIDTH_FACTOR, DegradationSpec
 from simulator.faults.failure import FailureSpec
 from simulator.faults.policy import PolicySpec
 from simulator.network.collective import COLLECTIVES, parse_algorithm
@@ -119,14 +119,18 @@ class LinkRef(Spec):
     """A link by its two end nodes."""
 
     link: tuple[str, str] = Field(description="The two nodes the link joins, e.g. [n0.nic0, leaf0.0].")
-    factor: float = Field(gt=0, le=1, description="Bandwidth factor (0.5 = half speed).")
+    factor: float = Field(
+        ge=MIN_BANDWIDTH_FACTOR, le=1, description="Bandwidth factor (0.5 = half speed; at least 1e-6)."
+    )
 
 
 class StragglerSpec(Spec):
     """A GPU that computes slower than the rest."""
 
     gpu: str = Field(description="GPU node name.")
-    slowdown: float = Field(ge=1, description="Compute time multiplier (2 = twice as slow).")
+    slowdown: float = Field(
+        ge=1, le=MAX_SLOWDOWN, description="Compute time multiplier (2 = twice as slow; at most 1e6)."
+    )
 
 
 class StateSpec(Spec):
