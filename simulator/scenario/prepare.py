@@ -26,7 +26,7 @@ from simulator.io import foreign_folder_problem
 from simulator.network.cluster import Cluster
 from simulator.network.collective import check_algorithm
 from simulator.network.fabric import Fabric
-from simulator.network.prices import power_capped_gpu
+from simulator.network.prices import load_prices, power_capped_gpu
 from simulator.network.topology import Topology, load_topology
 from simulator.scenario.job import check_run_level
 from simulator.scenario.spec import Scenario, load_scenario
@@ -194,11 +194,28 @@ def prepare_scenario(scenario: Scenario, topology_doc: Document | None = None) -
             ("policy",),
         )
     check_run_level(prep)
+    _check_power_cap(scenario)
     for job in jobs:
         preflight(prep, job.program, job.path)
     if not jobs and scenario.spec.cluster is None:
         preflight(prep)
     return prep
+
+
+def _check_power_cap(scenario: Scenario) -> None:
+    """A power cap below the lowest one of the price table's `power.power_cap_curve` has no
+    known speed: it is refused (the curve was held at its first point, so a cap of 1% of
+    TDP computed as fast as one of 30% while its energy fell with the cap)."""
+    cap = scenario.spec.compute.power_cap_fraction
+    if cap >= 1.0:
+        return
+    lowest = load_prices().power.power_cap_curve.points[0][0]
+    if cap < lowest:
+        raise scenario.error(
+            f"{cap:g} of TDP is below the lowest cap of power.power_cap_curve in "
+            f"topologies/prices.yaml ({lowest:g}); no compute speed is known below it",
+            ("compute", "power_cap_fraction"),
+        )
 
 
 def preflight(
