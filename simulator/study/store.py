@@ -68,9 +68,24 @@ def task_key(variant: int, seed: int) -> str:
     return f"v{variant:04d}-s{seed}"
 
 
+#: Longest `<axis>=<value>` folder name, bytes: a longer one (a long axis name, a long path
+#: as a value) is cut and ends in a hash of the whole, so that it stays one name a file
+#: system takes (at most 255 bytes) and distinct from every other.
+MAX_PARTITION_BYTES = 200
+
+
+def _partition_name(axis: Any, value: Any) -> str:
+    name = f"{quote(str(axis), safe='')}={quote(str(value), safe='')}"
+    if len(name) <= MAX_PARTITION_BYTES:
+        return name
+    digest = hashlib.sha256(name.encode()).hexdigest()[:16]
+    return f"{name[: MAX_PARTITION_BYTES - len(digest) - 1]}~{digest}"
+
+
 def partition(labels: dict[str, Any]) -> Path:
-    """The `<axis>=<value>` folders of a variant (percent-encoded, so any value is one name)."""
-    return Path(*[f"{quote(str(k), safe='')}={quote(str(v), safe='')}" for k, v in labels.items()])
+    """The `<axis>=<value>` folders of a variant (percent-encoded, so any value is one name;
+    cut to `MAX_PARTITION_BYTES` with a hash of the whole when longer)."""
+    return Path(*[_partition_name(k, v) for k, v in labels.items()])
 
 
 class StudyStore:

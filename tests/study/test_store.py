@@ -111,3 +111,22 @@ def test_unknown_frame_to_keep_is_one_line(tmp_path: Path) -> None:
         "error: --frames: unknown frame(s) ops; expected runs, incidents, segments"
     ]
     assert not (tmp_path / "s").exists()
+
+
+def test_a_long_axis_name_is_cut_to_one_folder_name(tmp_path: Path) -> None:
+    """An axis name of 200 two-byte characters is 1,200 bytes percent-encoded, over a file
+    system's 255-byte name limit: the study stopped with OSError 'File name too long' after
+    validate passed. The folder name is cut with a hash of the whole; the rows keep the name."""
+    from simulator.study.store import MAX_PARTITION_BYTES, partition
+
+    long = "\u00e9" * 200
+    names = {partition({long: v, "b": "/x" * 300 + str(v)}) for v in (10, 90)}
+    assert len(names) == 2
+    assert all(len(part.encode()) <= MAX_PARTITION_BYTES for p in names for part in p.parts)
+    assert partition({"interval_min": 10}) == Path("interval_min=10")  # short names stay as they were
+    study = tmp_path / "study.yaml"
+    study.write_text(STUDY.read_text().replace("name: interval_min}", f"name: {long}}}"))
+    out = tmp_path / "out"
+    r = runner.invoke(app, ["sweep", str(study), "-o", str(out), "--seeds", "1", "--serial"])
+    assert r.exit_code == 0, r.output
+    assert sorted(pd.read_parquet(out / "runs.parquet")[long].unique()) == [10, 30, 90]
