@@ -23,6 +23,7 @@ builder of that kind makes of the saved files, so it equals the page written at 
 
 from __future__ import annotations
 
+import codecs
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
@@ -253,8 +254,15 @@ def study_page(name: str, runs: pd.DataFrame, study: dict[str, Any]) -> str:
 
 
 def _looks_like_profile(p: Path) -> bool:
+    """Whether `p` is a regular file whose head reads like a calibration profile. Only the
+    head is read, and a pipe or a device named *.yaml is never opened (reading a FIFO
+    waited for a writer forever, /dev/zero never ended)."""
     try:
-        head = p.read_text(encoding="utf-8")[:PROFILE_HEAD_CHARS]
+        if not p.is_file():
+            return False
+        with p.open("rb") as fh:
+            data = fh.read(PROFILE_HEAD_CHARS * 4)
+        head = codecs.getincrementaldecoder("utf-8")().decode(data)[:PROFILE_HEAD_CHARS]
     except (OSError, UnicodeDecodeError):
         return False
     return "\nsources:" in head and ("collectives" in head or "compute" in head)

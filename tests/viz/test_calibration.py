@@ -155,3 +155,29 @@ def test_headline_cards_without_rows() -> None:
         "max |error|",
     ]
     assert [v for _, v in cards][2:] == ["-", "-"]
+
+
+def test_a_pipe_or_a_device_beside_a_profile_is_not_opened(tmp_path: Path) -> None:
+    """`dashboard FOLDER` reads the head of each *.yaml to find the profile: a FIFO named
+    a-pipe.yaml waited for a writer forever, /dev/zero linked as one was read without end.
+    (In a child process, so that a hang ends as a failure, not as a stuck suite.)"""
+    import os
+    import subprocess
+    import sys
+
+    folder = tmp_path / "profiles"
+    folder.mkdir()
+    shutil.copy(H100, folder)
+    os.mkfifo(folder / "a-pipe.yaml")
+    (folder / "zero.yaml").symlink_to("/dev/zero")
+    cmd = [
+        sys.executable,
+        "-m",
+        "simulator.commands.app",
+        "dashboard",
+        str(folder),
+        "-o",
+        str(tmp_path / "p.html"),
+    ]
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=300, cwd=ROOT, check=False)
+    assert r.returncode == 0 and "calibration dashboard" in r.stdout, r.stdout + r.stderr
