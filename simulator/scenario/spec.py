@@ -447,14 +447,10 @@ class ScenarioSpec(Spec):
 
     @model_validator(mode="after")
     def _no_steps_for_a_cluster(self) -> ScenarioSpec:
-        """A cluster runs each job for its own length over `reliability.duration`: `run.steps`
-        would be ignored, so it is refused instead."""
+        """A cluster runs each job for its length: `run.steps` would be ignored (refused)."""
         if self.cluster is not None and "steps" in self.run.model_fields_set:
-            raise FieldError(
-                "a `cluster` runs every job for its length over `reliability.duration`; `run.steps` "
-                "does not apply (remove it)",
-                field="run.steps",
-            )
+            why = "a `cluster` runs every job for its length over `reliability.duration`"
+            raise FieldError(f"{why}; `run.steps` does not apply (remove it)", field="run.steps")
         return self
 
     @model_validator(mode="after")
