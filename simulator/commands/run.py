@@ -380,28 +380,11 @@ def _print_topology_schema() -> None:
 
 def schema_with_human_keys(model: type[BaseModel]) -> dict[str, Any]:
     """The JSON schema of `model`, plus the human-unit keys its files may use instead of SI
-    fields (`peak_tflops` for `peak_flops_per_s`): each is a property of its own, and a
-    required SI field may be given in either spelling."""
-    from simulator.units import HUMAN_UNITS
+    fields (`peak_tflops` for `peak_flops_per_s`, `mtbf_h` for `mtbf_s`), in every model it
+    holds (`simulator.config.schema_units`)."""
+    from simulator.config.schema_units import with_human_units
 
-    schema = model.model_json_schema()
-    human: dict[str, str] = getattr(model, "HUMAN_KEYS", {})
-    props, required = schema.get("properties", {}), schema.get("required", [])
-    either = []
-    for key, si in human.items():
-        unit = next(u for suffix, u in HUMAN_UNITS.items() if key.endswith(suffix))
-        prop = dict(props.get(si, {}))
-        prop.pop("title", None)
-        prop["description"] = f"{si} in human units (x {unit.factor:g} gives SI). " + prop.get(
-            "description", ""
-        )
-        props[key] = prop
-        if si in required:
-            required.remove(si)
-            either.append({"anyOf": [{"required": [si]}, {"required": [key]}]})
-    if either:
-        schema["allOf"] = either
-    return schema
+    return with_human_units(model)
 
 
 def register(app: typer.Typer) -> None:
