@@ -90,9 +90,13 @@ def not_a_file(p: Path, where: str = "") -> str | None:
         return None
     if p.is_dir():
         return f"{str(p)!r} is a folder; expected a file{where}"
-    if p.exists():
-        return f"{str(p)!r} is not a regular file (a device, pipe or socket){where}"
-    return f"file {str(p)!r} not found{where}"
+    try:
+        p.stat()
+    except FileNotFoundError:
+        return f"file {str(p)!r} not found{where}"
+    except OSError as exc:  # a symbolic link loop (ELOOP), a path through a file, no access
+        return f"cannot read {str(p)!r}: {exc.strerror}{where}"
+    return f"{str(p)!r} is not a regular file (a device, pipe or socket){where}"
 
 
 def read_input_bytes(path: Path, bounded: bool = True) -> bytes:

@@ -101,6 +101,16 @@ def test_missing_empty_and_folder_files(tmp_path: Path) -> None:
         load(DemoSpec, tmp_path)
 
 
+def test_a_named_file_in_a_symlink_loop_says_so(tmp_path: Path) -> None:
+    """A file named inside an input that is a link in a loop was 'not found'
+    (`Path.exists` swallows ELOOP); the top-level file already said why."""
+    (tmp_path / "a").symlink_to(tmp_path / "b")
+    (tmp_path / "b").symlink_to(tmp_path / "a")
+    why = loader.not_a_file(tmp_path / "a")
+    assert why is not None and "symbolic links" in why and "not found" not in why
+    assert loader.not_a_file(tmp_path / "absent.yaml") == f"file {str(tmp_path / 'absent.yaml')!r} not found"
+
+
 def _read(parse: Callable[[str], Any], text: str) -> Any:
     try:
         doc = parse(text)
