@@ -393,7 +393,7 @@ def summarize(
         "steps_kept": steps_kept,
         "useful_s": useful_s,
         "compute_s": compute_s,
-        "recompute_s": compute_s - useful_s,
+        "recompute_s": max(compute_s - useful_s, 0.0),  # a run with no rollback: rounding only
         "checkpoint_s": float(phase_s.get("checkpoint", 0.0)),
         "restart_s": float(phase_s.get("restart", 0.0)),
         "rejoin_s": float(phase_s.get("rejoin", 0.0)),

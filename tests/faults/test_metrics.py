@@ -77,3 +77,18 @@ def test_per_interruption_figures_of_runs_never_interrupted_are_undefined():
     row = aggregate(runs).iloc[0]
     assert math.isnan(row["lost_work_per_interruption_s_mean"])
     assert row["job_mtti_s_mean"] == math.inf
+
+
+def test_recomputed_time_is_never_negative():
+    """A run with no rollback keeps all its compute: compute_s - useful_s is then rounding
+    alone, which came out as -9.6e-10 s of recomputed work; it is 0."""
+    from simulator.faults.records import SEGMENT_COLUMNS, incident_frame, summarize
+
+    row: dict[str, object] = {c: 0 for c in SEGMENT_COLUMNS}
+    row.update(
+        start_s=0.0, end_s=0.3, phase="compute", step_time_s=0.1, steps=3.0, steps_kept=3.0,
+        useful_s=3.0 * 0.1,  # 0.30000000000000004: one ulp over the stretch, as kept x step gives
+        degraded=False, draining=False, state="healthy", excluded_replicas="",
+    )  # fmt: skip
+    got = summarize(pd.DataFrame([row], columns=SEGMENT_COLUMNS), incident_frame([]), 0.3, 0.1)
+    assert got["useful_s"] > got["compute_s"] and got["recompute_s"] == 0.0
