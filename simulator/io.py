@@ -197,6 +197,7 @@ FRAME_NAMES = (
     "incidents",
     "segments",
     "runs",
+    "power",  # the run level's facility power, when the run is priced (`simulator.metrics.run_cost`)
     # several jobs (`simulator.metrics.jobs`) and cluster runs (`simulator.jobs.scheduler`)
     "jobs",
     "job_links",

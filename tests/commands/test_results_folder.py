@@ -384,3 +384,21 @@ def test_two_outputs_of_one_command_are_not_the_same_file_nor_a_studys_data(tmp_
     (study / "summary.csv").write_text("a,b\n")
     with pytest.raises(InputError, match="comparison's or study's results"):
         check_output_file(study / "summary.csv")
+
+
+def test_every_frame_a_priced_run_level_run_writes_is_its_own_without_an_index(tmp_path: Path) -> None:
+    """A run level with prices writes `power.parquet`: in a folder with no index it is the
+    run's own frame (it was taken for someone's file and the run into it refused), and it
+    reads back with the other frames."""
+    import yaml
+
+    from simulator import api
+    from simulator.metrics.store import read_frames
+
+    sc = yaml.safe_load((ROOT / "scenarios" / "quickstart-failures.yaml").read_text())
+    sc["reliability"].update(seeds=1, duration_days=2)
+    r = api.run(sc, base_dir=ROOT / "scenarios", output=tmp_path / "out")
+    assert "power" in r.frames and (tmp_path / "out" / "power.parquet").is_file()
+    (tmp_path / "out" / RESULTS_INDEX).unlink()  # as a folder written before the index
+    assert foreign_folder_problem(tmp_path / "out") is None
+    assert set(read_frames(tmp_path / "out")) == set(r.frames)
