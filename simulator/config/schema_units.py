@@ -21,7 +21,7 @@ from typing import Any, get_args
 
 from pydantic import BaseModel
 
-from simulator.units import HUMAN_UNITS, spellings, split_si
+from simulator.units import HUMAN_UNITS, SI_SUFFIXES, spellings, split_si
 
 
 def _candidates(si_name: str) -> list[str]:
@@ -35,18 +35,23 @@ def _candidates(si_name: str) -> list[str]:
 
 
 def accepted_spellings(model: type[BaseModel]) -> dict[str, str]:
-    """Human-unit key -> SI field, for every spelling `model`'s before-validators rewrite."""
+    """Human-unit key -> field, for every spelling `model`'s before-validators rewrite: the
+    SI fields' spellings first, then numbers in a unit standing for a whole field
+    (`repair_h`, `repair_s`), among keys no SI field claimed (a validator that rewrites
+    `interval_h` into `interval_s` and fills in `interval` does not make it `interval`'s)."""
     befores = [
         d.func for d in model.__pydantic_decorators__.model_validators.values() if d.info.mode == "before"
     ]
-    out: dict[str, str] = {}
+    si_fields, others = [], []
     for name in model.model_fields:
         try:
-            keys = _candidates(name)
-        except ValueError:  # not an SI field: a number in a unit may stand for it (`repair_h`)
-            keys = [name + suffix for suffix in HUMAN_UNITS]
+            si_fields.append((name, _candidates(name)))
+        except ValueError:  # not an SI field
+            others.append((name, [name + suffix for suffix in (*SI_SUFFIXES, *HUMAN_UNITS)]))
+    out: dict[str, str] = {}
+    for name, keys in (*si_fields, *others):
         for key in keys:
-            if key in model.model_fields:
+            if key in model.model_fields or key in out:
                 continue
             if any(_rewrites(validate, key, name) for validate in befores):
                 out[key] = name
@@ -91,18 +96,15 @@ def _add(schema: dict[str, Any], human: dict[str, str]) -> None:
     props, required = schema.get("properties", {}), schema.get("required", [])
     by_si: dict[str, list[str]] = {}
     for key, si in human.items():
-        unit = next(u for suffix, u in HUMAN_UNITS.items() if key.endswith(suffix))
-        if si.endswith(unit.si_suffix):
+        if any(si.endswith(x) for x in SI_SUFFIXES):
+            unit = next(u for suffix, u in HUMAN_UNITS.items() if key.endswith(suffix))
             prop = dict(props.get(si, {}))
             prop.pop("title", None)
             said = f"{si} in human units (x {unit.factor:g} gives SI). "
             prop["description"] = said + prop.get("description", "")
         else:  # a number standing for a whole field (`repair_h`: a fixed repair time)
-            prop = {
-                "type": "number",
-                "minimum": 0,
-                "description": f"shorthand for {si}, in {key.rsplit('_', 1)[1]}",
-            }
+            said = f"shorthand for {si}: a number in {key[len(si) + 1 :]}"
+            prop = {"type": "number", "minimum": 0, "description": said}
         props[key] = prop
         by_si.setdefault(si, []).append(key)
     either = []

@@ -71,5 +71,11 @@ def test_a_spelling_the_loader_refuses_fails_the_schema(validators) -> None:  # 
 def test_the_spellings_a_model_accepts_are_those_its_validators_rewrite() -> None:
     got = accepted_spellings(ExponentialFailureSpec)
     assert got["mtbf_h"] == got["mtbf_days"] == "mtbf_s"
-    assert got["repair_h"] == "repair"  # the shorthand for a fixed repair time
+    assert got["repair_h"] == got["repair_s"] == "repair"  # the shorthand for a fixed repair time
     assert "mtbf_hours" not in got and "target_h" not in got
+    # a validator that rewrites interval_h into interval_s also fills in `interval` (the
+    # policy kind of interval): the spelling is interval_s's, whatever the fields' order
+    from simulator.faults.policy import CheckpointRestartSpec
+
+    got = accepted_spellings(CheckpointRestartSpec)
+    assert got["interval_h"] == "interval_s" and "interval" not in got.values()
