@@ -227,12 +227,16 @@ def test_a_bad_number_names_the_input_trace_and_event(tmp_path, key, value, expe
     """Bad times name the trace and event they are in, never the output (which is not written)."""
     path = _write(tmp_path, _set(key, value))[0]
     index = _first_kernel(json.loads(path.read_text()))
+    assert _refused(path, tmp_path) == [f"error: {path}: traceEvents[{index}].{key}: {expected}"]
+
+
+def _refused(path, tmp_path):
+    """The lines `import kineto` prints refusing `path` (exit 2, nothing written)."""
     out = tmp_path / "t.yaml"
     res = CliRunner().invoke(app, ["import", "kineto", str(path), "-o", str(out)])
     assert res.exit_code == 2, res.output
-    lines = [ln for ln in res.output.splitlines() if ln.strip()]
-    assert lines == [f"error: {path}: traceEvents[{index}].{key}: {expected}"]
     assert not out.exists()
+    return [ln for ln in res.output.splitlines() if ln.strip()]
 
 
 def _stream_as_tid(label):
@@ -256,12 +260,8 @@ def test_a_kernel_without_a_stream_arg_runs_on_the_stream_of_its_tid(tmp_path, l
 def test_a_kernel_whose_tid_is_no_stream_is_one_line(tmp_path):
     path = _write(tmp_path, _stream_as_tid("gpu lane {}"))[0]
     index = _first_kernel(json.loads(path.read_text()))
-    out = tmp_path / "t.yaml"
-    res = CliRunner().invoke(app, ["import", "kineto", str(path), "-o", str(out)])
-    assert res.exit_code == 2, res.output
-    lines = [ln for ln in res.output.splitlines() if ln.strip()]
-    assert lines == [f"error: {path}: traceEvents[{index}].tid: expected a whole number, found 'gpu lane 7'"]
-    assert not out.exists()
+    want = f"error: {path}: traceEvents[{index}].tid: expected a whole number, found 'gpu lane 7'"
+    assert _refused(path, tmp_path) == [want]
 
 
 def test_a_gzip_cut_short_is_one_line(tmp_path):
