@@ -192,7 +192,10 @@ def run_cluster(prep: PreparedRun, seed: int) -> tuple[dict[str, pd.DataFrame], 
             .fillna(rel.duration_s - table["submit_s"])[table["submit_s"] < rel.duration_s]
             .mean()
         ),
-        "jobs_never_started": int(table["queueing_delay_s"].isna().sum()),
+        # the same jobs: submitted during the run (one submitted after its end never queued)
+        "jobs_never_started": int(
+            (table["queueing_delay_s"].isna() & (table["submit_s"] < rel.duration_s)).sum()
+        ),
         "mean_jct_s": float(done["jct_s"].mean()) if len(done) else math.nan,
         "median_jct_s": float(done["jct_s"].median()) if len(done) else math.nan,
         "goodput": _goodput(table),
