@@ -217,9 +217,8 @@ def _compute_fields(r: _Reader, node: _Node) -> dict[str, Any]:
         f["flops"], f["bytes"] = _attr(node, "clustersim.flops"), _attr(node, "clustersim.bytes")
     elif msg.duration_micros:
         f["duration_s"] = msg.duration_micros / 1e6
-    elif a.get("clustersim.flops") or a.get("clustersim.bytes") or a.get("num_ops") or a.get("tensor_size"):
-        f["flops"] = _attr(node, "clustersim.flops" if "clustersim.flops" in a else "num_ops")
-        f["bytes"] = _attr(node, "clustersim.bytes" if "clustersim.bytes" in a else "tensor_size")
+    elif a.get("num_ops") or a.get("tensor_size"):
+        f["flops"], f["bytes"] = _attr(node, "num_ops"), _attr(node, "tensor_size")
     else:
         r.count("compute nodes with no duration, num_ops or tensor_size (zero time)")
         f["duration_s"] = 0.0
