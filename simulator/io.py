@@ -80,20 +80,9 @@ def write_atomic(path: str | Path, data: str | bytes) -> None:
         raise InputError("cannot write a file here: the path is a folder or a device, not a file", file=p)
     try:
         p.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", dir=p.parent)
     except OSError as exc:
         raise InputError(f"cannot write a file here: {exc.strerror or exc}", file=p) from None
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(payload)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, p)
-    except OSError as exc:
-        Path(tmp).unlink(missing_ok=True)
-        raise InputError(f"cannot write a file here: {exc.strerror or exc}", file=p) from None
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_files_atomic({p: payload})
 
 
 def write_files_atomic(files: dict[Path, bytes]) -> None:
