@@ -395,10 +395,12 @@ class HotSpares(Policy):
         the pool gets back before their repair at `repaired_s` (it then replaces that host
         until `repaired_s`), else by the repaired host itself."""
         early = sorted(t for t in self._returns if t < repaired_s)[:hosts]
+        if not early or len(early) < hosts:  # the job waits for the repair: no spare is taken
+            return repaired_s
         for t in early:
             self._returns.remove(t)
             self._returns.append(repaired_s)
-        return early[-1] if early and len(early) == hosts else repaired_s
+        return early[-1]
 
 
 class Elastic(Policy):
