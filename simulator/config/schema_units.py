@@ -8,9 +8,10 @@ giving them one spelling at a time, and adds every such spelling as a property o
 described as the SI field in human units; a required SI field may then be given in either
 spelling.
 
-What is simplified: only unit spellings are added. Other shorthands a validator reads (a
-placement given as its policy name, `zero_stage: fsdp`) are not in the schema, so a file
-that uses them fails the schema and still loads. The spellings tried are the field's own
+What is simplified: only unit spellings are probed for. Other shorthands a validator reads
+are in the schema only where their field says so itself (a job's `placement: spread`,
+`simulator.scenario.job_specs`); `zero_stage: fsdp` is not, so a file that uses it fails
+the schema and still loads. The spellings tried are the field's own
 base and each shorter prefix of it (`hbm_capacity_bytes`: `hbm_capacity_*` and `hbm_*`).
 """
 

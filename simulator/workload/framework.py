@@ -95,6 +95,12 @@ def check_batch(global_batch: int, micro_batch: int, dp: int) -> None:
         )
 
 
+def _fsdp_spelling(schema: dict[str, Any]) -> None:
+    """The ZeRO stage's JSON schema also takes `fsdp` (any case), which `_human_units` reads as 3."""
+    number = {k: schema.pop(k) for k in ("type", "minimum", "maximum") if k in schema}
+    schema["anyOf"] = [number, {"type": "string", "pattern": "^[Ff][Ss][Dd][Pp]$"}]
+
+
 class FrameworkSettings(Spec):
     """How the training framework runs a layout (ZeRO, buckets, recomputation)."""
 
@@ -107,6 +113,7 @@ class FrameworkSettings(Spec):
         le=3,
         description="ZeRO stage: 0 none, 1 optimizer states, 2 +gradients, 3 +weights "
         "(sharded over dp·cp). 'fsdp' is accepted as 3.",
+        json_schema_extra=lambda schema: _fsdp_spelling(schema),
     )
     recompute: Literal["none", "selective", "full"] = Field(
         "none",

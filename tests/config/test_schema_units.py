@@ -16,8 +16,6 @@ from simulator.config.schema_units import accepted_spellings
 from simulator.faults.failure import ExponentialFailureSpec
 
 ROOT = Path(__file__).resolve().parents[2]
-#: shorthands the loader reads that are not unit spellings (`simulator.config.schema_units`)
-NOT_IN_SCHEMA = {"two-dp-jobs-leaf-aligned.yaml", "two-dp-jobs-spread.yaml"}  # placement: "spread"
 
 
 def _kind(data: dict) -> str:
@@ -25,8 +23,7 @@ def _kind(data: dict) -> str:
 
 
 def _files() -> list[tuple[str, Path]]:
-    out = [(p.name, p) for p in sorted((ROOT / "scenarios").rglob("*.yaml")) if p.name not in NOT_IN_SCHEMA]
-    out = [(_kind(read_document(p).data), p) for _, p in out]
+    out = [(_kind(read_document(p).data), p) for p in sorted((ROOT / "scenarios").rglob("*.yaml"))]
     out += [("workload", p) for p in sorted((ROOT / "workloads").glob("*.yaml"))]
     out += [("model", p) for p in sorted((ROOT / "workloads" / "models").glob("*.yaml"))]
     out += [("trace", p) for p in sorted((ROOT / "workloads" / "traces").glob("*.yaml"))]
@@ -79,3 +76,21 @@ def test_the_spellings_a_model_accepts_are_those_its_validators_rewrite() -> Non
 
     got = accepted_spellings(CheckpointRestartSpec)
     assert got["interval_h"] == "interval_s" and "interval" not in got.values()
+
+
+def test_shorthands_their_fields_declare_are_in_the_schema(validators) -> None:  # noqa: ANN001
+    """A job's placement by policy name or GPU list, and `zero_stage: fsdp`, validate; a
+    policy name the loader refuses, or another word for the stage, fails the schema."""
+    job = {"name": "a", "workload": {"file": "w.yaml"}, "gpus": 2}
+    scenario = {"name": "x", "topology": {"file": "t.yaml"}, "jobs": [job]}
+    for placement in ("spread", ["n0.gpu0", "n0.gpu1"], {"policy": "random", "seed": 4}):
+        sc = {**scenario, "jobs": [{**job, "placement": placement}]}
+        assert not list(validators["scenario"].iter_errors(sc)), placement
+    for placement in ("scattered", "explicit", []):
+        sc = {**scenario, "jobs": [{**job, "placement": placement}]}
+        assert list(validators["scenario"].iter_errors(sc)), placement
+    workload = read_document(ROOT / "workloads" / "llama3-405b-tp8-pp16-dp128.yaml").data
+    for stage, ok in (("fsdp", True), ("FSDP", True), (3, True), ("zero3", False), (4, False)):
+        layout = {**workload["layout"], "zero_stage": stage}
+        errors = list(validators["workload"].iter_errors({**workload, "layout": layout}))
+        assert not errors if ok else errors, stage
