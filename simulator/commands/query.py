@@ -9,7 +9,11 @@ run folder, `ops`, `flows`, `links`, `steps`, ... from its Parquet files; for a 
 printed as a table (its first `--rows`), or whole as CSV with `--csv` or `--format csv|json`.
 
 Simplified: only Parquet frames are tables (a CSV-only folder, written without pyarrow, is
-refused); the query runs on an in-memory DuckDB database that reads the files in place.
+refused); the query runs on an in-memory DuckDB database that reads the files in place. It
+reads those files and nothing else: DuckDB's external access is off but for them, and locked
+(a `COPY ... TO` a file, a `read_csv` of another file or an `INSTALL` is refused; tables made
+inside the query's own database are allowed and vanish with it). Write an answer to a file with
+`--csv` or `--format csv|json` and the shell.
 """
 
 from __future__ import annotations
@@ -73,9 +77,16 @@ def run_query(folder: Path, sql: str) -> Any:
     """
     import duckdb
 
+    tables = frame_tables(folder)
     con = duckdb.connect(":memory:")
     try:
-        for name, files in frame_tables(folder).items():
+        # the query reads the frames and nothing else: no file written (`COPY ... TO`), none
+        # read outside them, no extension installed; and it cannot set that back
+        frames = [str(p) for files in tables.values() for p in files]
+        con.execute(f"SET allowed_paths = [{', '.join(map(_quoted, frames))}]")
+        con.execute("SET enable_external_access = false")
+        con.execute("SET lock_configuration = true")
+        for name, files in tables.items():
             paths = "[" + ", ".join(_quoted(str(p)) for p in files) + "]"
             con.execute(f'CREATE VIEW "{name}" AS SELECT * FROM read_parquet({paths}, union_by_name = true)')
         answer = con.execute(sql)
@@ -84,6 +95,11 @@ def run_query(folder: Path, sql: str) -> Any:
                 "query failed: no SQL statement (the query is empty or only comments)", file=folder
             )
         return answer.df()
+    except duckdb.PermissionException as exc:
+        said = str(exc).splitlines()[0]
+        raise InputError(
+            f"query failed: a query reads this folder's frames only, it writes no file ({said})", file=folder
+        ) from None
     except duckdb.Error as exc:
         raise InputError(f"query failed: {str(exc).splitlines()[0]}", file=folder) from None
     finally:

@@ -120,6 +120,32 @@ def test_a_query_without_a_statement_is_one_line(sql: str, tmp_path: Path) -> No
     assert len(res.output.strip().splitlines()) == 1
 
 
+def test_a_query_reads_the_frames_and_writes_nothing(tmp_path: Path) -> None:
+    """A query may read the folder's frames and make tables of its own, but write no file (a
+    `COPY ... TO` overwrote a frame), read no other file, install nothing, and not turn the
+    guard off: each of those is one line, exit 2, every file left as it was."""
+    out = tmp_path / "r"
+    CliRunner().invoke(app, ["run", str(QUICKSTART), "--steps", "1", "-o", str(out)])
+    (tmp_path / "other.csv").write_text("a\n1\n")
+    before = {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()}
+    ok = CliRunner().invoke(
+        app, ["query", str(out), "create table t as select * from ops; select count(*) from t"]
+    )
+    assert ok.exit_code == 0, ok.output
+    for sql in (
+        f"copy ops to '{out / 'ops.parquet'}'",
+        f"copy (select 1) to '{tmp_path / 'new.csv'}'",
+        f"select * from read_csv('{tmp_path / 'other.csv'}')",
+        "install httpfs",
+        "set enable_external_access = true",
+    ):
+        res = CliRunner().invoke(app, ["query", str(out), sql])
+        assert res.exit_code == 2, (sql, res.output)
+        assert len(res.output.strip().splitlines()) == 1 and "query failed" in res.output, res.output
+    assert {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()} == before
+    assert not (tmp_path / "new.csv").exists()
+
+
 def test_help_loads_no_numeric_library() -> None:
     """`clustersim --help` stays light: the simulator, pandas, plotly and scipy are imported
     inside the commands (the CPU time is measured in the report, not asserted here)."""
