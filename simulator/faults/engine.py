@@ -186,9 +186,11 @@ class RunLevelEngine(FailureRecovery, SteadyCycles):
             )
 
     def _finish(self) -> None:
-        """The run's end: record a restart still in flight as cut short."""
+        """The run's end: record a checkpoint or restart still in flight as cut short."""
         if self.phase == "restart":
             self._record_restart(committed=False)
+        elif self.phase == "checkpoint":
+            self._record_checkpoint_cut()
         self.phase = "done"
 
     def result(self) -> RunLevelResult:

@@ -37,7 +37,7 @@ INCIDENT_COLUMNS = [
     "gpus",  # GPUs the failure takes out (0: none)
     "hosts",  # hosts removed from the job, as 'h1,h2'
     "interrupted",  # did the failure interrupt the job
-    "committed",  # checkpoint: completed and committed (False: aborted)
+    "committed",  # checkpoint: completed and committed (False: cut short by a failure or the run's end)
     "detect_s",
     "queue_s",
     "wait_s",

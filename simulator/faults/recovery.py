@@ -114,15 +114,7 @@ class FailureRecovery(RunCore):
         aborted_stall_s = 0.0
         if self.phase == "checkpoint":
             aborted_stall_s = now - self.checkpoint_started_s
-            self._incident(
-                "checkpoint",
-                time_s=self.checkpoint_started_s,
-                cause=self.policy.mode,
-                duration_s=aborted_stall_s,
-                committed=False,
-                step=self.snapshot,
-            )
-            self.snapshot = None
+            self._record_checkpoint_cut()
         elif self.phase == "restart":
             self._record_restart(committed=False)
         if self.draining:

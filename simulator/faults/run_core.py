@@ -357,6 +357,19 @@ class RunCore:
         """Record an incident that happened at `time_s` (None: now), with its other columns."""
         self.incidents.append(incident_row(kind, self.env.now if time_s is None else time_s, **values))
 
+    def _record_checkpoint_cut(self) -> None:
+        """Record the checkpoint in flight as cut short now (by a failure or the run's end):
+        not committed, its stall so far as its duration."""
+        self._incident(
+            "checkpoint",
+            time_s=self.checkpoint_started_s,
+            cause=self.policy.mode,
+            duration_s=self.env.now - self.checkpoint_started_s,
+            committed=False,
+            step=self.snapshot,
+        )
+        self.snapshot = None
+
     def _record_restart(self, committed: bool) -> None:
         """Record the restart in flight: completed now (`committed`, stamped now) or cut
         short by a failure or the run's end (stamped at its start, with the parts that had

@@ -91,3 +91,22 @@ def test_hot_spares_waiting_for_repairs_take_a_spare_back_from_repair_first():
     second = _restarts(r).iloc[1]
     assert second.wait_s == pytest.approx(3600.0 - 1000.0 - DETECT_S)
     assert second.duration_s == pytest.approx(3600.0 - 1000.0 + INIT_S + LOAD_S)
+
+
+@pytest.mark.parametrize(
+    ("kind", "stall_s"), [("checkpoint_restart", 300.0), ("async_checkpoint", 10.0), ("in_memory", 10.0)]
+)
+def test_a_checkpoint_the_run_ends_in_is_recorded_as_cut_short(kind: str, stall_s: float) -> None:
+    """No failures; a checkpoint every 2,700 steps of 1 s, each stalling `stall_s` (the write
+    or the snapshot). The run ends 4 s into the second checkpoint: it is recorded as cut
+    short (not committed, 4 s long, from the step it captured), as a checkpoint a failure
+    cuts is, and is not counted among the checkpoints; the first is committed."""
+    second_s = 2 * 2700 + stall_s  # the second checkpoint starts here
+    r = simulate_run(job(), ORACLE, [], policy(kind=kind, interval_s=2700), second_s + 4, 0)
+    ckpt = r.incidents[(r.incidents.kind == "checkpoint") & (r.incidents.cause != "drain")]
+    assert list(ckpt.committed.astype(bool)) == [True, False]
+    assert list(ckpt.time_s) == pytest.approx([2700.0, second_s])
+    assert list(ckpt.duration_s) == pytest.approx([stall_s, 4.0])
+    assert list(ckpt.step) == pytest.approx([2700.0, 5400.0])
+    assert r.summary["checkpoints"] == 1.0
+    assert r.summary["checkpoint_s"] == pytest.approx(stall_s + 4.0)
