@@ -221,7 +221,12 @@ def _warn_unread_reliability(spec: Any) -> None:
 
 def run(
     scenario: Annotated[Path, typer.Argument(help="Scenario YAML file.")],
-    output: Annotated[Path | None, typer.Option("-o", "--output", help="Results folder.")] = None,
+    output: Annotated[
+        Path | None,
+        typer.Option(
+            "-o", "--output", help="Results folder (default: the scenario's run.output, else results/<name>)."
+        ),
+    ] = None,
     steps: Annotated[int | None, typer.Option(help="Override run.steps.", min=1)] = None,
     seed: Annotated[
         int | None,
