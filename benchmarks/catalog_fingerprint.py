@@ -67,7 +67,8 @@ def main() -> None:
     failed = 0
     with tempfile.TemporaryDirectory() as tmp:
         for f in files:
-            name = str(f.relative_to(REPO / "scenarios"))
+            # a catalog file by its path in scenarios/, any other (a benchmark's input) as given
+            name = str(f.relative_to(REPO / "scenarios")) if f.is_relative_to(REPO / "scenarios") else str(f)
             result, wall_s = fingerprint(f, Path(tmp), a.timeout)
             got[name] = result
             if a.save:
