@@ -32,7 +32,7 @@ from simulator.engine.cost import ComputeCost
 from simulator.engine.records import OpRecord, OpTable, StepRecord
 from simulator.errors import SimulationError
 from simulator.network.cluster import Cluster
-from simulator.network.collective import Plan, bus_factor, flow_usage, plan_collective
+from simulator.network.collective import Plan, bus_factor, distinct_links, flow_usage, plan_collective
 from simulator.network.collective_params import CollectiveParams, default_params
 from simulator.network.fabric import Fabric, FlowBatch, max_min_rates
 from simulator.network.flow_batch import flow_batch
@@ -298,7 +298,7 @@ class StepSimulator:
         all_links = np.concatenate([f.links for f in flows])
         if len(all_links) == 0:
             return 0.0
-        used, compact = np.unique(all_links, return_inverse=True)
+        used, compact = distinct_links(all_links, len(self.fabric.capacity_bytes_per_s))
         flow_of = np.repeat(np.arange(len(flows)), lens)
         cap = self.fabric.capacity_bytes_per_s[used]
         rates = max_min_rates(flow_of, compact, np.concatenate([f.mult for f in flows]), cap, len(flows))

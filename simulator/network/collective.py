@@ -250,3 +250,16 @@ def flow_usage(
     links, counts = usage(router.paths(edges))
     lat = router.max_latency_s(edges) if with_latency else 0.0
     return links, counts, lat
+
+
+def distinct_links(links: np.ndarray, n_links: int) -> tuple[np.ndarray, np.ndarray]:
+    """`np.unique(links, return_inverse=True)` for link indices in 0..n_links-1: the
+    distinct links in increasing order and where each of `links` is among them, by a mask
+    over the fabric's links instead of a sort (a phase of a 16,384-GPU collective names
+    millions of links)."""
+    seen = np.zeros(n_links, dtype=bool)
+    seen[links] = True
+    used = np.flatnonzero(seen)
+    at = np.zeros(n_links, dtype=np.intp)
+    at[used] = np.arange(len(used), dtype=np.intp)
+    return used, at[links]
