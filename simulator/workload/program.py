@@ -144,7 +144,10 @@ class StepProgram:
         n = len(self.rank_gpus)
         table = _IdTable(list(map(_ID, ops)))
         unique = table.distinct or len(set(table.ids)) == len(ops)  # equal hashes: equal ids?
-        if not unique or not set(map(_KIND, ops)) <= _KIND_SET or not _all_ranks_in_range(ops, n):
+        columns = None  # the ranks, read once for the range check and the cycle check
+        if unique and set(map(_KIND, ops)) <= _KIND_SET:
+            columns = _rank_columns(ops)
+        if columns is None or not _all_ranks_in_range(ops, n, columns):
             self._check_ops_one_by_one()
         found = table.positions(list(chain.from_iterable(map(_DEPS, ops))))
         if found is None:  # an unknown dep (or two ids with one hash): the plain lookup names it
@@ -154,7 +157,7 @@ class StepProgram:
             src, dst = found, np.repeat(np.arange(len(ops), dtype=np.int64), counts)
         # every dep earlier in program order (and a stream's order is program order): the
         # program order is a topological order, so there is no cycle
-        if not (src >= dst).any() or self._acyclic(src, dst):
+        if not (src >= dst).any() or self._acyclic(src, dst, columns):
             return
         order = self.dependency_graph()
         if not nx.is_directed_acyclic_graph(order):
@@ -179,7 +182,12 @@ class StepProgram:
                         raise ValueError(f"op {op.id!r} names rank {r}, but ranks are 0..{n - 1}")
             seen.add(op.id)
 
-    def _acyclic(self, src: np.ndarray | None = None, dst: np.ndarray | None = None) -> bool:
+    def _acyclic(
+        self,
+        src: np.ndarray | None = None,
+        dst: np.ndarray | None = None,
+        columns: tuple[np.ndarray, np.ndarray] | None = None,
+    ) -> bool:
         """Whether `dependency_graph()` has no cycle: no op depends on itself, and either
         the graph of runs of ops has none (`_runs_acyclic`, which suffices) or every
         strongly connected component is one op (scipy's, on op indices; cheaper than
@@ -189,13 +197,15 @@ class StepProgram:
             src: the explicit deps as op positions (`_dep_edges`; computed when not given),
                 with `dst` the positions of the ops that depend on them.
             dst: see `src`.
+            columns: the ops' `_rank_columns`, if already gathered.
         """
         ops = self.ops
         if src is None or dst is None:
             src, dst = _dep_edges(ops, {op.id: i for i, op in enumerate(ops)})
         if (src == dst).any():
             return False
-        columns = _rank_columns(ops)
+        if columns is None:
+            columns = _rank_columns(ops)
         chain_src, chain_dst = _stream_edges(ops, columns)
         s, t = np.concatenate((src, chain_src)), np.concatenate((dst, chain_dst))
         if _runs_acyclic(_first_ranks(*columns), s, t):
@@ -253,14 +263,15 @@ def _mirrors_in_range(mirrors: tuple[tuple[int, ...], ...], n: int) -> bool:
     return min(map(min, mirrors)) >= 0 and max(map(max, mirrors)) < n
 
 
-def _all_ranks_in_range(ops: list[Op], n: int) -> bool:
-    """Whether every rank every op names is in 0..n-1: the ranks as one array; groups and
-    mirrors once per distinct tuple object (generated programs share them between ops)."""
-    ranks = np.fromiter(chain.from_iterable(map(_RANKS, ops)), dtype=np.int64)
+def _all_ranks_in_range(ops: list[Op], n: int, columns: tuple[np.ndarray, np.ndarray] | None = None) -> bool:
+    """Whether every rank every op names is in 0..n-1: the ranks as one array (the second
+    of `columns`, the ops' `_rank_columns`, if given); groups and mirrors once per distinct
+    tuple object that is not empty (generated programs share them between ops)."""
+    ranks = (columns or _rank_columns(ops))[1]
     if len(ranks) and (ranks.min() < 0 or ranks.max() >= n):
         return False
     for name in ("group", "mirrors"):
-        seqs = list(map(attrgetter(name), ops))
+        seqs = list(filter(None, map(attrgetter(name), ops)))  # an empty one names no rank
         distinct = dict(zip(map(id, seqs), seqs, strict=True)).values()
         if name == "group":
             if not _mirrors_in_range(tuple(distinct), n):
@@ -327,8 +338,9 @@ def _dep_edges(ops: list[Op], index: dict[str, int]) -> tuple[np.ndarray, np.nda
 
 def _rank_columns(ops: list[Op]) -> tuple[np.ndarray, np.ndarray]:
     """How many ranks each op names, and the ranks of all ops in program order."""
-    counts = np.fromiter(map(len, map(_RANKS, ops)), dtype=np.int64, count=len(ops))
-    ranks = np.fromiter(chain.from_iterable(map(_RANKS, ops)), dtype=np.int64, count=int(counts.sum()))
+    seqs = list(map(_RANKS, ops))
+    counts = np.fromiter(map(len, seqs), dtype=np.int64, count=len(ops))
+    ranks = np.fromiter(chain.from_iterable(seqs), dtype=np.int64, count=int(counts.sum()))
     return counts, ranks
 
 
