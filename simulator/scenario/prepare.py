@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from itertools import chain
+from itertools import chain, compress
 from operator import attrgetter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -36,6 +36,7 @@ from simulator.workload.trace import load_trace
 
 _KIND, _DTYPE, _RANKS, _GROUP = (attrgetter(f) for f in ("kind", "dtype", "ranks", "group"))
 _COLLECTIVE, _ALGORITHM = attrgetter("collective"), attrgetter("algorithm")
+_COMM_KINDS = frozenset(("collective", "p2p"))
 
 if TYPE_CHECKING:
     from simulator.scenario.job_place import PreparedJob
@@ -261,7 +262,7 @@ def _used_gpus(program: StepProgram) -> list[str]:
     (a generated program shares them between ops)."""
     ranks: set[int] = set()
     for getter in (_RANKS, _GROUP):
-        seqs = list(map(getter, program.ops))
+        seqs = list(filter(None, map(getter, program.ops)))  # a compute op's group is empty
         ranks.update(chain.from_iterable(dict(zip(map(id, seqs), seqs, strict=True)).values()))
     return sorted({program.rank_gpus[r] for r in ranks})
 
@@ -272,25 +273,25 @@ def _passes_at_a_glance(prep: PreparedRun, program: StepProgram, algorithms: dic
     one might fail, or the program has checkpoint ops: `preflight` then checks op by op, so
     that the first op at fault is the one named."""
     ops = program.ops
-    kinds = set(map(_KIND, ops))
+    kind_of = list(map(_KIND, ops))
+    kinds = set(kind_of)
     if "checkpoint" in kinds:
         return False
     try:
         for dtype in set(map(_DTYPE, ops)) if "compute" in kinds else ():
             prep.topology.gpu.peak(dtype)  # every op's dtype: a superset of those checked
-        for kind, coll, algo, n_group, n_ranks in set(
+        comm = list(compress(ops, map(_COMM_KINDS.__contains__, kind_of)))  # the ops checked
+        for coll, algo, n_group, n_ranks in set(
             zip(
-                map(_KIND, ops),
-                map(_COLLECTIVE, ops),
-                map(_ALGORITHM, ops),
-                map(len, map(_GROUP, ops)),
-                map(len, map(_RANKS, ops)),
+                map(_COLLECTIVE, comm),
+                map(_ALGORITHM, comm),
+                map(len, map(_GROUP, comm)),
+                map(len, map(_RANKS, comm)),
                 strict=True,
             )
         ):
-            if kind in ("collective", "p2p"):
-                coll = coll or "send_recv"
-                check_algorithm(coll, algo or algorithms.get(coll), n_group or n_ranks)
+            coll = coll or "send_recv"
+            check_algorithm(coll, algo or algorithms.get(coll), n_group or n_ranks)
     except Exception:  # the op-by-op checks below raise it again, for the first op at fault
         return False
     return True

@@ -127,10 +127,8 @@ class StepProgram:
 
     @property
     def simulated_ranks(self) -> list[int]:
-        seen: set[int] = set()
-        for op in self.ops:
-            seen.update(op.ranks)
-        return sorted(seen)
+        """The ranks some op runs on, in order (one pass of `chain` over the ops' ranks)."""
+        return sorted(set(chain.from_iterable(map(_RANKS, self.ops))))
 
     def validate(self) -> None:
         """Check ids unique, deps known, ranks in range, no cycle. Raises ValueError.
