@@ -19,8 +19,6 @@ adjacency lists (the same path, ties included).
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from simulator.errors import SimulationError
 
 
@@ -172,9 +170,3 @@ class ServerShapes:
                 self.egress_rep.append(d)
             self._egress_of[d] = c
         return c
-
-    def in_rep(self, d: int, n: str, of: Callable[[int], int] | None = None) -> str:
-        """The node of the representative domain (of `d`'s shape, or of the class `of` gives)
-        at `n`'s local index."""
-        rep = self.rep[self.shape(d)] if of is None else self.egress_rep[of(d)]
-        return self.nodes[rep][self.local[n]]

@@ -134,10 +134,10 @@ class Router:
             self.links.index,
         )  # fmt: skip
         self._shape_paths: dict[tuple[int, int, int], tuple[int, ...]] = {}
-        self._dom_info: dict[int, tuple[int, list[int]]] = {}  # domain -> (shape, its edge links)
+        self._dom_info: dict[int, tuple[int, list[int], list[str], int]] = {}  # domain -> `_place`
         self._places: dict[str, tuple[int, int, list[int], list[str], int]] = {}  # `_place`
-        self._shape_ingress: dict[tuple[int, int], int] = {}
-        self._shape_egress: dict[tuple[int, int, str, object], tuple[int, str, int]] = {}
+        self._shape_ingress: dict[tuple[int, int], tuple[int, tuple[int, ...]]] = {}
+        self._shape_egress: dict[tuple[int, int, str, object], tuple[int, str, int, tuple[int, ...]]] = {}
 
     def _build_domains(self, is_net_switch: set[str]) -> None:
         """Scale-up domains: the nodes that are not network switches, joined by up links of
@@ -424,16 +424,16 @@ class Router:
         return head + self._switch_links(sa, sb, a, b) + tail
 
     def _place(self, n: str) -> tuple[int, int, list[int], list[str], int]:
-        """(shape, local index, global link of each local edge, nodes, domain) of node `n`'s
-        domain (cached per node)."""
+        """(shape, local index, global link of each local edge, nodes, egress class) of node
+        `n`'s domain (cached per node)."""
         p = self._places.get(n)
         if p is None:
             d = self._domain[n]
             info = self._dom_info.get(d)
             if info is None:
                 sh = self._shapes
-                info = self._dom_info[d] = (sh.shape(d), sh.edge_links(d))
-            p = self._places[n] = (info[0], self._shapes.local[n], info[1], self._shapes.nodes[d], d)
+                info = self._dom_info[d] = (sh.shape(d), sh.edge_links(d), sh.nodes[d], sh.egress_class(d))
+            p = self._places[n] = (info[0], self._shapes.local[n], info[1], info[2], info[3])
         return p
 
     def _local_path(self, shape: int, i: int, j: int) -> tuple[int, ...]:
@@ -451,18 +451,20 @@ class Router:
         """(entry endpoint, its switch, its rail, links from that switch to `b`) of traffic
         into `b`'s server (cached); None if the server has no NIC."""
         shape, lb, el, nodes, _ = self._place(b)
-        e = self._shape_ingress.get((shape, lb))
-        if e is None:  # `_ingress(b)`, decided once per (server shape, local index of `b`)
+        got = self._shape_ingress.get((shape, lb))
+        if got is None:  # `_ingress(b)` and the path from it, once per (server shape, local index)
             sh = self._shapes
             rep = self._ingress(sh.nodes[sh.rep[shape]][lb])
-            e = self._shape_ingress[(shape, lb)] = -1 if rep is None else sh.local[rep]
+            e = -1 if rep is None else sh.local[rep]
+            ids = self._local_path(shape, e, lb) if 0 <= e != lb else ()
+            got = self._shape_ingress[(shape, lb)] = (e, ids)
+        e, ids = got
         if e < 0:
             return None
         eb = nodes[e]
         sb = self._switch_of(eb)
         tail = [self.links.index[(sb, eb)]]
-        if e != lb:
-            tail += [el[i] for i in self._local_path(shape, e, lb)]
+        tail += [el[i] for i in ids]
         into = self._into[b] = (eb, sb, self._rail[eb], tail)
         return into
 
@@ -475,25 +477,24 @@ class Router:
         `_best_switch`) are decided once per (egress class, local index of `a`, `sb`,
         `rail_b`), on the class's first server.
         """
-        shape, la, el, nodes, d = self._place(a)
-        sh = self._shapes
-        key = (sh.egress_class(d), la, sb, rail_b)
+        shape, la, el, nodes, cls = self._place(a)
+        key = (cls, la, sb, rail_b)
         got = self._shape_egress.get(key)
-        if got is None:
-            ra = sh.in_rep(d, a, sh.egress_class)
+        if got is None:  # on the egress class's first server, at `a`'s local index
+            sh = self._shapes
+            ra = sh.nodes[sh.egress_rep[cls]][la]
             e = ra if ra in self._attach and not self._dom_adj[ra] else self._pick_egress(ra, sb, rail_b)
             if e is None:
-                got = (-1, "", 0)
+                got = (-1, "", 0, ())
             else:
                 hops, s = self._nearest_switch(e, self._dist_list(sb))
-                got = (sh.local[e], s, hops)
+                le = sh.local[e]  # the path to it too (an egress class is of one shape)
+                got = (le, s, hops, self._local_path(shape, la, le) if le != la else ())
             self._shape_egress[key] = got
-        le, sa, da_hops = got
-        if le < 0:
+        le, sa, da_hops, ids = got
+        if le < 0 or da_hops >= 1 << 30:  # no NIC, or (as `node_path`) the caller falls back to any path
             return None
-        if da_hops >= 1 << 30:  # as `node_path`: the caller falls back to any path over links up
-            return None
-        head = [el[i] for i in self._local_path(shape, la, le)] if le != la else []
+        head = [el[i] for i in ids]
         head.append(self.links.index[(nodes[le], sa)])
         out = self._out_of[(a, sb, rail_b)] = (sa, head)
         return out
