@@ -40,9 +40,7 @@ from __future__ import annotations
 
 import zlib
 from collections import deque
-from collections.abc import Callable, Iterable, Sequence
-from operator import itemgetter
-from typing import Any
+from collections.abc import Iterable, Sequence
 
 import networkx as nx
 import numpy as np
@@ -51,6 +49,7 @@ from simulator.errors import SimulationError
 from simulator.network.direct_routes import DirectRoutes, shortest_path
 from simulator.network.graph import SCALE_UP_MEDIA
 from simulator.network.links import LinkTable
+from simulator.network.route_cache import lookup as _lookup
 from simulator.network.route_shapes import ServerShapes
 from simulator.network.route_shapes import bidirectional_path as _bidirectional_path
 from simulator.network.switch_graph import SwitchGraph
@@ -368,17 +367,23 @@ class Router:
         indices and whether it is forwarded through another GPU (its latency is summed
         when first asked for, `_latencies`)."""
         paths, forwarded, into_gpu, domain = self._paths, self._forwarded, self._into_gpu, self._domain
-        direct = self._direct
+        direct, into_of, out_of, array, int64 = self._direct, self._into, self._out_of, np.array, np.int64
         for key in keys:
             a, b = key
-            if direct is not None and a != b and direct.serves(a, b):
+            if a == b:
+                hops = []
+            elif direct is not None and direct.serves(a, b):
                 hops = self._hops(direct.path(a, b))
-            elif a != b and domain[a] == domain[b]:
+            elif domain[a] == domain[b]:
                 li = self._domain_link_paths.get(key)
                 hops = self._shape_links(a, b) if li is None else list(li)
+            elif (into := into_of.get(b)) is None or (out := out_of.get((a, into[1], into[2]))) is None:
+                hops = self._link_path(a, b)  # a piece not cached yet
+            elif out[0] == into[1]:  # `_link_path` from its cached pieces
+                hops = out[1] + into[3]
             else:
-                hops = self._link_path(a, b)
-            paths[key] = np.array(hops, dtype=np.int64)
+                hops = out[1] + self._switch_links(out[0], into[1], a, b) + into[3]
+            paths[key] = array(hops, dtype=int64)
             forwarded[key] = len(hops) > 1 and not into_gpu.isdisjoint(hops[:-1])
 
     def _latencies(self, *keys: tuple[str, str]) -> None:
@@ -584,17 +589,3 @@ class Router:
             gname = next(gname for gname in gpus if gname not in main)
             why = "is cut off from the fabric (its links are down); the job cannot be scheduled"
             raise SimulationError(f"GPU {gname} {why}")
-
-
-def _lookup(cache: dict[tuple[str, str], Any], keys: Sequence[tuple[str, str]], fill: Callable) -> list:
-    """`cache[k]` of every k of `keys`, in order, after `fill(*missing)` has cached the keys
-    not cached yet (each once). The look-ups are one C call (`operator.itemgetter`)."""
-    if not keys:
-        return []
-    get = itemgetter(*keys)
-    try:
-        got = get(cache)
-    except KeyError:
-        fill(*dict.fromkeys(k for k in keys if k not in cache))
-        got = get(cache)
-    return list(got) if len(keys) > 1 else [got]
