@@ -83,6 +83,26 @@ def freeze_long_lived() -> None:
         gc.freeze()
 
 
+@contextmanager
+def making_long_lived() -> Iterator[None]:
+    """Pause the cyclic collector while objects that live until the command ends are made
+    (the prepared scenario), then `freeze_long_lived` them before it runs again.
+
+    Re-enabled with them still young, the collector's next pass would walk them all (1.4
+    million objects of a 530B step's program: 0.18 CPU s) to find no garbage. A command run
+    inside a longer-lived process only gets the collector back as it was. No result depends
+    on it.
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+        freeze_long_lived()
+    finally:
+        if enabled:
+            gc.enable()
+
+
 def _plain(cell: object) -> str:
     return cell.plain if isinstance(cell, Text) else str(cell)
 

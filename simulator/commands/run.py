@@ -18,6 +18,7 @@ from simulator.commands.common import (
     fail,
     first_per_file,
     freeze_long_lived,
+    making_long_lived,
     one_line,
     print_table,
     progress_bar,
@@ -242,10 +243,10 @@ def run(
 
     freeze_long_lived()  # the modules just imported
     try:
-        prep = prepare(scenario)
-        check_run_level(prep)
+        with making_long_lived():  # the prepared scenario: topology, cluster, program
+            prep = prepare(scenario)
+            check_run_level(prep)
         _warn_unread_reliability(prep.scenario.spec)
-        freeze_long_lived()  # the prepared scenario: topology, cluster, program
         if steps is not None:
             prep.scenario.spec = prep.scenario.spec.model_copy(
                 update={"run": prep.scenario.spec.run.model_copy(update={"steps": steps})}

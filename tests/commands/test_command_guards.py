@@ -370,3 +370,34 @@ def test_ctrl_c_before_a_command_handles_it_is_one_line_exit_130(
         capsys.readouterr().err
         == "interrupted (stopped by SIGINT) before the command started; nothing was written\n"
     )
+
+
+def test_the_collector_is_paused_while_long_lived_objects_are_made_and_restored(monkeypatch) -> None:  # noqa: ANN001
+    """`making_long_lived`: no collection while the prepared scenario is made (its objects
+    all live on), the collector back as it was afterwards, even when making them fails;
+    what was made frozen only in a process that ends with the command."""
+    import gc
+
+    from simulator.commands import common
+
+    monkeypatch.setattr(common, "_process", {"ends_with_command": False})
+    was = gc.isenabled()
+    frozen = gc.get_freeze_count()
+    try:
+        for enabled in (True, False):
+            (gc.enable if enabled else gc.disable)()
+            with common.making_long_lived():
+                assert not gc.isenabled()
+                made = [[i] for i in range(1000)]
+            assert gc.isenabled() == enabled
+            with pytest.raises(ValueError), common.making_long_lived():
+                raise ValueError("bad input")
+            assert gc.isenabled() == enabled
+        assert gc.get_freeze_count() == frozen  # a command inside a longer-lived process
+        monkeypatch.setattr(common, "_process", {"ends_with_command": True})
+        with common.making_long_lived():
+            made = [[i] for i in range(1000)]
+        assert gc.get_freeze_count() >= frozen + len(made)
+    finally:
+        gc.unfreeze()
+        (gc.enable if was else gc.disable)()
