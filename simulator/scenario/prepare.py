@@ -250,9 +250,11 @@ def preflight(
             try:
                 prep.topology.gpu.peak(op.dtype)
             except KeyError:
+                gpu = prep.topology.gpu
                 raise InputError(
-                    f"op {op.id!r} computes in {op.dtype}, and the GPU {prep.topology.gpu.name!r} has "
-                    f"no peak FLOP/s for {op.dtype}; give one in its peak_tflops",
+                    f"the workload computes in {op.dtype} (op {op.id!r}), and the GPU {gpu.name!r} has no "
+                    f"peak FLOP/s for {op.dtype} (it has {', '.join(sorted(gpu.peak_flops_per_s))}); "
+                    f"compute in one of those or give {op.dtype} in the GPU's peak_tflops",
                     file=workload_path or prep.scenario.workload_path,
                 ) from None
 

@@ -33,7 +33,7 @@ def test_the_distinct_values_decide_as_the_walk_does():
     assert not _passes_at_a_glance(PREP, idle, {})
     preflight(PREP, idle)
     busy = _program(*ok.ops, Op("c", "compute", (1,), flops=1.0, dtype="fp4"))
-    with pytest.raises(InputError, match="op 'c' computes in fp4"):
+    with pytest.raises(InputError, match=r"computes in fp4 \(op 'c'\)"):
         preflight(PREP, busy)
     hd = {"collective": "all_reduce", "algorithm": "halving_doubling"}
     odd = _program(*ok.ops, Op("d", "collective", (0,), group=(0, 1, 2), **hd))
