@@ -8,7 +8,8 @@ rest of the step time.
 
 How: the ops of all groups are flat arrays sorted by group, and every quantity is computed
 with whole-array NumPy calls (sorts, cumulative maxima and sums, elementwise arithmetic)
-instead of a Python loop over groups. Each group's value is the same IEEE result as a
+instead of a Python loop over groups (but for the running maximum of groups long enough
+that one call per group costs less than a sort). Each group's value is the same IEEE result as a
 computation on that group alone: maxima are exact in any order, interval counts are small
 integers, the elementwise operations are the same, and a group's sum is NumPy's own sum
 over the group's values in the same order (`segment_sums`; NumPy's pairwise summation
@@ -21,6 +22,7 @@ Simplified: times are finite (no NaN); a group's sums are over at most the group
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 
 
 def segment_sums(values: np.ndarray, seg: np.ndarray, n_seg: int) -> np.ndarray:
@@ -41,10 +43,28 @@ def segment_sums(values: np.ndarray, seg: np.ndarray, n_seg: int) -> np.ndarray:
     return out
 
 
-def _segmented_max_index(keys: np.ndarray, gid: np.ndarray, n_keys: int) -> np.ndarray:
-    """Running maximum of integer `keys` (0 <= key < n_keys) restarted at every group."""
-    offset = gid.astype(np.int64) * n_keys
-    return np.maximum.accumulate(offset + keys) - offset
+#: Mean rows per group from which a running maximum is taken group by group (one NumPy call
+#: per group, cheaper than sorting the values once the groups are long; `_running_max`).
+_ROWS_PER_CALL = 32
+
+
+def _running_max(values: np.ndarray, gid: np.ndarray) -> np.ndarray:
+    """Running maximum of `values` restarted at every group (`gid` nondecreasing).
+
+    Long groups: `np.maximum.accumulate` on each group's slice. Many short groups: on the
+    values' ranks offset by group (integers: one call for all groups), then read back. A
+    maximum is exact in any order, so both give the same values.
+    """
+    cuts = np.flatnonzero(gid[1:] != gid[:-1]) + 1
+    if (len(cuts) + 1) * _ROWS_PER_CALL <= len(values):
+        out = np.empty_like(values)
+        bounds = [0, *cuts.tolist(), len(values)]
+        for a, b in zip(bounds[:-1], bounds[1:], strict=True):
+            np.maximum.accumulate(values[a:b], out=out[a:b])
+        return out
+    distinct, rank = np.unique(values, return_inverse=True)
+    offset = gid.astype(np.int64) * len(distinct)
+    return distinct[np.maximum.accumulate(offset + rank.reshape(-1)) - offset]  # type: ignore[no-any-return]
 
 
 def union_lengths(gid: np.ndarray, starts: np.ndarray, ends: np.ndarray, n_groups: int) -> np.ndarray:
@@ -64,14 +84,32 @@ def union_lengths(gid: np.ndarray, starts: np.ndarray, ends: np.ndarray, n_group
         return np.zeros(n_groups)
     order = np.lexsort((starts, gid))  # stable: ties keep their order within the group
     g, s, e = gid[order], starts[order], ends[order]
-    values, rank = np.unique(e, return_inverse=True)
-    run_end = values[_segmented_max_index(rank.reshape(-1), g, len(values))]
+    run_end = _running_max(e, g)
     new_block = np.empty(len(s), dtype=bool)
     new_block[0] = True
     new_block[1:] = (g[1:] != g[:-1]) | (s[1:] > run_end[:-1])
     firsts = np.flatnonzero(new_block)
     block_end = np.maximum(np.zeros(len(firsts)), np.maximum.reduceat(e, firsts))
     return segment_sums(block_end - s[firsts], g[firsts], n_groups)
+
+
+def _group_bounds(gid: np.ndarray, times: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The distinct (group, time) pairs in (group, time) order: the group and time of each,
+    and the index of every row's pair (`gid` nondecreasing in each half, small integers).
+
+    The times are sorted once and the groups stably on top: a radix sort for up to 65,536
+    groups, instead of the two sorts of `np.unique` on the times and on the pairs' keys.
+    """
+    order = np.argsort(times, kind="stable")  # runs of sorted times (a group's starts) merged
+    small = np.uint16 if int(gid.max()) < 1 << 16 else np.int64
+    order = order[np.argsort(gid[order].astype(small), kind="stable")]
+    g, t = gid[order], times[order]
+    new = np.empty(len(order), dtype=bool)
+    new[:1] = True
+    new[1:] = (g[1:] != g[:-1]) | (t[1:] != t[:-1])
+    pos = np.empty(len(order), dtype=np.int64)
+    pos[order] = np.cumsum(new) - 1
+    return g[new], t[new], pos
 
 
 def exposed_breakdown(
@@ -110,28 +148,27 @@ def exposed_breakdown(
     out = {"exposed_comm_s": np.zeros(n_groups)}
     if not len(g):
         return out
-    # the group's bounds: its distinct times, as (group, rank of the time) keys sorted
-    values, rank = np.unique(np.concatenate([st, en]), return_inverse=True)
-    keys = np.concatenate([g, g]).astype(np.int64) * len(values) + rank.reshape(-1)
-    bound_keys, pos = np.unique(keys, return_inverse=True)
-    pos = pos.reshape(-1)
+    # the group's bounds: its distinct times, sorted by (group, time)
+    bound_gid, bounds, pos = _group_bounds(np.concatenate([g, g]), np.concatenate([st, en]))
     pos_start, pos_end = pos[: len(g)], pos[len(g) :]
-    bound_gid = bound_keys // len(values)
-    bounds = values[bound_keys % len(values)]
     seg = np.flatnonzero(bound_gid[1:] == bound_gid[:-1])  # segment i: bounds i .. i + 1
     seg_gid = bound_gid[seg]
     widths = bounds[seg + 1] - bounds[seg]
 
     def cover(mask: np.ndarray) -> np.ndarray:
-        diff = np.zeros(len(bounds))
-        np.add.at(diff, pos_start[mask], 1)
-        np.add.at(diff, pos_end[mask], -1)
+        # intervals open minus closed at every bound (small integers: exact as floats)
+        diff = np.bincount(pos_start[mask], minlength=len(bounds))
+        diff -= np.bincount(pos_end[mask], minlength=len(bounds))
         return np.cumsum(diff)[seg]
 
     in_comp = cover(comp) > 0
     comm = ~comp
-    # the tags in sorted order, as np.unique gives them (a set: np.unique sorts every row's text)
-    per_tag = {tag: cover(comm & (tg == tag)) for tag in sorted(set(tg[comm].tolist()))}
+    # the tags in sorted order, as np.unique gives them (a set: np.unique sorts every row's
+    # text); each row's tag compared as a code, each distinct tag once as text
+    codes, names = pd.factorize(tg)
+    code_of = {name: i for i, name in enumerate(names.tolist())}
+    comm_tags = sorted(set(names[np.unique(codes[comm])].tolist()))
+    per_tag = {tag: cover(comm & (codes == code_of[tag])) for tag in comm_tags}
     n_cover = np.sum(list(per_tag.values()), axis=0)
     exposed = (~in_comp) & (n_cover > 0)
     out["exposed_comm_s"] = segment_sums(widths[exposed], seg_gid[exposed], n_groups)
