@@ -32,7 +32,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from simulator.network.prices import PriceSpec
+from simulator.network.prices import Curve, PriceSpec
 from simulator.workload.program import HOST_STREAM
 
 #: column of each component in `power_timeline` and `step_energy` (watts / joules)
@@ -80,11 +80,23 @@ def _gpu_powers(ops: pd.DataFrame, p: PowerInputs, prices: PriceSpec) -> np.ndar
     flops = ops["flops"].to_numpy(dtype=float)
     with np.errstate(divide="ignore", invalid="ignore"):
         u = np.where(dur > 0, flops / (dur * p.peak_flops_per_s), 0.0)
-    curve = prices.power.gpu_compute_curve
-    # the curve once per distinct utilisation (ops of a repeated layer share theirs)
-    levels, which = np.unique(np.clip(u, 0.0, 1.0), return_inverse=True)
-    frac = np.array([curve(float(x)) for x in levels], dtype=float)[which.reshape(-1)]
+    frac = curve_values(prices.power.gpu_compute_curve, np.clip(u, 0.0, 1.0))
     return p.tdp_w * np.minimum(frac, p.power_cap_fraction)
+
+
+def curve_values(curve: Curve, x: np.ndarray) -> np.ndarray:
+    """`[curve(v) for v in x]` as an array, computed for all values at once with the same
+    operations (IEEE: the same bits): the first point's y at or before its x, the last's
+    beyond it (and for NaN), else y0 + (y1 - y0) x (x - x0) / (x1 - x0) on the first piece
+    whose end is at or after x."""
+    px = np.array([pt[0] for pt in curve.points], dtype=float)
+    py = np.array([pt[1] for pt in curve.points], dtype=float)
+    piece = np.minimum(np.searchsorted(px[1:], x, side="left"), len(px) - 2)
+    x0, x1, y0, y1 = px[piece], px[piece + 1], py[piece], py[piece + 1]
+    with np.errstate(invalid="ignore"):
+        y = y0 + (y1 - y0) * (x - x0) / (x1 - x0)
+    y = np.where(x <= px[-1], y, py[-1])  # beyond the last point, or NaN
+    return np.where(x <= px[0], py[0], y)
 
 
 def _levels(p: PowerInputs, prices: PriceSpec) -> tuple[float, float]:
@@ -180,18 +192,24 @@ def _ranks_power_by_rank(
     """`_ranks_power` one rank after another (ascending): the ops sorted by rank once
     (stable, so each rank's ops keep the frame's order), each rank's draw on a slice,
     evaluated once per piece between its own event times and repeated over the piece's
-    midpoints (the same values at every midpoint, added in the same order)."""
+    midpoints (the same values at every midpoint, added in the same order). The first
+    midpoint at or after each op's start and end is searched once for all ranks."""
     gpu_w = np.full(len(mids), base[0])
     share = np.zeros(len(mids))
     order = np.argsort(ops.rank, kind="stable")
     cols = [x[order] for x in (ops.rank, ops.compute, ops.comm, ops.start, ops.end, ops.watts)]
+    live = (cols[1] | cols[2]) & (cols[4] > cols[3])  # the ops a rank's draw follows
+    firsts = np.zeros((2, len(order)), dtype=np.intp)  # 0 (always a piece's start) for the others
+    firsts[0, live] = np.searchsorted(mids, cols[3][live], side="left")
+    firsts[1, live] = np.searchsorted(mids, cols[4][live], side="left")
     cuts = np.flatnonzero(cols[0][1:] != cols[0][:-1]) + 1
     for a, b in zip(
         np.concatenate(([0], cuts)).tolist(), np.concatenate((cuts, [len(order)])).tolist(), strict=True
     ):
         if b > a:
             w = float(weights.get(int(cols[0][a]), 1))
-            first, watts, active = _rank_pieces(_StepOps(*(c[a:b] for c in cols)), mids, levels)
+            mine = _StepOps(*(c[a:b] for c in cols))
+            first, watts, active = _rank_pieces(mine, mids, levels, firsts[:, a:b])
             width = np.diff(np.append(first, len(mids)))
             gpu_w += np.repeat(w * watts, width)
             share += np.repeat(w * active / max(base[1], 1), width)
@@ -199,7 +217,7 @@ def _ranks_power_by_rank(
 
 
 def _rank_pieces(
-    ops: _StepOps, mids: np.ndarray, levels: tuple[float, float]
+    ops: _StepOps, mids: np.ndarray, levels: tuple[float, float], firsts: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """One rank's GPU power and communicating flag over the increasing segment midpoints
     (`ops`: that rank's ops only, in the frame's order), as pieces: the first midpoint of
@@ -207,7 +225,9 @@ def _rank_pieces(
 
     Both change only at a midpoint that is the first at or after one of the rank's own op
     starts or ends (how many ops started or ended by a midpoint, and whether it is before
-    an op's end, change there only), so they are evaluated at those midpoints alone.
+    an op's end, change there only; `firsts`: those midpoints' indices, of the starts and of
+    the ends, 0 for an op of no time or neither compute nor communication), so they are
+    evaluated at those midpoints alone (the indices marked in a mask: sorted, each once).
     """
     idle_w, comm_w = levels
     comp = ops.compute & (ops.end > ops.start)  # an op of no time draws nothing
@@ -215,8 +235,10 @@ def _rank_pieces(
     order = np.argsort(ops.start[comp], kind="stable")
     cs, ce, op_w = ops.start[comp][order], ops.end[comp][order], ops.watts[comp][order]
     ms, me = np.sort(ops.start[comm]), np.sort(ops.end[comm])
-    first = np.unique(np.concatenate(([0], np.searchsorted(mids, np.concatenate((cs, ce, ms, me))))))
-    first = first[first < len(mids)]
+    starts_piece = np.zeros(len(mids) + 1, dtype=bool)
+    starts_piece[0] = True
+    starts_piece[firsts.ravel()] = True
+    first = np.flatnonzero(starts_piece[: len(mids)])
     at = mids[first]
     active = (np.searchsorted(ms, at, side="right") - np.searchsorted(me, at, side="right")) > 0
     watts = np.where(active, comm_w, idle_w)

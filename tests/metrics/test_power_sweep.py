@@ -12,9 +12,11 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from simulator.metrics import energy as en
-from simulator.network.prices import load_prices
+from simulator.network.prices import Curve, load_prices
 
 PRICES = load_prices()
 INPUTS = en.PowerInputs(
@@ -114,3 +116,29 @@ def test_power_timeline_is_the_loop_over_ranks_bit_for_bit(seed, n_ranks, monkey
             np.testing.assert_array_equal(got["gpu_w"].to_numpy(), gpu_w)
             net = const["network_static"] + const["network_dynamic"] * np.minimum(share, 1.0)
             np.testing.assert_array_equal(got["network_w"].to_numpy(), net)
+
+
+@st.composite
+def _curves(draw: st.DrawFn) -> Curve:
+    xs = sorted(set(draw(st.lists(st.floats(0.0, 2.0, allow_nan=False), min_size=2, max_size=7))))
+    if len(xs) < 2:
+        xs = [xs[0], xs[0] + 1.0]
+    ys = sorted(draw(st.lists(st.floats(0.0, 5.0, allow_nan=False), min_size=len(xs), max_size=len(xs))))
+    return Curve(points=list(zip(xs, ys, strict=True)), source="test", date="2024-01")
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    curve=_curves(),
+    x=st.lists(st.one_of(st.floats(-1.0, 3.0), st.sampled_from([0.0, 0.3, 1.0, float("nan")])), max_size=40),
+)
+def test_curve_values_are_the_curve_at_each_value(curve: Curve, x: list[float]) -> None:
+    """The curve evaluated for all values at once gives the bits of one call per value (at
+    the points themselves, between and beyond them, and for NaN)."""
+    xs = np.array(x + [p[0] for p in curve.points], dtype=float)
+    want = np.array([curve(float(v)) for v in xs], dtype=float)
+    np.testing.assert_array_equal(en.curve_values(curve, xs), want)
+    for prices_curve in (PRICES.power.gpu_compute_curve, PRICES.power.power_cap_curve):
+        grid = np.linspace(-0.1, 1.1, 1201)
+        want = np.array([prices_curve(float(v)) for v in grid], dtype=float)
+        np.testing.assert_array_equal(en.curve_values(prices_curve, grid), want)
