@@ -216,11 +216,12 @@ def _objects_of(col: pd.Series) -> np.ndarray:
 def _ops_order(step: np.ndarray, rank: np.ndarray, started: np.ndarray, op_id: np.ndarray) -> np.ndarray:
     """The rows' order of a stable sort by (step, rank, started_at_s, op_id), as pandas's.
 
-    Op ids are compared (as strings) only among rows equal in the first three keys: they
-    are ranked by `np.unique` there and rank 0 elsewhere, and one stable `np.lexsort` does
-    the rest (rows equal in all four keys keep their order).
+    The rows are sorted stably by start, then by (step, rank) (`_by_group_then`); op ids
+    are compared (as strings) only among rows equal in the first three keys: each run of
+    such rows (in row order, as the stable sort left them) is sorted stably by the ids'
+    ranks, so rows equal in all four keys keep their order.
     """
-    order = np.lexsort((started, rank, step))
+    order = _by_group_then(step, rank, started)
     s, r, t = step[order], rank[order], started[order]
     tie = (s[1:] == s[:-1]) & (r[1:] == r[:-1]) & (t[1:] == t[:-1])
     if not tie.any():
@@ -228,12 +229,27 @@ def _ops_order(step: np.ndarray, rank: np.ndarray, started: np.ndarray, op_id: n
     tied = np.zeros(len(order), dtype=bool)
     tied[1:] |= tie
     tied[:-1] |= tie
-    code = np.zeros(len(order), dtype=np.int64)
-    rows = order[tied]
+    at = np.flatnonzero(tied)  # positions in `order` of the tied rows, run after run
+    run = np.cumsum(np.concatenate(([True], ~tie))[at])  # a run starts where no tie links back
     # dense ranks in string order: pandas ranks its Arrow strings in compiled code (UTF-8
     # bytes sort as code points, Python's order), Python objects as `np.unique` would
-    code[rows] = pd.Series(op_id[rows]).rank(method="dense").to_numpy(dtype=np.int64)
-    return np.lexsort((code, started, rank, step))
+    code = pd.Series(op_id[order[at]]).rank(method="dense").to_numpy(dtype=np.int64)
+    order[at] = order[at][np.lexsort((code, run))]
+    return order
+
+
+def _by_group_then(step: np.ndarray, rank: np.ndarray, started: np.ndarray) -> np.ndarray:
+    """`np.lexsort((started, rank, step))`: a stable sort by start (merging the runs of
+    starts the records hold), then a stable sort by (step, rank) as one integer key (a
+    radix sort when it fits 16 bits)."""
+    if not len(step):
+        return np.lexsort((started, rank, step))
+    order = np.argsort(started, kind="stable")
+    s, r = step[order], rank[order]
+    r_lo, r_span = int(r.min()), int(r.max()) - int(r.min()) + 1
+    key = (s - int(s.min())).astype(np.int64) * r_span + (r - r_lo)
+    small = np.uint16 if int(key.max()) < 1 << 16 else np.int64
+    return order[np.argsort(key.astype(small), kind="stable")]  # type: ignore[no-any-return]
 
 
 def flows_frame(rows: Sequence[FlowRecord] | FlowTable | dict[str, np.ndarray]) -> pd.DataFrame:

@@ -9,6 +9,8 @@ from contextlib import nullcontext
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from simulator.engine.records import OpRecord, OpTable
 from simulator.metrics import frames as fr
@@ -104,3 +106,22 @@ def test_no_op_records_give_an_empty_ops_frame_with_every_column():
     df = fr.ops_frame(OpTable().columns(), ["gpu0"], {})
     assert len(df) == 0
     assert list(df.columns) == [*OpRecord._fields, "duration_s", "wait_s", "gpu", "role"]
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    rows=st.lists(
+        st.tuples(
+            st.integers(0, 3),
+            st.one_of(st.integers(0, 4), st.integers(0, 100_000)),  # past 16 bits: the wide key
+            st.sampled_from([0.0, 0.5, 1.0, 2.5]),
+            st.sampled_from(["b", "a", "ä", "Z", "aa", "😀", "a-1", "a-10"]),
+        ),
+        max_size=80,
+    )
+)
+def test_the_ops_order_is_pandas_stable_sort_on_random_rows(rows) -> None:
+    df = pd.DataFrame(rows, columns=["step", "rank", "started_at_s", "op_id"])
+    want = df.sort_values(["step", "rank", "started_at_s", "op_id"], kind="stable").index.to_numpy()
+    keys = [df[k].to_numpy() for k in ("step", "rank", "started_at_s")]
+    np.testing.assert_array_equal(fr._ops_order(*keys, _objects(df["op_id"].tolist())), want)
