@@ -11,7 +11,7 @@ printed as a table (its first `--rows`), or whole as CSV with `--csv` or `--form
 Simplified: only Parquet frames are tables (a CSV-only folder, written without pyarrow, is
 refused); the query runs on an in-memory DuckDB database that reads the files in place. It
 reads those files and nothing else: DuckDB's external access is off but for them, and locked
-(a `COPY ... TO` a file, a `read_csv` of another file or an `INSTALL` is refused; tables made
+(a `COPY`, a `read_csv` of another file or an `INSTALL` is refused; tables made
 inside the query's own database are allowed and vanish with it). Write an answer to a file with
 `--csv` or `--format csv|json` and the shell.
 """
@@ -80,7 +80,7 @@ def run_query(folder: Path, sql: str) -> Any:
     tables = frame_tables(folder)
     con = duckdb.connect(":memory:")
     try:
-        # the query reads the frames and nothing else: no file written (`COPY ... TO`), none
+        # the query reads the frames and nothing else: no file written (`COPY`, `_refuse_copy`), none
         # read outside them, no extension installed; and it cannot set that back
         frames = [str(p) for files in tables.values() for p in files]
         con.execute(f"SET allowed_paths = [{', '.join(map(_quoted, frames))}]")
@@ -89,6 +89,7 @@ def run_query(folder: Path, sql: str) -> Any:
         for name, files in tables.items():
             paths = "[" + ", ".join(_quoted(str(p)) for p in files) + "]"
             con.execute(f'CREATE VIEW "{name}" AS SELECT * FROM read_parquet({paths}, union_by_name = true)')
+        _refuse_copy(con, sql, folder)
         answer = con.execute(sql)
         if answer is None:  # DuckDB answers nothing at all to SQL without a statement
             raise InputError(
@@ -104,6 +105,24 @@ def run_query(folder: Path, sql: str) -> Any:
         raise InputError(f"query failed: {str(exc).splitlines()[0]}", file=folder) from None
     finally:
         con.close()
+
+
+def _refuse_copy(con: Any, sql: str, folder: Path) -> None:
+    """Refuse a query holding a COPY before any of it runs: the frames are DuckDB's allowed
+    paths, which are writable as well as readable (a `COPY ... TO` a frame with
+    `use_tmp_file false` overwrote it). SQL DuckDB cannot parse is left to its own error."""
+    import duckdb
+
+    try:
+        statements = con.extract_statements(sql)
+    except duckdb.Error:
+        return
+    if any(s.type == duckdb.StatementType.COPY for s in statements):
+        raise InputError(
+            "query failed: a query reads this folder's frames only, it writes no file (COPY is refused; "
+            "print the answer with --csv or --format csv|json and redirect it)",
+            file=folder,
+        )
 
 
 def query(

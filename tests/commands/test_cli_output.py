@@ -146,6 +146,23 @@ def test_a_query_reads_the_frames_and_writes_nothing(tmp_path: Path) -> None:
     assert not (tmp_path / "new.csv").exists()
 
 
+def test_a_query_overwrites_no_frame_in_place(tmp_path: Path) -> None:
+    """A frame is readable to the query, and DuckDB's allowed paths are writable too: a
+    `COPY ... TO` a frame without DuckDB's temporary file (`use_tmp_file false`) overwrote
+    it. Any COPY is refused: one line, exit 2, every frame left as it was."""
+    out = tmp_path / "r"
+    CliRunner().invoke(app, ["run", str(QUICKSTART), "--steps", "1", "-o", str(out)])
+    before = {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()}
+    for sql in (
+        f"copy (select 1 as a) to '{out / 'steps.parquet'}' (format parquet, use_tmp_file false)",
+        f"select 1; COPY ops TO '{out / 'ops.parquet'}' (FORMAT csv, USE_TMP_FILE 0)",
+    ):
+        res = CliRunner().invoke(app, ["query", str(out), sql])
+        assert res.exit_code == 2, (sql, res.output)
+        assert len(res.output.strip().splitlines()) == 1 and "query failed" in res.output, res.output
+    assert {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()} == before
+
+
 def test_help_loads_no_numeric_library() -> None:
     """`clustersim --help` stays light: the simulator, pandas, plotly and scipy are imported
     inside the commands (the CPU time is measured in the report, not asserted here)."""
