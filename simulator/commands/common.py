@@ -89,7 +89,9 @@ def making_long_lived() -> Iterator[None]:
     (the prepared scenario), then `freeze_long_lived` them before it runs again.
 
     Re-enabled with them still young, the collector's next pass would walk them all (1.4
-    million objects of a 530B step's program: 0.18 CPU s) to find no garbage. A command run
+    million objects of a 530B step's program: 0.18 CPU s) to find no garbage. Garbage made
+    meanwhile is frozen too, and held: a maker of cyclic garbage (reading a trace) collects
+    it itself while the collector is paused (`simulator.workload.trace`). A command run
     inside a longer-lived process only gets the collector back as it was. No result depends
     on it.
     """
