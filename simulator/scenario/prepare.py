@@ -250,11 +250,12 @@ def preflight(
             try:
                 prep.topology.gpu.peak(op.dtype)
             except KeyError:
-                gpu = prep.topology.gpu
+                gpu, has = prep.topology.gpu, sorted(prep.topology.gpu.peak_flops_per_s)
+                give = f"give {op.dtype} in the GPU's peak_tflops"
                 raise InputError(
                     f"the workload computes in {op.dtype} (op {op.id!r}), and the GPU {gpu.name!r} has no "
-                    f"peak FLOP/s for {op.dtype} (it has {', '.join(sorted(gpu.peak_flops_per_s))}); "
-                    f"compute in one of those or give {op.dtype} in the GPU's peak_tflops",
+                    f"peak FLOP/s for {op.dtype} (it has {', '.join(has) or 'none'}); "
+                    + (f"compute in one of those or {give}" if has else give),
                     file=workload_path or prep.scenario.workload_path,
                 ) from None
 

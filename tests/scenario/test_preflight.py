@@ -51,3 +51,15 @@ def test_used_gpus_are_those_every_op_names():
     )
     want = sorted({program.rank_gpus[r] for op in program.ops for r in (*op.ranks, *op.group)})
     assert _used_gpus(program) == want
+
+
+def test_a_gpu_with_no_peak_at_all_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A GPU file may give no peak FLOP/s (`peak_tflops: {}` loads): the message names the
+    dtypes the GPU has as "none", not an empty list ("it has )"), and the one way out."""
+    gpu = PREP.topology.gpu.model_copy(update={"peak_flops_per_s": {}})
+    monkeypatch.setattr(PREP.topology, "gpu", gpu)
+    busy = _program(Op("c", "compute", (1,), flops=1.0, dtype="bf16"))
+    want = r"for bf16 \(it has none\); give bf16 in the GPU's peak_tflops$"
+    with pytest.raises(InputError, match=want) as err:
+        preflight(PREP, busy)
+    assert "it has )" not in str(err.value)
