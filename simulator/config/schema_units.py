@@ -10,9 +10,10 @@ spelling.
 
 What is simplified: only unit spellings are probed for. Other shorthands a validator reads
 are in the schema only where their field says so itself (a job's `placement: spread`,
-`simulator.scenario.job_specs`); `zero_stage: fsdp` is not, so a file that uses it fails
-the schema and still loads. The spellings tried are the field's own
-base and each shorter prefix of it (`hbm_capacity_bytes`: `hbm_capacity_*` and `hbm_*`).
+`simulator.scenario.job_specs`; `zero_stage: fsdp`, `simulator.workload.framework`); a
+shorthand no field declares fails the schema and still loads. The spellings tried are the
+field's own base and each shorter prefix of it (`hbm_capacity_bytes`: `hbm_capacity_*` and
+`hbm_*`).
 """
 
 from __future__ import annotations
