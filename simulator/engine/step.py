@@ -193,8 +193,7 @@ class StepSimulator:
         self._use_chains = False  # set by `run` on a fresh environment and fabric
         #: whether the last `run` timed fixed-duration ops by arithmetic (to the end)
         self.chained = False
-        used = sorted({program.rank_gpus[r] for op in program.ops for r in (*op.ranks, *op.group)})
-        cluster.check_gpus_reachable(used)
+        cluster.check_gpus_reachable(program.used_gpus())
 
     @staticmethod
     def _split_deps(program: StepProgram) -> dict[tuple[str, int], tuple[str, ...]]:

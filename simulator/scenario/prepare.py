@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from itertools import chain, compress
+from itertools import compress
 from operator import attrgetter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -233,7 +233,7 @@ def preflight(
     """
     program = program or prep.program
     algorithms = prep.scenario.spec.network.algorithms
-    prep.cluster.check_gpus_reachable(_used_gpus(program))
+    prep.cluster.check_gpus_reachable(program.used_gpus())
     if _passes_at_a_glance(prep, program, algorithms):
         return
     checked: set[tuple[str, str | None, int]] = set()
@@ -258,16 +258,6 @@ def preflight(
                     + (f"compute in one of those or {give}" if has else give),
                     file=workload_path or prep.scenario.workload_path,
                 ) from None
-
-
-def _used_gpus(program: StepProgram) -> list[str]:
-    """The GPUs the ops name (ranks and groups), sorted; each distinct tuple is read once
-    (a generated program shares them between ops)."""
-    ranks: set[int] = set()
-    for getter in (_RANKS, _GROUP):
-        seqs = list(filter(None, map(getter, program.ops)))  # a compute op's group is empty
-        ranks.update(chain.from_iterable(dict(zip(map(id, seqs), seqs, strict=True)).values()))
-    return sorted({program.rank_gpus[r] for r in ranks})
 
 
 def _passes_at_a_glance(prep: PreparedRun, program: StepProgram, algorithms: dict[str, str]) -> bool:

@@ -130,6 +130,15 @@ class StepProgram:
         """The ranks some op runs on, in order (one pass of `chain` over the ops' ranks)."""
         return sorted(set(chain.from_iterable(map(_RANKS, self.ops))))
 
+    def used_gpus(self) -> list[str]:
+        """The GPUs the ops name (their ranks and groups), sorted; each distinct tuple is
+        read once (a generated program shares them between ops)."""
+        ranks: set[int] = set()
+        for getter in (_RANKS, _GROUP):
+            seqs = list(filter(None, map(getter, self.ops)))  # a compute op's group is empty
+            ranks.update(chain.from_iterable(dict(zip(map(id, seqs), seqs, strict=True)).values()))
+        return sorted({self.rank_gpus[r] for r in ranks})
+
     def validate(self) -> None:
         """Check ids unique, deps known, ranks in range, no cycle. Raises ValueError.
 
@@ -237,6 +246,7 @@ _ID = attrgetter("id")
 _KIND = attrgetter("kind")
 _DEPS = attrgetter("deps")
 _RANKS = attrgetter("ranks")
+_GROUP = attrgetter("group")
 _STREAM = attrgetter("stream")
 _KIND_SET = frozenset(OP_KINDS)
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from simulator.errors import InputError, SimulationError
-from simulator.scenario.prepare import _passes_at_a_glance, _used_gpus, preflight, prepare
+from simulator.scenario.prepare import _passes_at_a_glance, preflight, prepare
 from simulator.workload.program import Op, StepProgram
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -50,7 +50,7 @@ def test_used_gpus_are_those_every_op_names():
         Op("c", "collective", shared, group=(0, 1, 3)),
     )
     want = sorted({program.rank_gpus[r] for op in program.ops for r in (*op.ranks, *op.group)})
-    assert _used_gpus(program) == want
+    assert program.used_gpus() == want
 
 
 def test_a_gpu_with_no_peak_at_all_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
