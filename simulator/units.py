@@ -193,6 +193,12 @@ PHYSICAL_LIMITS: dict[str, tuple[float, float]] = {
     "_s": (0.0, 1e12),
 }
 
+#: Limits of a latency (a field whose quantity ends in `latency`: a link's, a hop's, a
+#: library call's), tighter than any duration's: one second is already more than the
+#: longest round trip between two continents (~0.3 s), and a latency typed in the wrong
+#: unit (1e17 us) would otherwise be simulated as a step of hundreds of centuries.
+LATENCY_LIMITS: tuple[float, float] = (0.0, 1.0)
+
 #: Limits of plain counts of physical work, by exact field name.
 NAMED_LIMITS: dict[str, tuple[float, float]] = {
     "flops": (0.0, 1e25),
@@ -214,17 +220,19 @@ def physical_limit_error(name: str, value: float) -> str | None:
     Returns:
         A message such as `must be at most 1e+15 bytes/s (found 1e+20)`, or None.
     """
-    limits, si_value, si_suffix = NAMED_LIMITS.get(name), value, name
+    limits, si_value, si_suffix, stem = NAMED_LIMITS.get(name), value, name, name
     human: tuple[str, float] | None = None  # the name's own unit and its factor, if human
     if limits is None:
         for suffix, unit in sorted(HUMAN_UNITS.items(), key=lambda kv: -len(kv[0])):
             if name.endswith(suffix):
-                si_value, si_suffix = value * unit.factor, unit.si_suffix
+                si_value, si_suffix, stem = value * unit.factor, unit.si_suffix, name.removesuffix(suffix)
                 human = (suffix.removeprefix("_"), unit.factor)
                 break
         for suffix in SI_SUFFIXES:
             if si_suffix.endswith(suffix) and not (suffix == "_s" and si_suffix.endswith("_per_s")):
                 limits = PHYSICAL_LIMITS[suffix]
+                if suffix == "_s" and stem.removesuffix(suffix).endswith("latency"):
+                    limits = LATENCY_LIMITS
                 unit_name = suffix.removeprefix("_").replace("_per_", "/")
                 break
         else:
@@ -245,6 +253,7 @@ def physical_limit_error(name: str, value: float) -> str | None:
 
 
 __all__ = [
+    "LATENCY_LIMITS",
     "NAMED_LIMITS",
     "PHYSICAL_LIMITS",
     "physical_limit_error",

@@ -69,7 +69,7 @@ def test_numbers_read_as_yaml_1_2_does() -> None:
         ),
         (
             "bandwidth_gbps: 400\nlatency_s: 1e13",
-            "l.yaml:2: latency_s: must be at most 1e+12 s (found 1e+13 s)",
+            "l.yaml:2: latency_s: must be at most 1 s (found 1e+13 s)",  # a latency: at most 1 s
         ),
     ],
 )
@@ -89,3 +89,32 @@ def test_physical_limits_read_the_unit_from_the_name() -> None:
     assert physical_limit_error("mtbf_h", 2e9) == "must be at most 2.77778e+08 h (found 2e+09 h)"
     assert physical_limit_error("rate_per_s", 1e30) is None  # not a byte or FLOP rate
     assert physical_limit_error("flops", 1e26) == "must be at most 1e+25 flops (found 1e+26 flops)"
+
+
+def test_a_latency_is_limited_to_one_second_in_any_unit() -> None:
+    """A latency (of a link, a hop, a library call) above 1 s is refused, not simulated:
+    1e17 us typed for 1 us was a step of ~760,000 years. Durations that are not latencies
+    keep the general limit of 1e12 s."""
+    assert physical_limit_error("link_latency_us", 1e17) == "must be at most 1e+06 us (found 1e+17 us)"
+    assert physical_limit_error("hop_latency_ms", 1500) == "must be at most 1000 ms (found 1500 ms)"
+    assert physical_limit_error("latency_s", 1.5) == "must be at most 1 s (found 1.5 s)"
+    assert physical_limit_error("link_latency_us", 1e6) is None  # 1 s itself is allowed
+    assert physical_limit_error("net_latency_us", 5.0) is None
+    assert physical_limit_error("interval_s", 1e9) is None  # not a latency
+
+
+def test_a_design_files_absurd_link_latency_names_its_line(tmp_path: Path) -> None:
+    from simulator.network.topology import load_topology
+
+    repo = Path(__file__).resolve().parents[2]
+    text = (repo / "topologies" / "h100-rail-clos-2n.yaml").read_text()
+    assert "link_latency_us: 1.0" in text
+    text = text.replace("link_latency_us: 1.0", "link_latency_us: 1e17").replace(
+        "file: gpus/", f"file: {repo}/topologies/gpus/"
+    )
+    path = tmp_path / "t.yaml"
+    path.write_text(text)
+    line = 1 + text.splitlines().index("link_latency_us: 1e17")
+    with pytest.raises(InputError) as info:
+        load_topology(path)
+    assert str(info.value) == f"{path}:{line}: link_latency_us: must be at most 1e+06 us (found 1e+17 us)"
