@@ -225,7 +225,10 @@ def run(
     output: Annotated[
         Path | None,
         typer.Option(
-            "-o", "--output", help="Results folder (default: the scenario's run.output, else results/<name>)."
+            "-o",
+            "--output",
+            help="Results folder (default: the scenario's run.output, relative to the scenario; "
+            "else results/<name> in the working folder).",
         ),
     ] = None,
     steps: Annotated[int | None, typer.Option(help="Override run.steps.", min=1)] = None,
@@ -291,13 +294,14 @@ def validate(
 
     With --format csv|json, stdout holds one table: a record per file (file, ok, description
     when ok, error when not: the error lines of the file, joined by "; "); the error lines
-    still go to stderr and the exit code is the same.
+    still go to stderr and the exit code is the same. The exit code is 2 if any file has a
+    mistake, else 3 if any valid file cannot be simulated, else 0.
     """
     from simulator.commands.common import output_format
 
     lines: list[str] = []  # one line per file with a problem (its first)
     records: list[dict[str, Any]] = []  # --format csv|json: one per file
-    code = 0
+    codes: set[int] = set()
     for f in files:
         try:
             description = _check_file(f)
@@ -309,13 +313,15 @@ def validate(
             lines.extend(found)
             error = "; ".join(one_line(line) for line in found)
             records.append({"file": str(f), "ok": False, "description": "", "error": error})
-            code = max(code, err.exit_code)
+            codes.add(err.exit_code)
     if output_format() != "table":
         print_table(Table(*records[0], title="validate"), records)
     if lines:
         for line in lines:
             err_console.print(f"error: {one_line(line)}", markup=False, soft_wrap=True)
-        raise typer.Exit(code=code)
+        # a mistake in any file is the answer to fix first: "valid but unsimulatable" (3)
+        # would say every file is valid
+        raise typer.Exit(code=2 if 2 in codes else max(codes))
 
 
 def _schema_models() -> dict[str, type[BaseModel]]:

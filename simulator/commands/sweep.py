@@ -51,7 +51,9 @@ def _summary_table(title: str, summary: pd.DataFrame, axes: list[str]) -> Table:
 
 def sweep(
     file: Annotated[Path, typer.Argument(help="Study file (YAML): base run, failures, policy, axes.")],
-    out: Annotated[Path, typer.Option("-o", "--out", help="Folder for results.")] = Path("results/sweep"),
+    output: Annotated[
+        Path | None, typer.Option("-o", "--out", help="Folder for results (default results/<name>).")
+    ] = None,
     seeds: Annotated[
         int | None, typer.Option("--seeds", min=1, help="Seeds per variant (default: the file's).")
     ] = None,
@@ -85,11 +87,13 @@ def sweep(
     from simulator.study.store import open_store, run_into_store
     from simulator.study.sweep import load_study
 
+    out = output or Path("results/study")  # until the file names its study
     try:
         if serial and dask:
             raise InputError("give either --serial or --dask, not both")
         kept = _frames(frames)
         study = load_study(file)
+        out = output or Path("results") / study.spec.name
         if study.spec.step.from_scenario is not None:
             # a bad step scenario is one line before the results folder is touched
             check_study_step(study, file)

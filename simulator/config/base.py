@@ -97,6 +97,9 @@ def _annotation(model: type[BaseModel], name: str) -> Any:
 #: every one must stay a 64-bit integer, as the frames store it.
 MAX_SEED = 2**62
 
+#: A name that is also a results folder's (`results/<name>`): at most 128 bytes, no path.
+NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._+-]{0,127}$"
+
 
 class Spec(BaseModel):
     """Base of all input specs: frozen, unknown keys forbidden, numbers strict and finite."""

@@ -118,7 +118,13 @@ class RunSettings(Spec):
     """How long to run and where results go."""
 
     steps: int = Field(1, ge=1, le=100_000, description="Training steps to simulate.")
-    output: str | None = Field(None, description="Results folder (default results/<name>); CLI -o wins.")
+    output: str | None = Field(
+        None,
+        description=(
+            "Results folder, relative to this file (default results/<name>, relative to the "
+            "working folder); CLI -o wins."
+        ),
+    )
 
 
 class ReliabilitySpec(Spec):

@@ -47,7 +47,7 @@ import pandas as pd
 from pydantic import Field, field_validator
 
 import simulator
-from simulator.config.base import MAX_SEED, FileRef, Spec
+from simulator.config.base import MAX_SEED, NAME_PATTERN, FileRef, Spec
 from simulator.config.loader import Document, Loc, check_file_kind, read_document, validate
 from simulator.errors import ClustersimError, InputError
 from simulator.metrics.run_cost import cost_columns
@@ -60,8 +60,6 @@ from simulator.scenario.prepare import prepare_scenario
 from simulator.scenario.spec import Scenario, ScenarioSpec, WorkloadRef, check_references, load_scenario
 from simulator.study.executor import OnDone, run_tasks
 from simulator.study.merge import deep_merge, leaf_paths
-
-NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._+-]{0,127}$"  # a folder name of at most 128 bytes
 
 #: Files a comparison folder holds beside the variants' run folders (`clustersim compare`):
 #: no variant may be named like one (its run folder would take the file's place).

@@ -31,7 +31,7 @@ from typing import Any, Literal
 import pandas as pd
 from pydantic import ConfigDict, Field, field_validator, model_validator
 
-from simulator.config.base import MAX_SEED, Spec
+from simulator.config.base import MAX_SEED, NAME_PATTERN, Spec
 from simulator.config.loader import Document, check_file_kind, read_document, validate
 from simulator.errors import FieldError, InputError, InputErrors
 from simulator.faults.checks import job_problems
@@ -132,7 +132,9 @@ class StudySpec(Spec):
 
     model_config = ConfigDict(allow_inf_nan=False)
 
-    name: str = Field("study", description="Study name.")
+    name: str = Field(
+        "study", pattern=NAME_PATTERN, description="Study name; default results folder results/<name>."
+    )
     job: JobShape = Field(description="Job shape.")
     step: StepCostsSpec = Field(description="Step-level answers (constants or from_scenario).")
     preset: Literal["llama3_405b"] | None = Field(

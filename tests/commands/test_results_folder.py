@@ -402,3 +402,29 @@ def test_every_frame_a_priced_run_level_run_writes_is_its_own_without_an_index(t
     (tmp_path / "out" / RESULTS_INDEX).unlink()  # as a folder written before the index
     assert foreign_folder_problem(tmp_path / "out") is None
     assert set(read_frames(tmp_path / "out")) == set(r.frames)
+
+
+def test_a_study_without_o_writes_to_results_slash_its_name(tmp_path: Path, monkeypatch) -> None:
+    """As `run` and `compare` do: two studies run one after the other without `-o` keep
+    both results (a shared default folder let the second replace the first)."""
+    study = Path(__file__).resolve().parents[1] / "study" / "data" / "interval_study.yaml"
+    other = tmp_path / "other.yaml"
+    other.write_text(study.read_text().replace("name: interval-vs-policy", "name: other-study"))
+    monkeypatch.chdir(tmp_path)
+    for file in (study, other):
+        r = CliRunner().invoke(app, ["sweep", str(file), "--seeds", "1", "--serial", "--frames", "runs"])
+        assert r.exit_code == 0, r.output
+    assert (tmp_path / "results" / "interval-vs-policy" / "runs.parquet").is_file()
+    assert (tmp_path / "results" / "other-study" / "runs.parquet").is_file()
+
+
+def test_a_study_name_that_is_no_folder_name_is_refused(tmp_path: Path) -> None:
+    study = Path(__file__).resolve().parents[1] / "study" / "data" / "interval_study.yaml"
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(study.read_text().replace("name: interval-vs-policy", "name: ../elsewhere"))
+    r = CliRunner().invoke(app, ["sweep", str(bad), "--seeds", "1", "--serial"])
+    lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
+    assert r.exit_code == 2 and lines == [
+        f"error: {bad}:2: name: string should match pattern '^[A-Za-z0-9][A-Za-z0-9._+-]{{0,127}}$'"
+    ], r.output
+    assert not (tmp_path / "elsewhere").exists()

@@ -122,6 +122,23 @@ def test_gpu_cut_off_by_down_links_is_unschedulable(tmp_path):
     assert "n1.gpu3 is cut off" in r.output
 
 
+def test_validate_of_a_bad_file_and_an_unsimulatable_one_exits_2(tmp_path):
+    """Exit 3 says the files are valid but cannot be simulated: with a mistake in one of
+    them, the answer is 2 (the mistake is what to fix first), in either order; each file
+    still gets its line."""
+    base = _copy_catalog(tmp_path)
+    sc = base / "scenarios/quickstart.yaml"
+    cut = sc.with_name("cut.yaml")
+    cut.write_text(sc.read_text() + "state:\n  down_links: [[n1.gpu3, n1.nvsw], [n1.gpu3, n1.nic3]]\n")
+    bad = sc.with_name("bad.yaml")
+    bad.write_text(sc.read_text().replace("seed: 7", "seed: -1"))
+    assert runner.invoke(app, ["validate", str(cut)]).exit_code == 3
+    for files in ([cut, bad], [bad, cut]):
+        r = runner.invoke(app, ["validate", *map(str, files)])
+        assert r.exit_code == 2, r.output
+        assert "n1.gpu3 is cut off" in r.output and "bad.yaml" in r.output
+
+
 def test_the_gpu_named_cut_off_is_on_the_server_whose_links_are_down(tmp_path):
     """Every NIC link of n0 down: n0's GPUs still reach each other over NVSwitch, as many as
     n1's; the part of the fabric with the switches is the one they are cut off from."""
