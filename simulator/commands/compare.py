@@ -164,12 +164,13 @@ def compare(
             problem = foreign_study_problem(out, "compare")  # before the manifest is written
             if problem is not None:
                 raise InputError(problem)
-            done = _open_manifest(out, cmpmod.compare_fingerprint(cmp, steps, dashboards), resume)
-            tasks = cmpmod.variant_tasks(cmp, steps, skip=done)
-            for task in tasks:  # each variant's run folder is replaced whole when it is done
-                problem = foreign_folder_problem(out / task.variant)
+            for v in cmp.variants:  # each variant's run folder is replaced whole when it is done
+                problem = foreign_folder_problem(out / v.name)
                 if problem is not None:
                     raise InputError(problem)
+            fingerprint = cmpmod.compare_fingerprint(cmp, steps, dashboards)
+            done = _open_manifest(out, fingerprint, resume, [v.name for v in cmp.variants])
+            tasks = cmpmod.variant_tasks(cmp, steps, skip=done)
             where = describe(executor, len(tasks), workers)
             say(
                 f"comparing {len(cmp.variants)} variant(s) of {cmp.name} on {where}"
@@ -189,25 +190,54 @@ def compare(
     say(f"results: {out}/ (comparison.html, comparison.csv, one run folder per variant)")
 
 
-def _open_manifest(out: Path, fingerprint: str, resume: bool) -> set[str]:
+def _open_manifest(out: Path, fingerprint: str, resume: bool, variants: list[str]) -> set[str]:
     """The variants already done (resuming), after checking the folder holds this comparison;
-    starting afresh, an empty manifest."""
+    starting afresh, an empty manifest in a folder cleared of the comparison it held."""
     from simulator.metrics.store import MANIFEST, read_manifest
 
-    manifest = read_manifest(out) if resume else None
-    if resume and manifest is None:
+    if not resume:
+        try:
+            old = list((read_manifest(out) or {}).get("tasks", {}))
+        except InputError:  # an unreadable manifest is replaced, as it was written: by us
+            old = []
+        _clear_comparison(out, [*old, *variants])
+        _save_manifest(out, fingerprint, {})
+        return set()
+    manifest = read_manifest(out)
+    if manifest is None:
         raise InputError("nothing to resume: no manifest.json in this folder", file=out)
-    if manifest is not None and manifest.get("fingerprint") != fingerprint:
+    if manifest.get("fingerprint") != fingerprint:
         raise InputError(
             "this folder holds a different comparison (or --steps, or --no-dashboards); run without "
             "--resume to replace it",
             file=out / MANIFEST,
         )
-    tasks = {
-        k: t for k, t in (manifest or {}).get("tasks", {}).items() if (out / k / "summary.json").is_file()
-    }
+    tasks = {k: t for k, t in manifest.get("tasks", {}).items() if (out / k / "summary.json").is_file()}
     _save_manifest(out, fingerprint, tasks)
     return set(tasks)
+
+
+def _clear_comparison(out: Path, run_folders: list[str]) -> None:
+    """Remove the comparison a folder holds: its tables, resolved file and page, and the run
+    folders named (the old manifest's variants and the new comparison's), each only if it
+    is a run's results and nothing else. A comparison stopped half way then never leaves
+    another comparison's table or runs beside its own (a sweep clears its folder alike)."""
+    import re
+    import shutil
+
+    from simulator.config.base import NAME_PATTERN
+    from simulator.io import foreign_folder_problem
+    from simulator.metrics.store import MANIFEST
+    from simulator.study.compare import FOLDER_FILES
+    from simulator.viz.dashboard import PLOTLY_FILE
+
+    for name in sorted(set(run_folders)):
+        folder = out / name
+        if re.fullmatch(NAME_PATTERN, name) and folder.is_dir() and foreign_folder_problem(folder) is None:
+            shutil.rmtree(folder)
+    for name in FOLDER_FILES:
+        if name not in (MANIFEST, PLOTLY_FILE):  # the manifest is rewritten; plotly.js is the same file
+            (out / name).unlink(missing_ok=True)
 
 
 def _save_manifest(out: Path, fingerprint: str, tasks: dict[str, Any]) -> None:

@@ -82,3 +82,34 @@ def test_resume_with_other_dashboards_is_refused(
     assert r.exit_code == 2 and "(or --steps, or --no-dashboards)" in r.output, r.output
     r = _run(str(small_compare), "-o", str(out), "--resume")
     assert r.exit_code == 0 and "(1 done already)" in r.output, r.output
+
+
+def test_another_comparison_stopped_half_way_leaves_no_table_or_run_of_the_first(
+    small_compare: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A second comparison into a folder holding a first one replaces it: stopped after its
+    first variant, the folder holds that variant and the second's manifest, and none of the
+    first's tables or runs (before, the first's comparison.csv and its `tree` run stayed
+    beside the second's `ring`, contradicting it). A folder the user put in is kept."""
+    out = tmp_path / "c"
+    assert _run(str(small_compare), "-o", str(out)).exit_code == 0
+    first_ring = (out / "ring" / "summary.json").read_bytes()
+    (out / "notes").mkdir()
+    (out / "notes" / "mine.txt").write_text("keep")
+    second = tmp_path / "second.yaml"
+    second.write_text(
+        small_compare.read_text()
+        .replace("name: small", "name: second")
+        .replace("  - name: ring\n", "  - name: ring\n    topology: {params: {nic_gbps: 200}}\n")
+    )
+    simulate = _stop_at_the_second(monkeypatch)
+    r = _run(str(second), "-o", str(out))
+    assert r.exit_code == 128 + 15, r.output
+    assert sorted(p.name for p in out.iterdir()) == ["manifest.json", "notes", "plotly.min.js", "ring"]
+    assert (out / "notes" / "mine.txt").read_text() == "keep"
+    assert (out / "ring" / "summary.json").read_bytes() != first_ring  # the second's ring
+    assert list(json.loads((out / "manifest.json").read_text())["tasks"]) == ["ring"]
+    monkeypatch.setattr(cmpmod, "simulate_variant", simulate)
+    r = _run(str(second), "-o", str(out), "--resume")
+    assert r.exit_code == 0, r.output
+    assert "(1 done already)" in r.output
