@@ -102,8 +102,9 @@ def _read_rows(path: Path) -> tuple[list[str], list[tuple[int, dict[str, str]]],
     data = read_input_bytes(path, bounded=False)
     try:
         text = data.decode("utf-8-sig")  # a spreadsheet's export starts with a byte-order mark
-    except UnicodeDecodeError:
-        raise InputError("not a text file", file=path, line=1) from None
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1  # the line of the first byte that is not UTF-8
+        raise InputError(f"not UTF-8 text (byte {exc.start})", file=path, line=line) from None
     reader = csv.DictReader(text.splitlines())
     header = [h.strip().lower() for h in (reader.fieldnames or [])]
     reader.fieldnames = header

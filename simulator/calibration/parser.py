@@ -192,8 +192,11 @@ def read_benchmark(
     data = read_input_bytes(p, bounded=False)
     try:
         text = data.decode("utf-8")
-    except UnicodeDecodeError:
-        raise InputError("not a text file (not nccl-tests output?)", file=p, line=1) from None
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1  # the line of the first byte that is not UTF-8
+        raise InputError(
+            f"not UTF-8 text (byte {exc.start}; not nccl-tests output?)", file=p, line=line
+        ) from None
     return parse_text(
         text,
         p,

@@ -153,8 +153,28 @@ def _log_wrong(tmp: Path) -> tuple[Path, str]:
     return p, f"{p}:{i + 1}: wrong: 1 wrong elements (in-place, size 1024): nccl-tests' data check failed"
 
 
+def _log_latin1(tmp: Path) -> tuple[Path, str]:
+    """A byte that is not UTF-8 (latin-1 'e' acute) on line 4: its line is named, not line 1."""
+    lines = _log_lines()
+    p = tmp / "latin1-allreduce-8gpu-1node.log"
+    data = "\n".join(lines).encode() + b"\n"
+    at = data.index(b"\n", data.index(b"\n", data.index(b"\n") + 1) + 1) + 1  # start of line 4
+    p.write_bytes(data[:at] + b"\xe9" + data[at:])
+    return p, f"{p}:4: not UTF-8 text (byte {at}; not nccl-tests output?)"
+
+
+def _csv_latin1(tmp: Path) -> tuple[Path, str]:
+    p = tmp / "allreduce-8gpu-1node.csv"
+    data = ("\n".join([HEADER, *_rows()]) + "\n").encode()
+    at = data.index(b"\n", data.index(b"\n") + 1) + 1  # start of line 3
+    p.write_bytes(data[:at] + b"\xe9" + data[at:])
+    return p, f"{p}:3: not UTF-8 text (byte {at})"
+
+
 CASES = {
     "log with no rows": _no_rows,
+    "log with a latin-1 byte on line 4": _log_latin1,
+    "CSV with a latin-1 byte on line 3": _csv_latin1,
     "mixed collectives in a log table": _mixed_log,
     "mixed collectives in a CSV": _mixed_csv,
     "CSV with missing columns": _missing_column,
