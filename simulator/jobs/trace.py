@@ -35,7 +35,7 @@ from pathlib import Path
 
 import numpy as np
 
-from simulator.config.loader import MAX_INT, read_text
+from simulator.config.loader import MAX_INT, not_a_file, read_text
 from simulator.errors import InputError, shown
 from simulator.streams import stream
 
@@ -118,13 +118,8 @@ def _row(rec: dict[str, str], path: Path, line: int) -> JobRow:
             "steps need a model (a workload file) to price them", file=path, line=line, field="model"
         )
     model_path = (path.parent / model) if model else None
-    if model_path is not None and not model_path.is_file():
-        raise InputError(
-            f"file {str(model_path)!r} not found (relative to the job trace)",
-            file=path,
-            line=line,
-            field="model",
-        )
+    if model_path is not None and (why := not_a_file(model_path, " (relative to the job trace)")):
+        raise InputError(why, file=path, line=line, field="model")
     pri = (rec.get("priority") or "").strip()
     return JobRow(
         name=rec["job"].strip(),

@@ -105,3 +105,17 @@ def test_synthetic_jobs_are_seeded_and_round_trip(tmp_path: Path) -> None:
     # (6 significant digits had moved submits by up to seconds)
     assert [r.duration_s for r in back] == pytest.approx([r.duration_s for r in a], rel=1e-15, abs=0)
     assert [r.submit_s for r in back] == pytest.approx([r.submit_s for r in a], rel=1e-15, abs=0)
+
+
+def test_a_model_that_is_a_folder_is_said_to_be_one(tmp_path: Path) -> None:
+    """A row's model naming a folder was reported as 'not found'."""
+    (tmp_path / "models").mkdir()
+    p = tmp_path / "jobs.csv"
+    p.write_text(HEADER + "a,0,8,,10,models,0\n")
+    with pytest.raises(InputError) as exc:
+        read_job_trace(p)
+    where = tmp_path / "models"
+    assert (
+        str(exc.value)
+        == f"{p}:2: model: {str(where)!r} is a folder; expected a file (relative to the job trace)"
+    )
