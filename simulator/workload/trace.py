@@ -173,7 +173,10 @@ def _expand(doc: Document, rs: RankSet, n: int, groups: dict[str, list[int]], lo
     if rs == "all":
         return list(range(n))
     if isinstance(rs, RangeSpec):
-        out = list(range(rs.start, rs.stop, rs.step))
+        whole, inside = range(rs.start, rs.stop, rs.step), range(rs.start, min(rs.stop, n), rs.step)
+        if len(whole) > len(inside):  # checked before listing: a stop of 1e12 would fill memory
+            raise doc.error(f"rank {whole[len(inside)]} does not exist; this trace has ranks 0..{n - 1}", loc)
+        out = list(inside)
     elif isinstance(rs, str):
         if rs not in groups:
             raise doc.error(f"unknown group {rs!r}; defined groups: {sorted(groups)}", loc)

@@ -449,6 +449,14 @@ def SEMANTIC() -> Iterator[tuple[str, str, str, str]]:  # noqa: N802
     yield "trace", "group-unknown", tr.replace("group: world", "group: galaxy"), "galaxy"
     yield "trace", "rank-out-of-range", tr.replace("ranks: [0]", "ranks: [99]"), "99"
     yield "trace", "rank-listed-twice", tr.replace("ranks: [0]", "ranks: [0, 0]"), "twice"
+    # a range is checked before it is listed: these stops would fill memory
+    yield "trace", "group-range-huge", tr.replace("    stop: 2\n", "    stop: 1000000000000\n"), "rank 16"
+    yield (
+        "trace",
+        "ranks-range-huge",
+        tr.replace("ranks: [0]", "ranks: {start: 0, stop: 10000000000000}"),
+        "ops.3.ranks: rank 16 does not exist",
+    )
     yield (
         "trace",
         "peer-self",

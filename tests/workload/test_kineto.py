@@ -438,3 +438,16 @@ def test_ranks_whose_first_steps_differ_need_a_step(tmp_path):
     ):
         import_kineto(paths)
     assert import_kineto(paths, step=2).step == 2
+
+
+def test_a_group_size_past_the_world_names_its_first_rank_past_it(tmp_path):
+    """Without group ranks, a Group size past the world is refused at the world's end, and a
+    Group size of 1e12 is not listed first (it was a MemoryError)."""
+    for size in (8, 10**12):
+        edit = _comm_args(**{"Process Group Ranks": None, "Process Group Name": "none", "Group size": size})
+        with pytest.raises(InputError) as exc:
+            import_kineto(_write(tmp_path, edit), step=1)
+        assert str(exc.value).endswith(
+            "rank0.json: traceEvents[25]: group names rank 4; expected ranks 0..3 "
+            "(distributedInfo.world_size)"
+        )

@@ -76,3 +76,31 @@ def test_more_ranks_than_gpus(tmp_path):
     p = _write(tmp_path, "  - {id: a, kind: compute, ranks: all, duration_ms: 1}\n")
     with pytest.raises(InputError, match="do not fit"):
         load_trace(p, GPUS[:2])
+
+
+@pytest.mark.parametrize(
+    "body, first_bad",
+    [
+        ("  - {id: a, kind: compute, ranks: {start: 0, stop: 10000000000000}, duration_ms: 1}\n", 4),
+        ("  - {id: a, kind: compute, ranks: {start: 2, stop: 1000000000000, step: 3}, duration_ms: 1}\n", 5),
+        ("  - {id: a, kind: compute, ranks: {start: 9, stop: 1000000000000}, duration_ms: 1}\n", 9),
+    ],
+)
+def test_a_huge_rank_range_is_refused_before_it_is_listed(tmp_path, body, first_bad):
+    """A range's ranks past the trace are found without listing it: a stop of 1e13 was a
+    MemoryError (a list of 1e13 ranks) before the bounds were checked."""
+    p = _write(tmp_path, body)
+    with pytest.raises(InputError) as exc:
+        load_trace(p, GPUS)
+    assert str(exc.value) == f"{p}:5: ops.0.ranks: rank {first_bad} does not exist; this trace has ranks 0..3"
+
+
+def test_a_huge_group_range_is_refused_before_it_is_listed(tmp_path):
+    p = tmp_path / "t.yaml"
+    p.write_text(
+        HEAD.replace("{world: all}", "{world: {start: 0, stop: 1000000000000}}")
+        + "  - {id: a, kind: compute, ranks: all, duration_ms: 1}\n"
+    )
+    with pytest.raises(InputError) as exc:
+        load_trace(p, GPUS)
+    assert str(exc.value) == f"{p}:3: groups.world: rank 4 does not exist; this trace has ranks 0..3"

@@ -338,7 +338,7 @@ class _Collector:
         if ranks is None:
             size = max(int(k.args.get("Group size") or 0), 0) or self.n  # below 1: unknown
             start = rank // size * size
-            ranks = list(range(start, start + size)) if size != self.n else list(range(self.n))
+            ranks = list(range(start, min(start + size, self.n + 1)))  # to rank n (refused below), not 1e12
             self.warn(rt, k, f"no group ranks; taken as ranks {ranks[0]}..{ranks[-1]}")
         bad = [r for r in ranks if not 0 <= r < self.n]
         if bad:
