@@ -113,6 +113,25 @@ class StateSpec(Spec):
     degraded_links: list[LinkRef] = Field(default_factory=list, description="Links running below speed.")
     stragglers: list[StragglerSpec] = Field(default_factory=list, description="Slow GPUs.")
 
+    @model_validator(mode="after")
+    def _each_once(self) -> StateSpec:
+        """A GPU or link is listed at most once per list: a second entry would silently win
+        over the first. A link is undirected (its factor applies to both directions), so
+        [a, b] and [b, a] are one link."""
+        lists: tuple[tuple[str, list[tuple[str, ...]]], ...] = (
+            ("down_links", list(self.down_links)),
+            ("degraded_links", [d.link for d in self.degraded_links]),
+            ("stragglers", [(s.gpu,) for s in self.stragglers]),
+        )
+        for name, entries in lists:
+            first: dict[frozenset[str], int] = {}
+            for i, entry in enumerate(entries):
+                j = first.setdefault(frozenset(entry), i)
+                if j != i:
+                    what = f"GPU {entry[0]!r}" if len(entry) == 1 else f"the link {entry[0]!r}-{entry[-1]!r}"
+                    raise FieldError(f"{what} is listed twice (first as entry {j})", field=f"{name}.{i}")
+        return self
+
 
 class RunSettings(Spec):
     """How long to run and where results go."""

@@ -380,6 +380,27 @@ def SEMANTIC() -> Iterator[tuple[str, str, str, str]]:  # noqa: N802
         sc + "state:\n  degraded_links: [{link: [n0.gpu0, n0.nvsw], factor: 0}]\n",
         "factor",
     )
+    yield (
+        "scenario",
+        "straggler-twice",
+        sc
+        + "state:\n  stragglers:\n    - {gpu: n1.gpu2, slowdown: 1.3}\n    - {gpu: n1.gpu2, slowdown: 2}\n",
+        "state.stragglers.1: GPU 'n1.gpu2' is listed twice (first as entry 0)",
+    )
+    yield (
+        "scenario",
+        "degraded-link-twice-reversed",
+        sc
+        + "state:\n  degraded_links:\n    - {link: [n0.nic3, leaf3.0], factor: 0.5}\n"
+        + "    - {link: [leaf3.0, n0.nic3], factor: 0.9}\n",
+        "state.degraded_links.1: the link 'leaf3.0'-'n0.nic3' is listed twice",
+    )
+    yield (
+        "scenario",
+        "down-link-twice",
+        sc + "state:\n  down_links:\n    - [n0.nic3, leaf3.0]\n    - [n0.nic3, leaf3.0]\n",
+        "state.down_links.1: the link",
+    )
     yield "scenario", "is-a-compare-file", cmp, "compare"
     yield "scenario", "is-a-study-file", st, "study"
     yield "scenario", "duration-centuries", sc + "reliability:\n  duration_days: 1.0e6\n", "duration"
