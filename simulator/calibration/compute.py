@@ -37,12 +37,19 @@ from simulator.calibration.fit import fit_line
 from simulator.calibration.gemm_shape import GemmRow, ShapeFit, fit_shapes
 from simulator.config.base import Spec
 from simulator.config.loader import read_text
-from simulator.errors import InputError
+from simulator.errors import InputError, InputErrors
 from simulator.network.hardware import GPUSpec, other_model
 
 _ALIASES = {"float16": "fp16", "half": "fp16", "bfloat16": "bf16", "float32": "fp32",
             "float": "fp32", "float64": "fp64", "double": "fp64", "tf32": "tf32"}  # fmt: skip
 MIN_EFFICIENCY = 1e-6
+#: How far above the GPU file's HBM bandwidth a memory row's rate may read (`--gpu`) before
+#: the row is refused. The check is for rows that cannot be of this GPU: another GPU's table
+#: (H100 SXM's 3.35 TB/s against H100 PCIe's 2.0), bytes counted twice or a unit slip, which
+#: are off by 1.5x and more. A row a little over the figure is left to the measurement: the
+#: file holds the datasheet's nominal, rounded rate, and a row is one timed kernel (timer
+#: resolution and run-to-run spread of a few percent on the shortest rows).
+HBM_RATE_TOLERANCE = 0.10
 
 
 def _dtype(name: str) -> str:
@@ -162,6 +169,7 @@ class ComputeCalibration(Spec):
         gemm: dict[str, tuple[list[float], list[float]]] = {}
         mem: tuple[list[float], list[float]] = ([], [])
         names = []
+        too_fast: list[InputError] = []
         for path in paths:
             p = Path(path)
             names.append(p.name)
@@ -182,8 +190,12 @@ class ComputeCalibration(Spec):
                 else:
                     flops = _pos(row, "bytes", p, lineno)
                     w, t = mem
+                    if gpu is not None and (err := _above_hbm(gpu, flops, _pos(row, "time_s", p, lineno))):
+                        too_fast.append(InputError(err, file=p, line=lineno))
                 w.append(flops)
                 t.append(_pos(row, "time_s", p, lineno))
+        if too_fast:
+            raise InputErrors(too_fast)
 
         def fit(work: list[float], times: list[float]) -> RateFit:
             w, t = np.asarray(work), np.asarray(times)
@@ -206,6 +218,17 @@ class ComputeCalibration(Spec):
             shape=fit_shapes(rows, gpu) if gpu is not None and rows else {},
             sources=names,
         )
+
+
+def _above_hbm(gpu: GPUSpec, nbytes: float, time_s: float) -> str | None:
+    """Why a memory row is faster than `gpu`'s HBM allows (`HBM_RATE_TOLERANCE`), or None."""
+    rate, hbm = nbytes / time_s, gpu.hbm_bandwidth_bytes_per_s
+    if rate <= hbm * (1.0 + HBM_RATE_TOLERANCE):
+        return None
+    return (
+        f"{nbytes:.6g} bytes in {time_s * 1e6:.3g} us is {rate / 1e9:.4g} GB/s, above the "
+        f"{hbm / 1e9:.0f} GB/s HBM bandwidth of {gpu.name}: wrong GPU file, or bytes or time miscounted?"
+    )
 
 
 def _pos(row: dict[str, str], key: str, p: Path, lineno: int) -> float:

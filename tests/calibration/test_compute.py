@@ -155,3 +155,35 @@ def test_calibrate_cli_fits_the_shape_model_or_exits_2(tmp_path: Path) -> None:
     out2 = tmp_path / "q.yaml"
     r = CliRunner().invoke(app, ["calibrate", str(bad), "-o", str(out2), "--gpu", str(A100_FILE)])
     assert r.exit_code == 2 and "memory-bound" in r.output and not out2.exists()
+
+
+def test_memory_rows_faster_than_the_gpus_hbm_are_refused_under_gpu(tmp_path: Path) -> None:
+    """With --gpu, a memory row moving its bytes faster than the GPU's HBM allows (beyond
+    HBM_RATE_TOLERANCE) is an error of its own line, as a GEMM row faster than peak is;
+    without --gpu the table is only fitted."""
+    from typer.testing import CliRunner
+
+    from simulator.commands.app import app
+
+    rows = (DATA / "memory-synthetic.csv").read_text().replace("5.34953e-06", "1e-20", 1)
+    table = tmp_path / "mem.csv"
+    table.write_text(rows)
+    h100 = REPO / "topologies/gpus/h100-sxm.yaml"
+    out = tmp_path / "p.yaml"
+    r = CliRunner().invoke(app, ["calibrate", str(table), "-o", str(out), "--gpu", str(h100)])
+    assert r.exit_code == 2 and not out.exists()
+    assert r.stderr.splitlines() == [
+        f"error: {table}:2: 1.04858e+06 bytes in 1e-14 us is 1.049e+17 GB/s, above the 3350 GB/s HBM "
+        "bandwidth of H100 SXM5 80GB: wrong GPU file, or bytes or time miscounted?"
+    ]
+    r = CliRunner().invoke(app, ["calibrate", str(table), "-o", str(out)])
+    assert r.exit_code == 0, r.output
+    # the shipped table (3 TB/s sustained) is an H100's, and refused on an A100 PCIe (1.555 TB/s)
+    good = DATA / "memory-synthetic.csv"
+    r = CliRunner().invoke(app, ["calibrate", str(good), "-o", str(tmp_path / "q.yaml"), "--gpu", str(h100)])
+    assert r.exit_code == 0, r.output
+    a100_pcie = REPO / "topologies/gpus/a100-pcie-40gb.yaml"
+    r = CliRunner().invoke(
+        app, ["calibrate", str(good), "-o", str(tmp_path / "s.yaml"), "--gpu", str(a100_pcie)]
+    )
+    assert r.exit_code == 2 and r.stderr.startswith(f"error: {good}:4: ") and "1555 GB/s" in r.stderr
