@@ -335,6 +335,9 @@ def _write_bad(tmp_path: Path, case: str) -> tuple[Path, str]:
     if case == "png":
         path.write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(40))
         return path, "not a Chakra ET file: it is a PNG image"
+    if case == "rank-twice":  # the last file read was taken as rank 1, the other dropped
+        (folder / "et.01.et").write_bytes(path.read_bytes())
+        return path, "rank 1 is also the rank of et.01.et; expected one file per rank"
     if case == "missing":
         write_et(path, meta, [pb.Node(id=10, name="g", type=pb.COMP_NODE, data_deps=[99])])
         return path, "node 10: depends on node 99"
@@ -362,7 +365,7 @@ def _write_bad(tmp_path: Path, case: str) -> tuple[Path, str]:
 
 
 @pytest.mark.parametrize(
-    "case", ["truncated", "json", "png", "missing", "cycle", "group", "twice", "unknown"]
+    "case", ["truncated", "json", "png", "rank-twice", "missing", "cycle", "group", "twice", "unknown"]
 )
 def test_bad_chakra_input_is_one_line_exit_2(tmp_path, case):
     path, needle = _write_bad(tmp_path, case)

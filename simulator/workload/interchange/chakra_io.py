@@ -145,7 +145,8 @@ def _after(nodes: list[pb.Node]) -> str:
 
 
 def rank_files(folder: Path) -> list[tuple[int, Path]]:
-    """The `PREFIX.RANK.et` files of `folder`, by rank; ranks must be 0..n-1 and one prefix."""
+    """The `PREFIX.RANK.et` files of `folder`, by rank; ranks must be 0..n-1, each given by
+    one file, and one prefix."""
     if not folder.is_dir():
         raise InputError("expected a folder of Chakra ET files (PREFIX.RANK.et)", file=folder)
     found: dict[int, Path] = {}
@@ -156,6 +157,10 @@ def rank_files(folder: Path) -> list[tuple[int, Path]]:
             continue
         rank = int(m.group("rank"))
         prefixes.add(m.group("prefix"))
+        if rank in found:  # PREFIX.3.et and PREFIX.03.et: which one is rank 3 is not for us to pick
+            raise InputError(
+                f"rank {rank} is also the rank of {found[rank].name}; expected one file per rank", file=p
+            )
         found[rank] = p
     if not found:
         raise InputError("no Chakra ET files (PREFIX.RANK.et) in this folder", file=folder)
