@@ -33,10 +33,10 @@ import re
 from typing import Annotated, Any, Literal
 
 import numpy as np
-from pydantic import ConfigDict, Field, model_validator
+from pydantic import ConfigDict, Field, ValidationError, model_validator
 
 from simulator.config.base import Spec
-from simulator.errors import SimulationError
+from simulator.errors import FieldError, SimulationError
 from simulator.faults.state import JobShape
 from simulator.streams import stream, unique_names
 from simulator.units import to_si
@@ -166,7 +166,14 @@ class _FailureBase(_FiniteSpec):
         data = to_si(data, "repair_s", "mtbf_s", "at_s")
         if isinstance(data, dict) and "repair_s" in data:
             if "repair" in data:
-                raise ValueError("give either repair_h or repair, not both")
+                raise FieldError("give either repair_h or repair, not both", field="repair")
+            try:  # here, so that a bad value is placed at the key as given, not at the failure
+                FixedRepairSpec(duration_s=data["repair_s"])
+            except ValidationError as exc:
+                first = exc.errors()[0]
+                cause = first.get("ctx", {}).get("error")
+                msg = cause.message if isinstance(cause, FieldError) else str(first["msg"])
+                raise FieldError(msg[:1].lower() + msg[1:], field="repair_s") from None
             data["repair"] = {"kind": "fixed", "duration_s": data.pop("repair_s")}
         return data
 

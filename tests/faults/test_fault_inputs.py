@@ -88,6 +88,22 @@ CASES = [
         CR,
         "5: failures.0.blast_gpus: 17 GPUs is more than the job's 16",
     ),
+    # the repair_h shorthand: its value was said at the failure, with no key
+    (
+        "{kind: exponential, target: gpu, mtbf_h: 1000, repair_h: -4}",
+        CR,
+        "5: failures.0.repair_h: input should be greater than or equal to 0",
+    ),
+    (
+        "{kind: exponential, target: gpu, mtbf_h: 1000, repair_h: 1.0e300}",
+        CR,
+        "5: failures.0.repair_h: must be at most 2.77778e+08 h (found 1e+300 h)",
+    ),
+    (
+        "{kind: exponential, target: gpu, mtbf_h: 1000, repair_h: 4, repair: {kind: fixed, duration_h: 4}}",
+        CR,
+        "5: failures.0.repair: give either repair_h or repair, not both",
+    ),
     # waiting for a repair that takes no time: refused at the failure source
     (
         GPU,
