@@ -55,6 +55,11 @@ class InputError(ClustersimError):
         compare variant met it in a file the variants share)."""
         return InputError(prefix + self.message, file=self.file, line=self.line, field=self.field)
 
+    @property
+    def place(self) -> tuple[str | None, int | None, str | None]:
+        """(file, line, field) of the mistake."""
+        return self.file, self.line, self.field
+
     def __str__(self) -> str:
         where = ""
         if self.file:
@@ -90,3 +95,19 @@ class SimulationError(ClustersimError):
     """The scenario is valid but cannot be simulated (e.g. a GPU cut off from the fabric)."""
 
     exit_code = 3
+
+
+def lines_at(
+    err: ClustersimError, prefix: str, file: str | None, line: int | None, field: str | None
+) -> list[str]:
+    """The lines of `err`, `prefix` before each message: a problem that names its own file
+    keeps its place; any other (a simulation error, a problem of no file) is placed at
+    `file:line: field`, so that every line keeps the `file:line: field.path: message` form."""
+    out = []
+    for e in err.errors if isinstance(err, InputErrors) else [err]:
+        if isinstance(e, InputError) and e.file:
+            out.append(str(e.prefixed(prefix)))
+        else:
+            message = e.message if isinstance(e, InputError) else str(e)
+            out.append(str(InputError(prefix + message, file=file, line=line, field=field)))
+    return out

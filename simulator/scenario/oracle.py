@@ -83,18 +83,25 @@ def _arrival_recorder(
     return record
 
 
+#: Why the run level cannot price a checkpoint (`checkpoint_bytes`, `check_run_level`).
+NO_CHECKPOINT_SIZE = (
+    "the run level needs the checkpoint size: set reliability.checkpoint_gbyte "
+    "(a trace workload does not say how many parameters the model has)"
+)
+#: Why it cannot price one written to or loaded from storage without storage nodes.
+NO_STORAGE = (
+    "the topology has no storage nodes: set reliability.storage_gbyte_per_s "
+    "(aggregate storage bandwidth) or add storage to the topology"
+)
+
+
 def checkpoint_bytes(prep: Any, settings: ReliabilitySpec) -> float:
     """Size of one full checkpoint, bytes."""
     if settings.checkpoint_gbyte is not None:
         return settings.checkpoint_gbyte * factor("_gbyte")
     params = prep.program.meta.get("parameters")
     if not params:
-        raise InputError(
-            "the run level needs the checkpoint size: set reliability.checkpoint_gbyte "
-            "(a trace workload does not say how many parameters the model has)",
-            file=prep.scenario.path,
-            field="reliability.checkpoint_gbyte",
-        )
+        raise InputError(NO_CHECKPOINT_SIZE, file=prep.scenario.path, field="reliability.checkpoint_gbyte")
     return float(params) * settings.checkpoint_bytes_per_param
 
 
@@ -383,10 +390,7 @@ class SimulatedOracle:
         bw = self.settings.storage_gbyte_per_s
         if bw is None:
             raise InputError(
-                "the topology has no storage nodes: set reliability.storage_gbyte_per_s "
-                "(aggregate storage bandwidth) or add storage to the topology",
-                file=self.prep.scenario.path,
-                field="reliability.storage_gbyte_per_s",
+                NO_STORAGE, file=self.prep.scenario.path, field="reliability.storage_gbyte_per_s"
             )
         return size / (bw * factor("_gbyte_per_s"))
 
@@ -460,12 +464,20 @@ def drain_problem(prep: Any, policy: Any) -> str:
 
 def check_run_level(prep: Any, what: str = "") -> None:
     """Before anything is simulated: a run-level scenario's policy can run over its
-    topology (`drain_problem`); the error, prefixed by `what`, points at its `policy.kind`
-    (in whichever file spells it: a compare variant's merged document says)."""
-    policy = prep.scenario.spec.policy
-    problem = drain_problem(prep, policy) if policy is not None else ""
+    topology (`drain_problem`), and the checkpoints it writes and loads have a size and,
+    without storage nodes, a storage bandwidth (the oracle asks both of every run). The
+    error, prefixed by `what`, points at the key (in whichever file spells it: a compare
+    variant's merged document says)."""
+    sc = prep.scenario.spec
+    problem = drain_problem(prep, sc.policy) if sc.policy is not None else ""
     if problem:
         raise prep.scenario.doc.error(what + problem, ("policy", "kind"))
+    if sc.policy is None or sc.cluster is not None or prep.jobs:  # no oracle: step or cluster
+        return
+    if sc.reliability.checkpoint_gbyte is None and not prep.program.meta.get("parameters"):
+        raise prep.scenario.doc.error(what + NO_CHECKPOINT_SIZE, ("reliability", "checkpoint_gbyte"))
+    if not prep.cluster.storage and sc.reliability.storage_gbyte_per_s is None:
+        raise prep.scenario.doc.error(what + NO_STORAGE, ("reliability", "storage_gbyte_per_s"))
 
 
 def check_drain(
@@ -489,10 +501,5 @@ def check_step_scenario(path: str | Path) -> Any:
     """
     prep = prepare(path)
     if not prep.cluster.storage and prep.scenario.spec.reliability.storage_gbyte_per_s is None:
-        raise InputError(
-            "the topology has no storage nodes: set reliability.storage_gbyte_per_s "
-            "(aggregate storage bandwidth) or add storage to the topology",
-            file=prep.scenario.path,
-            field="reliability.storage_gbyte_per_s",
-        )
+        raise InputError(NO_STORAGE, file=prep.scenario.path, field="reliability.storage_gbyte_per_s")
     return prep

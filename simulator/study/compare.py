@@ -49,7 +49,7 @@ from pydantic import Field, field_validator
 import simulator
 from simulator.config.base import MAX_SEED, NAME_PATTERN, FileRef, Spec
 from simulator.config.loader import Document, Loc, check_file_kind, read_document, validate
-from simulator.errors import ClustersimError, InputError
+from simulator.errors import ClustersimError, InputError, lines_at
 from simulator.metrics.run_cost import cost_columns
 from simulator.network.cost import DEFAULT_PRICES, PriceSpec, cost_summary, estimate_cost, load_prices
 from simulator.network.prices import with_amortization
@@ -378,6 +378,7 @@ class VariantTask:
     prices: PriceSpec | None = None
     steps: int | None = None
     topology_params: dict[str, Any] = field(default_factory=dict)  # the variant's edits of the topology
+    at: tuple[str | None, int | None, str | None] = (None, None, None)  # its place in the compare file
 
 
 @dataclass
@@ -421,7 +422,7 @@ def simulate_variant(task: VariantTask) -> VariantOutcome:
         overrides = {"run.steps": task.steps} if task.steps is not None else None
         result = execute(prep, overrides=overrides, prices=task.prices)  # the comparison's own table
     except ClustersimError as err:
-        lines = err.lines() if hasattr(err, "lines") else [str(err)]
+        lines = lines_at(err, f"variant {task.variant!r}: ", *task.at)
         return VariantOutcome(task.variant, error=(type(err).__name__, err.exit_code, lines))
     frames = {}
     for name, df in result.frames.items():
@@ -464,19 +465,20 @@ def compare_fingerprint(cmp: Comparison, steps: int | None, dashboards: bool = T
 def variant_tasks(cmp: Comparison, steps: int | None = None, skip: Iterable[str] = ()) -> list[VariantTask]:
     """One task per variant (file order), leaving out the variants named in `skip`."""
     left_out = set(skip)
+    at = {v.name: cmp.doc.error("", ("variants", v.index)).place for v in cmp.variants}
     return [
-        VariantTask(cmp.name, v.name, v.prepared, cmp.prices, steps, dict(v.topology_params))
+        VariantTask(cmp.name, v.name, v.prepared, cmp.prices, steps, dict(v.topology_params), at[v.name])
         for v in cmp.variants
         if v.name not in left_out
     ]
 
 
 class VariantFailed(ClustersimError):
-    """A variant could not be simulated; carries the worker's error lines."""
+    """A variant could not be simulated; carries the worker's error lines (each names the variant)."""
 
     def __init__(self, variant: str, kind: str, exit_code: int, lines: list[str]) -> None:
         self.exit_code = exit_code
-        self._lines = [f"variant {variant}: {line}" for line in lines]
+        self._lines = list(lines)
         super().__init__(self._lines[0])
 
     def lines(self) -> list[str]:

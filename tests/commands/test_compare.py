@@ -191,3 +191,31 @@ def test_a_variant_failing_in_a_shared_file_is_named(small_compare: Path) -> Non
     line = _one_error_line(_run([str(small_compare)]))
     assert "variant 'one-server': 16 ranks do not fit on the topology's 8 GPUs" in line, line
     assert not line.startswith(f"error: {small_compare}")
+
+
+def test_a_variant_failing_while_simulated_is_placed_at_its_line(
+    small_compare: Path, tmp_path: Path, monkeypatch
+) -> None:
+    """An error a variant meets while it is simulated that names no file (a simulation
+    error, exit 3) is placed at the variant in the compare file; one in a file the variants
+    share keeps its place. Both name the variant (the line was `variant tree: <message>`)."""
+    from simulator.errors import InputError, SimulationError
+    from simulator.study import compare as cmpmod
+
+    real = cmpmod.execute
+
+    def failing(prep, **kw):
+        if prep.scenario.spec.network.algorithms.get("all_reduce") != "tree":
+            return real(prep, **kw)
+        raise error
+
+    monkeypatch.setattr(cmpmod, "execute", failing)
+    error: Exception = SimulationError("the job cannot be scheduled")
+    res = _run([str(small_compare), "-o", str(tmp_path / "a"), "--serial", "--no-dashboards"])
+    assert res.exit_code == 3, res.output
+    lines = [ln for ln in res.output.splitlines() if ln.startswith("error: ")]
+    assert lines == [f"error: {small_compare}:6: variants.1: variant 'tree': the job cannot be scheduled"]
+    error = InputError("no such op", file="trace.yaml", line=9, field="ops.2")
+    res = _run([str(small_compare), "-o", str(tmp_path / "b"), "--serial", "--no-dashboards"])
+    assert res.exit_code == 2, res.output
+    assert "error: trace.yaml:9: ops.2: variant 'tree': no such op" in res.output

@@ -401,6 +401,19 @@ def SEMANTIC() -> Iterator[tuple[str, str, str, str]]:  # noqa: N802
         sc + "state:\n  down_links:\n    - [n0.nic3, leaf3.0]\n    - [n0.nic3, leaf3.0]\n",
         "state.down_links.1: the link",
     )
+    run_level = "policy: {kind: checkpoint_restart, interval_min: 30}\nreliability:\n  duration_days: 1\n"
+    yield (
+        "scenario",
+        "run-level-no-checkpoint-size",
+        sc + run_level + "  storage_gbyte_per_s: 10\n",
+        "reliability.checkpoint_gbyte: the run level needs the checkpoint size",
+    )
+    yield (
+        "scenario",
+        "run-level-no-storage",
+        sc + run_level + "  checkpoint_gbyte: 10\n",
+        "reliability.storage_gbyte_per_s: the topology has no storage nodes",
+    )
     yield "scenario", "is-a-compare-file", cmp, "compare"
     yield "scenario", "is-a-study-file", st, "study"
     yield "scenario", "duration-centuries", sc + "reliability:\n  duration_days: 1.0e6\n", "duration"
