@@ -144,17 +144,15 @@ class GPUSpec(Spec):
             raise FieldError(
                 f"unknown dtype(s) {unknown}; expected some of {list(DTYPES)}", field="peak_flops_per_s"
             )
-        if any(v <= 0 for v in self.peak_flops_per_s.values()):
-            raise FieldError("peak FLOP/s must be positive", field="peak_flops_per_s")
+        for k, v in self.peak_flops_per_s.items():
+            if v <= 0:
+                raise FieldError("peak FLOP/s must be positive", field=f"peak_flops_per_s.{k}")
         if self.gemm_tile is not None and min(self.gemm_tile) < 1:
             raise FieldError("gemm_tile must be two positive integers", field="gemm_tile")
-        bad = {
-            k: v
-            for k, v in {**self.attention_efficiency, **self.gemm_peak_fraction_by_dtype}.items()
-            if not 0 < v <= 1
-        }
-        if bad:
-            raise ValueError(f"efficiencies must lie in (0, 1]; found {bad}")
+        for name in ("gemm_peak_fraction_by_dtype", "attention_efficiency"):
+            for k, v in getattr(self, name).items():
+                if not 0 < v <= 1:  # placed at the entry: a message at the file's first line named none
+                    raise FieldError(f"an efficiency must lie in (0, 1]; found {v:g}", field=f"{name}.{k}")
         return self
 
     @property

@@ -40,6 +40,17 @@ MODEL = ROOT / "workloads" / "models" / "llama3-8b.yaml"
             "peak_tflops",
             "unknown dtype(s) ['bf17']",
         ),
+        (GPU, GPUSpec, "bf16: 989.4,", "bf16: -989.4,", "peak_tflops.bf16", "must be positive"),
+        # the efficiencies of a mapping were said at the file's first line, with no key
+        (
+            GPU,
+            GPUSpec,
+            "{fp8: 0.654}",
+            "{fp8: 1.654}",
+            "gemm_peak_fraction_by_dtype.fp8",
+            "an efficiency must lie in (0, 1]; found 1.654",
+        ),
+        (GPU, GPUSpec, "flash2: 0.29", "flash2: -0.29", "attention_efficiency.flash2", "found -0.29"),
         (MODEL, ModelSpec, "dtype: bf16", "dtype: bf17", "dtype", "unknown dtype 'bf17'"),
         (MODEL, ModelSpec, "attention_heads: 32", "attention_heads: 15", "attention_heads", "not divisible"),
     ],
