@@ -101,7 +101,7 @@ def checkpoint_bytes(prep: Any, settings: ReliabilitySpec) -> float:
         return settings.checkpoint_gbyte * factor("_gbyte")
     params = prep.program.meta.get("parameters")
     if not params:
-        raise InputError(NO_CHECKPOINT_SIZE, file=prep.scenario.path, field="reliability.checkpoint_gbyte")
+        raise prep.scenario.doc.error(NO_CHECKPOINT_SIZE, ("reliability", "checkpoint_gbyte"))
     return float(params) * settings.checkpoint_bytes_per_param
 
 
@@ -389,9 +389,7 @@ class SimulatedOracle:
     def _aggregate_storage_s(self, size: float) -> float:
         bw = self.settings.storage_gbyte_per_s
         if bw is None:
-            raise InputError(
-                NO_STORAGE, file=self.prep.scenario.path, field="reliability.storage_gbyte_per_s"
-            )
+            raise self.prep.scenario.doc.error(NO_STORAGE, ("reliability", "storage_gbyte_per_s"))
         return size / (bw * factor("_gbyte_per_s"))
 
 
@@ -496,10 +494,14 @@ def check_step_scenario(path: str | Path) -> Any:
     (`SimulatedOracle.warm`) can be answered; the prepared run.
 
     Raises:
-        InputError: the scenario is bad, or a checkpoint loaded from storage has no storage
-            to come from (no storage nodes and no `reliability.storage_gbyte_per_s`).
+        InputError: the scenario is bad, or its checkpoints have no size (a trace workload
+            without `reliability.checkpoint_gbyte`) or no storage to go to and come from
+            (no storage nodes and no `reliability.storage_gbyte_per_s`), at that key.
     """
     prep = prepare(path)
-    if not prep.cluster.storage and prep.scenario.spec.reliability.storage_gbyte_per_s is None:
-        raise InputError(NO_STORAGE, file=prep.scenario.path, field="reliability.storage_gbyte_per_s")
+    settings = prep.scenario.spec.reliability
+    if settings.checkpoint_gbyte is None and not prep.program.meta.get("parameters"):
+        raise prep.scenario.doc.error(NO_CHECKPOINT_SIZE, ("reliability", "checkpoint_gbyte"))
+    if not prep.cluster.storage and settings.storage_gbyte_per_s is None:
+        raise prep.scenario.doc.error(NO_STORAGE, ("reliability", "storage_gbyte_per_s"))
     return prep

@@ -108,9 +108,12 @@ def test_a_step_scenario_without_storage_is_refused_by_validate_and_sweep_alike(
 
     from simulator.commands.app import app
 
-    quickstart = Path(__file__).resolve().parents[2] / "scenarios" / "quickstart.yaml"
+    root = Path(__file__).resolve().parents[2]
+    quickstart = (root / "scenarios" / "quickstart.yaml").read_text().replace("../", f"{root}/")
+    step = tmp_path / "step.yaml"  # the checkpoint's size given: a trace does not say it
+    step.write_text(quickstart + "reliability: {checkpoint_gbyte: 10}\n")
     study = tmp_path / "st.yaml"
-    study.write_text(TEXT.replace(_step_line(TEXT), f"step: {{from_scenario: {quickstart}}}"))
+    study.write_text(TEXT.replace(_step_line(TEXT), f"step: {{from_scenario: {step}}}"))
     out = tmp_path / "out"
     for args in (["validate", str(study)], ["sweep", str(study), "-o", str(out), "--serial", "--seeds", "1"]):
         r = CliRunner().invoke(app, args)
