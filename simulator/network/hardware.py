@@ -39,6 +39,9 @@ NIC_PRESETS_FILE = Path(__file__).resolve().parents[2] / "topologies" / "nics" /
 
 DTYPES = ("fp64", "fp32", "tf32", "fp16", "bf16", "fp8", "fp4", "int8")
 
+#: The fused-attention kernels a GPU's `attention_efficiency` may give a fraction for.
+FUSED_ATTENTION = ("flash2", "flash3")
+
 
 def gpu_model(name: str | None) -> str | None:
     """The model token of a GPU name (`H100`, `A100`, `MI300X`, `B200`, `GB200`, `L40S`), or
@@ -105,12 +108,13 @@ class GPUSpec(Spec):
     )
     gemm_peak_fraction_by_dtype: dict[str, float] = Field(
         default_factory=dict,
-        description="Per-dtype overrides of gemm_peak_fraction where measured apart (e.g. fp8).",
+        description="Per-dtype overrides of gemm_peak_fraction where measured apart (e.g. fp8); "
+        "its keys are dtypes, as in peak_tflops.",
     )
     attention_efficiency: dict[str, float] = Field(
         default_factory=dict,
         description="Fraction of dense peak a fused attention kernel sustains, per variant "
-        "(flash2, flash3); a variant absent here cannot run on this GPU.",
+        "(flash2, flash3; no other key); a variant absent here cannot run on this GPU.",
     )
     kernel_overhead_s: float | None = Field(
         None, ge=0, description="Fixed cost per kernel (launch and ramp), seconds (YAML: kernel_overhead_us)."
@@ -147,6 +151,17 @@ class GPUSpec(Spec):
         for k, v in self.peak_flops_per_s.items():
             if v <= 0:
                 raise FieldError("peak FLOP/s must be positive", field=f"peak_flops_per_s.{k}")
+        # a misspelt variant or dtype would be read as absent: the model would fail or
+        # fall back to another figure where the file meant to give one
+        for key, known in (
+            ("attention_efficiency", FUSED_ATTENTION),
+            ("gemm_peak_fraction_by_dtype", DTYPES),
+        ):
+            unknown = sorted(set(getattr(self, key)) - set(known))
+            if unknown:
+                raise FieldError(
+                    f"unknown key {unknown[0]!r}; expected one of {list(known)}", field=f"{key}.{unknown[0]}"
+                )
         if self.gemm_tile is not None and min(self.gemm_tile) < 1:
             raise FieldError("gemm_tile must be two positive integers", field="gemm_tile")
         for name in ("gemm_peak_fraction_by_dtype", "attention_efficiency"):

@@ -27,7 +27,7 @@ from simulator.network.cluster import Cluster
 from simulator.network.collective import check_algorithm
 from simulator.network.fabric import Fabric
 from simulator.network.prices import load_prices, power_capped_gpu
-from simulator.network.topology import Topology, load_topology
+from simulator.network.topology import Topology, load_topology, resolve
 from simulator.scenario.job import check_run_level
 from simulator.scenario.spec import Scenario, load_scenario
 from simulator.units import factor
@@ -225,17 +225,25 @@ def preflight(
     """What the step simulation would refuse, found before it starts (so `validate` and
     `run` agree): a GPU of the job cut off from the fabric, a collective algorithm its
     group cannot use, a checkpoint with no storage to write to, a compute dtype the GPU
-    has no peak for.
+    has no peak for, a field of the GPU's kernel model that an op's kernels need.
 
     Raises:
         SimulationError: the scenario is valid but cannot be simulated (exit 3).
-        InputError: a compute op names a dtype the topology's GPU has no peak for.
+        InputError: a compute op names a dtype the topology's GPU has no peak for, or
+            kernels its GPU spec cannot price (`check_kernel_model`).
     """
     program = program or prep.program
     algorithms = prep.scenario.spec.network.algorithms
     prep.cluster.check_gpus_reachable(program.used_gpus())
-    if _passes_at_a_glance(prep, program, algorithms):
-        return
+    if not _passes_at_a_glance(prep, program, algorithms):
+        _check_ops(prep, program, algorithms, workload_path)
+    check_kernel_model(prep, program)
+
+
+def _check_ops(
+    prep: PreparedRun, program: StepProgram, algorithms: dict[str, str], workload_path: Path | None
+) -> None:
+    """`preflight`'s checks op by op, in program order (the first op at fault is named)."""
     checked: set[tuple[str, str | None, int]] = set()
     for op in program.ops:
         if op.kind in ("collective", "p2p"):
@@ -258,6 +266,44 @@ def preflight(
                     + (f"compute in one of those or {give}" if has else give),
                     file=workload_path or prep.scenario.workload_path,
                 ) from None
+
+
+def check_kernel_model(prep: PreparedRun, program: StepProgram) -> None:
+    """The GPU spec gives every field of the kernel model that the compute ops' kernels
+    need (`simulator.workload.kernels`: SMs and GEMM tile for a GEMM, its achievable
+    fraction of peak, the fused-attention fraction of a variant, the per-kernel overhead):
+    each distinct kernel list is priced once, as the step prices it (a GPU spec with no
+    kernel-model field prices no kernels). The error is placed in the file that gives the
+    GPU (its GPU file, or the topology's inline `gpu`).
+
+    Raises:
+        InputError: `file:line: field: GPU ... gives no FIELD; op ... needs it ...`.
+    """
+    gpu = power_capped_gpu(prep.topology.gpu, prep.scenario.spec.compute.power_cap_fraction)
+    if not gpu.has_kernel_model:
+        return
+    cost = ComputeCost(gpu, prep.compute_calibration)
+    priced: set[tuple[int, str]] = set()
+    try:
+        for op in program.ops:
+            if op.kernels and op.kind == "compute" and op.duration_s is None:
+                key = (id(op.kernels), op.dtype)
+                if key not in priced:
+                    priced.add(key)
+                    cost.kernels_s(op)
+    except InputError as exc:
+        raise _in_gpu_file(prep.topology, exc) from None
+
+
+def _in_gpu_file(topology: Topology, exc: InputError) -> InputError:
+    """`exc`, about the field `gpu.<field>` of `topology`'s GPU, placed in the file that
+    gives it: the GPU file the topology names, or the topology's inline `gpu`."""
+    doc = read_document(topology.source)
+    loc = tuple((exc.field or "gpu").split("."))
+    ref = doc.data.get("gpu") if isinstance(doc.data, dict) else None
+    if isinstance(ref, dict) and isinstance(ref.get("file"), str):
+        return read_document(resolve(doc.path, ref["file"])).error(exc.message, loc[1:])
+    return doc.error(exc.message, loc)
 
 
 def _passes_at_a_glance(prep: PreparedRun, program: StepProgram, algorithms: dict[str, str]) -> bool:

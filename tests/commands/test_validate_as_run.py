@@ -77,3 +77,88 @@ def test_a_run_level_without_checkpoint_size_or_storage_is_refused_first(tmp_pat
     compare.write_text("name: cmp\nbase: {file: v1.yaml}\nvariants:\n  - name: a\n  - name: b\n    seed: 3\n")
     in_variant = (2, [f"error: {v1}:7: {field}: variant 'a': {message}"])
     assert _same_as_validate(compare, ["compare", "--serial"], tmp_path / "out-compare") == in_variant
+
+
+def _on_gpu(tmp_path: Path, gpu_text: str, inline: bool = False) -> Path:
+    """The Llama 3 8B TP2/DP8 scenario on two servers of the GPU `gpu_text` (a GPU file, or
+    the topology's inline `gpu` mapping)."""
+    (tmp_path / "gpu.yaml").write_text(gpu_text)
+    topology = (ROOT / "topologies/h100-rail-clos-2n.yaml").read_text()
+    gpu = "{" + ", ".join(gpu_text.splitlines()) + "}" if inline else f"{{file: {tmp_path / 'gpu.yaml'}}}"
+    (tmp_path / "topology.yaml").write_text(topology.replace("{file: gpus/h100-sxm.yaml}", gpu))
+    scenario = (ROOT / "scenarios/llama3-8b-tp2-dp8.yaml").read_text()
+    p = tmp_path / "s.yaml"
+    p.write_text(
+        scenario.replace("../topologies/h100-rail-clos-2n.yaml", str(tmp_path / "topology.yaml")).replace(
+            "../workloads/", f"{ROOT}/workloads/"
+        )
+    )
+    return p
+
+
+#: the GPU file's keys and what an op of the Llama step says when one is missing
+KERNEL_FIELDS = {
+    "sm_count": "sm_count; op 'qkv' needs it for GEMM wave quantization",
+    "gemm_tile": "gemm_tile; op 'qkv' needs it for GEMM tile quantization",
+    "gemm_peak_fraction": "gemm_peak_fraction; op 'qkv' needs it for the GEMM achievable peak",
+    "kernel_overhead_us": "kernel_overhead_s; op 'embedding' needs it for the per-kernel fixed cost",
+    "attention_efficiency": "attention_efficiency.flash2; op 'attn_score' needs it for flash2 attention",
+}
+
+
+@pytest.mark.parametrize("key", sorted(KERNEL_FIELDS))
+def test_a_gpu_lacking_a_kernel_model_field_is_refused_at_its_file(tmp_path, key):
+    """A GPU file without a kernel-model field an op's kernels need passed validate; run
+    failed when the step priced the op, on a line naming no file. Both now say it at the
+    GPU file (a key it does not give: its first key's line), exit 2."""
+    text = "\n".join(
+        ln
+        for ln in (ROOT / "topologies/gpus/h100-sxm.yaml").read_text().splitlines()
+        if not ln.startswith(f"{key}:")
+    )
+    p = _on_gpu(tmp_path, text + "\n")
+    first = next(i for i, ln in enumerate(text.splitlines(), 1) if ln.startswith("name:"))
+    field = KERNEL_FIELDS[key].split(";")[0]
+    gives = f"GPU 'H100 SXM5 80GB' gives no {KERNEL_FIELDS[key]} (add it to the GPU file)"
+    want = f"error: {tmp_path / 'gpu.yaml'}:{first}: {field}: {gives}"
+    assert _same_as_validate(p, ["run", "--no-dashboard"], tmp_path / "out") == (2, [want])
+
+
+def test_an_inline_gpu_lacking_a_field_is_refused_at_the_topology(tmp_path):
+    gpu = (
+        "name: G\npeak_tflops: {bf16: 989.4, fp32: 66.9}\nhbm_tbyte_per_s: 3.35\nhbm_gbyte: 80\n"
+        "gemm_tile: [128, 256]\ngemm_peak_fraction: 0.7\nkernel_overhead_us: 3\n"
+        "attention_efficiency: {flash2: 0.3}"
+    )
+    p = _on_gpu(tmp_path, gpu, inline=True)
+    topology = tmp_path / "topology.yaml"
+    line = next(i for i, ln in enumerate(topology.read_text().splitlines(), 1) if ln.startswith("gpu:"))
+    want = (
+        f"error: {topology}:{line}: gpu.sm_count: GPU 'G' gives no sm_count; op 'qkv' needs it "
+        "for GEMM wave quantization (add it to the GPU file)"
+    )
+    assert _same_as_validate(p, ["run", "--no-dashboard"], tmp_path / "out") == (2, [want])
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "key"),
+    [
+        ("{flash2: 0.29, flash3: 0.456}", "{flash9: 0.29, flsh3: 0.456}", "attention_efficiency.flash9"),
+        ("{fp8: 0.654}", "{fp3: 0.654}", "gemm_peak_fraction_by_dtype.fp3"),
+    ],
+)
+def test_a_misspelt_attention_variant_or_dtype_is_refused_at_its_line(tmp_path, old, new, key):
+    """A misspelt key of `attention_efficiency` or `gemm_peak_fraction_by_dtype` was read
+    as absent (the figure it gave silently unused)."""
+    text = (ROOT / "topologies/gpus/h100-sxm.yaml").read_text()
+    assert old in text
+    p = _on_gpu(tmp_path, text.replace(old, new))
+    line = next(i for i, ln in enumerate(text.splitlines(), 1) if old in ln)
+    known = (
+        "['flash2', 'flash3']"
+        if "attention" in key
+        else "['fp64', 'fp32', 'tf32', 'fp16', 'bf16', 'fp8', 'fp4', 'int8']"
+    )
+    unknown = f"unknown key {key.split('.')[1]!r}; expected one of {known}"
+    want = f"error: {tmp_path / 'gpu.yaml'}:{line}: {key}: {unknown}"
+    assert _same_as_validate(p, ["run", "--no-dashboard"], tmp_path / "out") == (2, [want])

@@ -120,5 +120,5 @@ def test_gpu_file_missing_a_kernel_field_exits_2_naming_field_and_op(tmp_path: P
     assert r.exit_code == 2, r.output
     lines = [ln for ln in r.output.splitlines() if ln.strip()]
     assert len(lines) == 1, r.output
-    assert "gpu.gemm_tile" in lines[0] and "op '" in lines[0]
+    assert f"{tmp_path / 'gpu.yaml'}:1: gemm_tile: " in lines[0] and "op '" in lines[0]
     assert not (tmp_path / "out").exists()
