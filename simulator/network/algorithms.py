@@ -193,13 +193,20 @@ def halving_doubling(kind: str, gpus: list[str], size: float) -> list[Phase]:
     return rs + ag
 
 
+def too_many_for_direct(kind: str, n: int) -> str:
+    """Why a direct `kind` over `n` ranks (more than `DIRECT_MAX_RANKS`) is refused, and
+    what to use instead (an all-to-all has no other algorithm: smaller groups)."""
+    instead = {
+        "all_to_all": "split it into groups of at most",
+        "all_reduce": "use ring or hierarchical, or at most",
+    }.get(kind, "use ring, or at most")
+    return f"direct {kind} over {n} ranks would be {n * (n - 1)} flows; {instead} {DIRECT_MAX_RANKS} ranks"
+
+
 def direct(kind: str, gpus: list[str], size: float) -> list[Phase]:
     n = len(gpus)
     if n > DIRECT_MAX_RANKS:
-        raise SimulationError(
-            f"direct {kind} over {n} ranks would be {n * (n - 1)} flows; use ring or "
-            f"hierarchical, or at most {DIRECT_MAX_RANKS} ranks"
-        )
+        raise SimulationError(too_many_for_direct(kind, n))
     edges = [(a, b) for a in gpus for b in gpus if a != b]
     share = size / n
     if kind == "all_reduce":

@@ -57,7 +57,7 @@ from simulator.network.fabric import usage
 from simulator.network.groups import Topo
 from simulator.network.nccl_tables import PROTOCOLS
 from simulator.network.routing import Router
-from simulator.network.selection import Choice, choose
+from simulator.network.selection import P2P_KINDS, Choice, choose
 
 __all__ = ["COLLECTIVES", "SUPPORTED", "Phase", "Plan", "PlannedFlow", "Topo", "plan_collective"]
 
@@ -103,21 +103,22 @@ def parse_algorithm(kind: str, spec: str | None) -> tuple[str | None, str | None
 
 
 def check_algorithm(kind: str, algorithm: str | None, n_ranks: int) -> None:
-    """Refuse, before a run, a fixed algorithm a group of `n_ranks` cannot use (`auto`
-    always finds one). Checked by `simulator.scenario.prepare` so `validate` agrees with `run`.
+    """Refuse, before a run, an algorithm a group of `n_ranks` cannot use: a fixed one, or
+    the one `auto` stands for when it has no choice (an all-to-all is always direct,
+    `selection.choose`; for the other collectives `auto` chooses among algorithms any
+    group can use). Checked by `simulator.scenario.prepare` so `validate` agrees with `run`.
 
     Raises:
         SimulationError: unknown collective, algorithm or protocol, or halving-doubling on a
             group whose size is not a power of two, direct over too many ranks.
     """
     algo, _ = parse_algorithm(kind, algorithm)
+    if algo is None and kind in P2P_KINDS:
+        algo = "direct"
     if algo == "halving_doubling" and n_ranks & (n_ranks - 1):
         raise SimulationError(f"halving_doubling needs a power-of-two group; this group has {n_ranks} ranks")
     if algo == "direct" and kind != "send_recv" and n_ranks > alg.DIRECT_MAX_RANKS:
-        raise SimulationError(
-            f"direct {kind} over {n_ranks} ranks would be {n_ranks * (n_ranks - 1)} flows; use ring or "
-            f"hierarchical, or at most {alg.DIRECT_MAX_RANKS} ranks"
-        )
+        raise SimulationError(alg.too_many_for_direct(kind, n_ranks))
 
 
 def bus_factor(kind: str, n: int) -> float:

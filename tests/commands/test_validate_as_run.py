@@ -162,3 +162,25 @@ def test_a_misspelt_attention_variant_or_dtype_is_refused_at_its_line(tmp_path, 
     unknown = f"unknown key {key.split('.')[1]!r}; expected one of {known}"
     want = f"error: {tmp_path / 'gpu.yaml'}:{line}: {key}: {unknown}"
     assert _same_as_validate(p, ["run", "--no-dashboard"], tmp_path / "out") == (2, [want])
+
+
+@pytest.mark.parametrize("algorithm", ["", ", algorithm: auto", ", algorithm: direct"])
+def test_an_all_to_all_over_too_many_ranks_is_refused_under_auto_too(tmp_path, algorithm):
+    """`auto` stands for direct on an all-to-all (its only algorithm): over more than 1024
+    ranks validate said ok and run then refused it; both now refuse it, exit 3, as they
+    did for an explicit `direct`."""
+    trace = tmp_path / "a2a.yaml"
+    trace.write_text(
+        "format: clustersim-step/1\nname: a2a\nranks: 2048\ngroups: {world: all}\nops:\n"
+        f"  - {{id: a, kind: collective, collective: all_to_all, group: world, size_mib: 1024{algorithm}}}\n"
+    )
+    p = tmp_path / "s.yaml"
+    p.write_text(
+        f"name: a2a\ntopology: {{file: {ROOT / 'topologies/h100-rail-clos-256n.yaml'}}}\n"
+        f"workload: {{file: {trace}}}\nnetwork: {{fidelity: flow}}\n"
+    )
+    want = (
+        f"error: {p}: direct all_to_all over 2048 ranks would be 4192256 flows; "
+        "split it into groups of at most 1024 ranks"
+    )
+    assert _same_as_validate(p, ["run", "--no-dashboard"], tmp_path / "out") == (3, [want])
