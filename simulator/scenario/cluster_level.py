@@ -21,30 +21,18 @@ from typing import Any
 
 import pandas as pd
 
-from simulator.config.base import FileRef
 from simulator.errors import InputError
 from simulator.faults.failure import interruption_rate_per_s, sample_failures
 from simulator.faults.formulas import daly_interval_s, young_interval_s
 from simulator.faults.policy import RestartSpec
 from simulator.faults.preset import PRESETS
-from simulator.jobs.placement import ClusterLayout, place
+from simulator.jobs.placement import ClusterLayout
 from simulator.jobs.scheduler import ClusterJob, ClusterRun, ClusterSettings
 from simulator.jobs.trace import JobRow, read_job_trace, synthetic_jobs
 from simulator.scenario.job import job_shape
-from simulator.scenario.job_place import PreparedJob, job_program
+from simulator.scenario.job_place import row_job
 from simulator.scenario.multi import alone_step_s
 from simulator.scenario.prepare import PreparedRun, run_identity
-from simulator.scenario.spec import JobSpec, check_name
-from simulator.workload.program import StepProgram
-
-
-def _usable_name(name: str) -> bool:
-    """Whether a job trace's name is also a valid scenario job name (`check_name`)."""
-    try:
-        check_name(name)
-    except ValueError:
-        return False
-    return True
 
 
 def cluster_jobs(prep: PreparedRun, seed: int) -> list[JobRow]:
@@ -90,20 +78,7 @@ def _step_time_s(prep: PreparedRun, row: JobRow, seed: int, cache: dict[tuple[st
         return math.nan
     key = (str(row.model), row.gpus)
     if key not in cache:
-        layout = ClusterLayout.of(prep.cluster.graph)
-        gpus = place(layout, "packed", row.gpus, set()) or []
-        name = row.name if _usable_name(row.name) else "job"
-        spec = JobSpec(name=name, workload=FileRef(file=str(row.model)), gpus=row.gpus)
-        job = PreparedJob(0, spec, row.model, gpus, StepProgram("", [], []), 1)
-        try:
-            job.program = job_program(prep.scenario, job, prep.topology, prep.cluster)
-        except InputError as exc:
-            raise InputError(
-                f"the model of job {row.name!r}: {exc.message}",
-                file=prep.scenario.workload_path,
-                line=row.line,
-                field="model",
-            ) from None
+        job = row_job(prep.scenario, prep.topology, prep.cluster, row)  # checked by `prepare`
         cache[key] = alone_step_s(prep, job, seed, 1)
     return cache[key]
 

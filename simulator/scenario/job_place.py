@@ -11,21 +11,28 @@ an explicit GPU that is not in the topology, a workload whose rank count is not 
 `gpus`, a trace that places its ranks outside the job's GPUs, and a placement that splits a
 tensor-parallel group across servers (the layout keeps TP peers on one server's scale-up
 fabric).
+
+`row_job` builds the model of a row of a cluster's job trace the same way, on the GPUs a
+packed placement gives it alone; its errors name the row of the trace.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from types import SimpleNamespace
 
 import networkx as nx
 
+from simulator.config.base import FileRef
 from simulator.config.loader import read_document, validate
+from simulator.errors import InputError
 from simulator.jobs.placement import ClusterLayout, place
+from simulator.jobs.trace import JobRow
 from simulator.network.cluster import Cluster
 from simulator.network.topology import Topology
-from simulator.scenario.spec import JobSpec, Scenario
+from simulator.scenario.spec import JobSpec, Scenario, check_name
 from simulator.workload.generate import WorkloadSpec, program_from_workload
 from simulator.workload.layout import RankGrid
 from simulator.workload.placement import server_major_gpus
@@ -152,3 +159,46 @@ def prepare_jobs(scenario: Scenario, topology: Topology, cluster: Cluster) -> li
         job.leaf_groups = len(layout.groups_of(job.gpus))
         out.append(job)
     return out
+
+
+def _usable_name(name: str) -> bool:
+    """Whether a job trace's name is also a valid scenario job name (`check_name`)."""
+    try:
+        check_name(name)
+    except ValueError:
+        return False
+    return True
+
+
+def row_job(
+    scenario: Scenario,
+    topology: Topology,
+    cluster: Cluster,
+    row: JobRow,
+    check: Callable[[StepProgram, Path], None] | None = None,
+) -> PreparedJob:
+    """The model workload of a cluster's job-trace row, built on the GPUs a packed
+    placement gives it alone on the cluster, and passed to `check` with its file (the
+    preflight).
+
+    Raises:
+        InputError: at the row's `model` (the model's own file:line in the message where
+            the mistake is in it), when the model cannot be loaded, built or checked.
+    """
+    gpus = place(ClusterLayout.of(cluster.graph), "packed", row.gpus, set()) or []
+    name = row.name if _usable_name(row.name) else "job"
+    spec = JobSpec(name=name, workload=FileRef(file=str(row.model)), gpus=row.gpus)
+    job = PreparedJob(0, spec, row.model or Path(), gpus, StepProgram("", [], []), 1)
+    try:
+        job.program = job_program(scenario, job, topology, cluster)
+        if check is not None:
+            check(job.program, job.path)
+    except InputError as exc:
+        inner = str(exc) if exc.file not in (None, str(scenario.path)) else exc.message
+        raise InputError(
+            f"the model of job {row.name!r}: {inner}",
+            file=scenario.workload_path,
+            line=row.line,
+            field="model",
+        ) from None
+    return job

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
+from functools import partial
 from itertools import compress
 from operator import attrgetter
 from pathlib import Path
@@ -159,6 +160,7 @@ def prepare_scenario(scenario: Scenario, topology_doc: Document | None = None) -
     topology = load_topology(scenario.topology_path, doc=topology_doc)
     cluster = build_cluster(scenario, topology)
     jobs: list[PreparedJob] = []
+    rows: list[Any] = []  # the rows of a cluster's job trace
     if scenario.spec.jobs:
         from simulator.scenario.job_place import prepare_jobs
 
@@ -170,7 +172,8 @@ def prepare_scenario(scenario: Scenario, topology_doc: Document | None = None) -
         if scenario.spec.cluster.trace is not None:  # read now, so `validate` rejects a bad row
             from simulator.jobs.trace import read_job_trace
 
-            for row in read_job_trace(scenario.workload_path):
+            rows = read_job_trace(scenario.workload_path)
+            for row in rows:
                 if row.gpus > len(cluster.gpus):
                     raise InputError(
                         f"job {row.name!r} asks for {row.gpus} GPUs and the cluster has {len(cluster.gpus)}",
@@ -196,11 +199,25 @@ def prepare_scenario(scenario: Scenario, topology_doc: Document | None = None) -
         )
     check_run_level(prep)
     _check_power_cap(scenario)
+    _check_row_models(prep, rows)
     for job in jobs:
         preflight(prep, job.program, job.path)
     if not jobs and scenario.spec.cluster is None:
         preflight(prep)
     return prep
+
+
+def _check_row_models(prep: PreparedRun, rows: list[Any]) -> None:
+    """Every distinct (model, GPUs) of a cluster's job trace builds and passes `preflight`
+    (once each; its step is simulated only by `run`), so `validate` rejects the rows `run`
+    would: a model of another rank count, a malformed file, a file that is no workload."""
+    from simulator.scenario.job_place import row_job
+
+    seen: set[tuple[str, int]] = set()
+    for row in rows:
+        if row.model is not None and (str(row.model), row.gpus) not in seen:
+            seen.add((str(row.model), row.gpus))
+            row_job(prep.scenario, prep.topology, prep.cluster, row, partial(preflight, prep))
 
 
 def _check_power_cap(scenario: Scenario) -> None:

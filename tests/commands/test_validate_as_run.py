@@ -184,3 +184,38 @@ def test_an_all_to_all_over_too_many_ranks_is_refused_under_auto_too(tmp_path, a
         "split it into groups of at most 1024 ranks"
     )
     assert _same_as_validate(p, ["run", "--no-dashboard"], tmp_path / "out") == (3, [want])
+
+
+STEP = ROOT / "workloads/traces/dp16-gpt1p3b-step.yaml"
+NOT_A_WORKLOAD = "a workload needs 'format: clustersim-step/1' (a trace) or 'model:' (a model and layout)"
+
+
+@pytest.mark.parametrize(
+    ("model", "gpus", "says"),
+    [
+        (str(STEP), 8, "job 'gpt1p3b-dp16' has gpus: 8, and its workload has 16 ranks"),
+        ("{bad}", 16, "{bad}:2: malformed YAML: expected ',' or ']', but got '<stream end>'"),
+        ("{topology}", 16, "{topology}:1: " + NOT_A_WORKLOAD),
+    ],
+)
+def test_a_bad_model_of_a_cluster_job_trace_is_refused_by_validate(tmp_path, model, gpus, says):
+    """The models a cluster's job trace names were loaded only when run priced their step:
+    validate said ok to a row whose model has another rank count, or is malformed, or is
+    not a workload. Each distinct model is now built before anything runs, the error at
+    its row of the trace."""
+    bad, topology = tmp_path / "bad.yaml", ROOT / "topologies/h100-rail-clos-2n.yaml"
+    bad.write_text("name: [unclosed\n")
+    model, says = (x.format(bad=bad, topology=topology) for x in (model, says))
+    csv = (ROOT / "workloads/jobs/example-jobs.csv").read_text().replace("../traces/", f"{STEP.parent}/")
+    row = f"gpt1p3b-dp16,1,16,,200000,{STEP},0"
+    assert row in csv
+    trace = tmp_path / "jobs.csv"
+    trace.write_text(csv.replace(row, f"gpt1p3b-dp16,1,{gpus},,200000,{model},0"))
+    scenario = (ROOT / "scenarios/jobs/cluster-example.yaml").read_text()
+    p = tmp_path / "cluster.yaml"
+    p.write_text(
+        scenario.replace("../../workloads/jobs/example-jobs.csv", str(trace)).replace("../../", f"{ROOT}/")
+    )
+    line = next(i for i, ln in enumerate(csv.splitlines(), 1) if ln.startswith("gpt1p3b-dp16,"))
+    want = f"error: {trace}:{line}: model: the model of job 'gpt1p3b-dp16': {says}"
+    assert _same_as_validate(p, ["run", "--no-dashboard"], tmp_path / "out") == (2, [want])
