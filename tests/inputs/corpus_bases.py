@@ -555,6 +555,15 @@ def SEMANTIC() -> Iterator[tuple[str, str, str, str]]:  # noqa: N802
         ),
         "steps",
     )
+    yield (
+        "study",
+        "from-scenario-no-checkpoint-size",
+        st.replace(
+            "  step_time_s: 2.0\n  checkpoint_write_min: 5\n  checkpoint_snapshot_s: 10\n",
+            "  from_scenario: ../scenario/run-level-no-checkpoint-size.yaml\n",
+        ),
+        "checkpoint_gbyte",
+    )
     yield "study", "axis-bad-value", st.replace("values: [10, 30]", "values: [10, -30]"), "axes.0.values.1"
     yield (
         "study",
@@ -603,6 +612,12 @@ def SEMANTIC() -> Iterator[tuple[str, str, str, str]]:  # noqa: N802
         "variant-unknown-key",
         cmp.replace("    seed: 3\n", "    seed: 3\n    colour: red\n"),
         "colour",
+    )
+    yield (
+        "compare",
+        "base-run-level-no-storage",
+        cmp.replace("file: ../_base/scenario.yaml", "file: ../scenario/run-level-no-storage.yaml"),
+        "storage_gbyte_per_s",
     )
     yield "compare", "no-variants", cmp.split("variants:")[0] + "variants: []\n", "variants"
     # topology parameters a generator cannot build: placed at the key to change
