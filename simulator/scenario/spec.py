@@ -130,6 +130,15 @@ class StateSpec(Spec):
                 if j != i:
                     what = f"GPU {entry[0]!r}" if len(entry) == 1 else f"the link {entry[0]!r}-{entry[-1]!r}"
                     raise FieldError(f"{what} is listed twice (first as entry {j})", field=f"{name}.{i}")
+        # a down link carries nothing: a factor on it would say it runs, slower
+        down = {frozenset(link): j for j, link in enumerate(self.down_links)}
+        for i, d in enumerate(self.degraded_links):
+            if (k := down.get(frozenset(d.link))) is not None:
+                raise FieldError(
+                    f"the link {d.link[0]!r}-{d.link[-1]!r} is down (down_links.{k}); a down link "
+                    "cannot also run degraded",
+                    field=f"degraded_links.{i}",
+                )
         return self
 
 

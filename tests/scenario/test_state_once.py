@@ -36,6 +36,12 @@ state:
             "  down_links:\n    - [n0.nic3, leaf3.0]\n    - [n0.nic3, leaf3.0]\n",
             "7: state.down_links.1: the link 'n0.nic3'-'leaf3.0' is listed twice (first as entry 0)",
         ),
+        (  # down and degraded at once: the factor said it ran, slower
+            "  down_links: [[n0.nic2, leaf2.0], [n0.nic3, leaf3.0]]\n"
+            "  degraded_links:\n    - {link: [leaf3.0, n0.nic3], factor: 0.5}\n",
+            "7: state.degraded_links.0: the link 'leaf3.0'-'n0.nic3' is down (down_links.1); a down "
+            "link cannot also run degraded",
+        ),
     ],
 )
 def test_an_entry_given_twice_is_one_line_at_the_second(tmp_path: Path, block: str, where: str) -> None:
