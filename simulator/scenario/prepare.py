@@ -211,6 +211,8 @@ def _check_row_models(prep: PreparedRun, rows: list[Any]) -> None:
     """Every distinct (model, GPUs) of a cluster's job trace builds and passes `preflight`
     (once each; its step is simulated only by `run`), so `validate` rejects the rows `run`
     would: a model of another rank count, a malformed file, a file that is no workload."""
+    if not any(row.model is not None for row in rows):
+        return  # (the job modules, and the workload generator's schemas, are not imported)
     from simulator.scenario.job_place import row_job
 
     seen: set[tuple[str, int]] = set()
@@ -299,7 +301,7 @@ def check_kernel_model(prep: PreparedRun, program: StepProgram) -> None:
     gpu = power_capped_gpu(prep.topology.gpu, prep.scenario.spec.compute.power_cap_fraction)
     if not gpu.has_kernel_model:
         return
-    cost = ComputeCost(gpu, prep.compute_calibration)
+    cost: ComputeCost | None = None  # made at the first op with kernels (a trace may have none)
     priced: set[tuple[int, str]] = set()
     try:
         for op in program.ops:
@@ -307,6 +309,8 @@ def check_kernel_model(prep: PreparedRun, program: StepProgram) -> None:
                 key = (id(op.kernels), op.dtype)
                 if key not in priced:
                     priced.add(key)
+                    if cost is None:
+                        cost = ComputeCost(gpu, prep.compute_calibration)
                     cost.kernels_s(op)
     except InputError as exc:
         raise _in_gpu_file(prep.topology, exc) from None
