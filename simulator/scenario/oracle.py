@@ -472,9 +472,16 @@ def check_run_level(prep: Any, what: str = "") -> None:
         raise prep.scenario.doc.error(what + problem, ("policy", "kind"))
     if sc.policy is None or sc.cluster is not None or prep.jobs:  # no oracle: step or cluster
         return
-    if sc.reliability.checkpoint_gbyte is None and not prep.program.meta.get("parameters"):
+    _check_checkpoint_pricing(prep, what)
+
+
+def _check_checkpoint_pricing(prep: Any, what: str = "") -> None:
+    """A checkpoint has a size (`checkpoint_bytes`) and, without storage nodes, a storage
+    bandwidth to be written and loaded at; the error, prefixed by `what`, at that key."""
+    settings = prep.scenario.spec.reliability
+    if settings.checkpoint_gbyte is None and not prep.program.meta.get("parameters"):
         raise prep.scenario.doc.error(what + NO_CHECKPOINT_SIZE, ("reliability", "checkpoint_gbyte"))
-    if not prep.cluster.storage and sc.reliability.storage_gbyte_per_s is None:
+    if not prep.cluster.storage and settings.storage_gbyte_per_s is None:
         raise prep.scenario.doc.error(what + NO_STORAGE, ("reliability", "storage_gbyte_per_s"))
 
 
@@ -499,9 +506,5 @@ def check_step_scenario(path: str | Path) -> Any:
             (no storage nodes and no `reliability.storage_gbyte_per_s`), at that key.
     """
     prep = prepare(path)
-    settings = prep.scenario.spec.reliability
-    if settings.checkpoint_gbyte is None and not prep.program.meta.get("parameters"):
-        raise prep.scenario.doc.error(NO_CHECKPOINT_SIZE, ("reliability", "checkpoint_gbyte"))
-    if not prep.cluster.storage and settings.storage_gbyte_per_s is None:
-        raise prep.scenario.doc.error(NO_STORAGE, ("reliability", "storage_gbyte_per_s"))
+    _check_checkpoint_pricing(prep)
     return prep
