@@ -86,7 +86,9 @@ class CollectiveEntry(Spec):
 
     collective: str = Field(description=f"Collective kind, one of {', '.join(KINDS)}.")
     scope: Scope = Field(description="'intra' (one node) or 'inter' (several nodes).")
-    n_gpus: int = Field(ge=1, description="Ranks (GPUs) in the measured collective.")
+    n_gpus: int = Field(
+        ge=2, description="Ranks (GPUs) in the measured collective (at least 2: one rank moves no bytes)."
+    )
     n_nodes: int = Field(ge=1, description="Nodes (hosts) in the measured collective.")
     alpha_s: float = Field(ge=0, description="Fitted latency of the line, seconds.")
     busbw_bytes_per_s: float = Field(
@@ -130,6 +132,12 @@ class CollectiveEntry(Spec):
             )
         if self.n_nodes > self.n_gpus:
             raise FieldError(f"{self.n_nodes} nodes for {self.n_gpus} GPUs", field="n_nodes")
+        if (self.scope == "inter") != (self.n_nodes > 1):
+            raise FieldError(
+                f"scope {self.scope!r} with {self.n_nodes} node(s): 'intra' is a table of one node, "
+                "'inter' of several",
+                field="scope",
+            )
         for i, (size, eff) in enumerate(self.efficiency):
             if not size > 0 or not 0 < eff <= MAX_EFFICIENCY:
                 raise FieldError(

@@ -707,6 +707,8 @@ def _profile_cases() -> Iterator[tuple[str, str, str, str]]:
     yield "profile", "nodes-above-gpus", sub(r"^  n_nodes: .*$", "  n_nodes: 99"), "n_nodes"
     yield "profile", "unknown-collective", sub(r"^- collective: .*$", "- collective: all_shout"), "all_shout"
     yield "profile", "busbw-zero", sub(r"^  busbw_bytes_per_s: .*$", "  busbw_bytes_per_s: 0"), "busbw"
+    yield "profile", "inter-one-node", sub(r"^  scope: .*$", "  scope: inter"), "scope"
+    yield "profile", "one-gpu", sub(r"^  n_gpus: .*$", "  n_gpus: 1"), "n_gpus"
 
 
 def _log_cases() -> Iterator[tuple[str, str, str, str]]:
