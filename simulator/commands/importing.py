@@ -105,7 +105,7 @@ def import_chakra_command(
     try:
         if unknown not in ("reject", "compute"):
             raise InputError(f"--unknown must be reject or compute, not {unknown!r}")
-        check_output_file(output, [folder])
+        check_output_file(output, [folder, *sorted(folder.glob("*.et")), folder / "comm_group.json"])
         n = _count_rank_files(folder)
         with progress_bar("reading ranks", n, unit="ranks") as on_done:
             result = import_chakra(
@@ -149,9 +149,10 @@ def import_kineto_command(
         data = result.data
         source = files[0] if len(files) == 1 else files[0].parent  # named in errors
         program = program_from_dict(data, source, [f"rank{r}" for r in range(int(data["ranks"]))])
+        which = "the whole trace (no ProfilerStep#)" if result.step is None else f"ProfilerStep#{result.step}"
         header = (
             f"Imported from PyTorch profiler traces ({', '.join(f.name for f in files)}), "
-            f"ProfilerStep#{result.step}.\nCompute kernels keep their measured durations; collectives are "
+            f"{which}.\nCompute kernels keep their measured durations; collectives are "
             f"re-simulated. Recorded GPU step time: {result.recorded_step_s * 1e3:.3f} ms."
         )
         write_trace_yaml(data, output, header=header)
@@ -161,7 +162,7 @@ def import_kineto_command(
         err_console.print(f"warning: {warning}", markup=False, soft_wrap=True)
     _warn_if_over_input_limit(output)
     console.print(
-        f"{len(files)} rank trace(s), step {result.step} ({result.recorded_step_s * 1e3:.3f} ms recorded) "
+        f"{len(files)} rank trace(s), {which} ({result.recorded_step_s * 1e3:.3f} ms recorded) "
         f"-> {len(program.ops)} ops: {output}"
     )
 
@@ -179,6 +180,10 @@ def export_chakra_command(
     try:
         check_writable_folder(output)
         prep = prepare(scenario)
+        if any(p.is_dir() and output.resolve() == p.resolve() for p in prep.scenario.input_paths()):
+            raise InputError(
+                "the output folder holds the scenario's own trace; write it elsewhere", file=output
+            )
         _step_level(prep, scenario, "export chakra", jobs_ok=False)
         program = _every_rank(prep, scenario)
         cost = ComputeCost(prep.topology.gpu, prep.compute_calibration)
@@ -207,6 +212,7 @@ def export_chrome_command(
     try:
         check_output_file(output, [scenario])
         prep = prepare(scenario)
+        check_output_file(output, prep.scenario.input_paths())
         _step_level(prep, scenario, "export chrome", jobs_ok=True)
         result = execute(prep)
         edges = {j.name: flow_edges(j.program) for j in prep.jobs} if prep.jobs else flow_edges(prep.program)

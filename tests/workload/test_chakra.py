@@ -614,3 +614,26 @@ def test_collectives_match_per_process_group_not_per_rank_set(tmp_path):
     prog = program_from_dict(import_chakra(tmp_path / "et").data, tmp_path / "t.yaml", ["a", "b"])
     sizes = sorted(o.size_bytes for o in prog.ops if o.kind == "collective")
     assert sizes == [100.0, 200_000_000.0]
+
+
+def test_no_output_replaces_a_trace_or_file_the_command_reads(tmp_path):
+    """import chakra -o DIR/trace.0.et, export chrome -o WORKLOAD and export chakra into the
+    scenario's own trace folder each replaced an input."""
+    _astra_style_trace(tmp_path / "et")
+    before = {p.name: p.read_bytes() for p in (tmp_path / "et").iterdir()}
+    for name in ("et.1.et", "comm_group.json"):
+        res = CliRunner().invoke(
+            app, ["import", "chakra", str(tmp_path / "et"), "-o", str(tmp_path / "et" / name)]
+        )
+        assert res.exit_code == 2 and "would overwrite the input" in res.output, res.output
+    assert {p.name: p.read_bytes() for p in (tmp_path / "et").iterdir()} == before
+    topo = ROOT / "topologies" / "h100-rail-clos-2n.yaml"
+    sc = tmp_path / "sc.yaml"
+    sc.write_text(f"name: sc\nseed: 1\ntopology: {{file: {topo}}}\nworkload: {{format: chakra, path: et}}\n")
+    for args, needle in (
+        (["chrome", str(sc), "-o", str(tmp_path / "et" / "et.0.et")], "would overwrite the input"),
+        (["chakra", str(sc), "-o", str(tmp_path / "et")], "holds the scenario's own trace"),
+    ):
+        res = CliRunner().invoke(app, ["export", *args])
+        assert res.exit_code == 2 and needle in res.output, res.output
+    assert {p.name: p.read_bytes() for p in (tmp_path / "et").iterdir()} == before

@@ -451,3 +451,20 @@ def test_a_group_size_past_the_world_names_its_first_rank_past_it(tmp_path):
             "rank0.json: traceEvents[25]: group names rank 4; expected ranks 0..3 "
             "(distributedInfo.world_size)"
         )
+
+
+def test_a_step_asked_of_a_trace_without_profiler_steps_is_an_error(tmp_path):
+    """--step on a trace with no ProfilerStep# took the whole trace (both steps) silently."""
+
+    def no_steps(data):
+        data["traceEvents"] = [e for e in data["traceEvents"] if "ProfilerStep#" not in str(e.get("name"))]
+
+    path = _write(tmp_path, no_steps)[0]
+    res = CliRunner().invoke(
+        app, ["import", "kineto", str(path), "-o", str(tmp_path / "t.yaml"), "--step", "7"]
+    )
+    assert res.exit_code == 2, res.output
+    assert "no ProfilerStep#7; the trace has no ProfilerStep# annotation" in res.output
+    assert not (tmp_path / "t.yaml").exists()
+    res = CliRunner().invoke(app, ["import", "kineto", str(path), "-o", str(tmp_path / "t.yaml")])
+    assert res.exit_code == 0 and "the whole trace (no ProfilerStep#)" in res.output, res.output

@@ -275,13 +275,13 @@ class _RankTrace:
             m = STEP_NAME.match(str(ev.get("name", "")))
             if m and ev.get("ph") == "X" and ev.get("cat") in ("user_annotation", "cpu_op", None):
                 steps[int(m.group(1))] = (float(ev["ts"]), float(ev["ts"]) + float(ev.get("dur", 0)))
+        if step is not None and step not in steps:
+            has = f"steps {sorted(steps)}" if steps else "no ProfilerStep# annotation"
+            raise InputError(f"no ProfilerStep#{step}; the trace has {has}", file=self.path)
         if not steps:
             warn.append(f"{self.path}: no ProfilerStep# annotation; the whole trace is taken as one step")
             return None, None
-        if step is None:
-            step = min(steps)
-        if step not in steps:
-            raise InputError(f"no ProfilerStep#{step}; the trace has steps {sorted(steps)}", file=self.path)
+        step = min(steps) if step is None else step
         return steps[step], step
 
 
