@@ -2,16 +2,19 @@
 scenario can be answered, so that a request it cannot honour is one line (exit 2) before
 anything is simulated or written, not an error part-way through the study.
 
-What is checked: the step scenario itself (`check_step_scenario`), and that every policy
-the variants run can run over it: one that drains checkpoints to storage in the
-background needs storage nodes in its topology (`simulator.scenario.oracle.check_drain`).
+What is checked: the step scenario itself (`check_step_scenario`), that every variant's
+job is the scenario's job (its GPUs and data-parallel replicas: the step times and the
+checkpoint are that job's, and fewer replicas are read as a job shrunk by an elastic
+policy), and that every policy the variants run can run over it: one that drains
+checkpoints to storage in the background needs storage nodes in its topology
+(`simulator.scenario.oracle.check_drain`).
 A run-level scenario is checked the same way by `oracle.check_run_level`.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from simulator.config.loader import Document
@@ -33,6 +36,7 @@ def check_study_step(study: Study, path: str | Path, doc: Document | None = None
         return
     prep = check_step_scenario(study.base_dir / study.spec.step.from_scenario)
     doc = doc or read_document(Path(path))
+    _check_job(study, prep, path, doc)
     base = study.spec.policy
     run = {v.spec.policy.kind: v.spec.policy for v in study.variants}  # the policies the runs use
     if base.kind in run:
@@ -43,3 +47,34 @@ def check_study_step(study: Study, path: str | Path, doc: Document | None = None
     for i in swept[:1]:  # the axis that sets the variants' policy kinds (or another policy axis)
         others = [p for k, p in run.items() if k != base.kind]
         check_drain(prep, others, path, doc.line_of(("axes", i, "values")), f"axes.{i}.values")
+
+
+def _check_job(study: Study, prep: Any, path: str | Path, doc: Document) -> None:
+    """Raise `InputError` at the study's `job` (or the axis that sets it) if a variant's job
+    is not the job of the step scenario `prep`: other GPUs, or other data-parallel replicas
+    where the scenario's workload says how many it has (a trace need not)."""
+    from simulator.errors import InputError
+
+    n = len(prep.program.rank_gpus)
+    dp = int(prep.program.meta.get("dp", 0) or 0)
+
+    def fits(job: Any) -> bool:
+        return job.n_gpus == n and (not dp or job.dp_replicas == dp)
+
+    for v in study.variants:
+        job = v.spec.job
+        if fits(job):
+            continue
+        at: tuple = ("job",)
+        if fits(study.spec.job):  # an axis changed it
+            axes = enumerate(study.spec.axes)
+            at = next((("axes", i, "values") for i, a in axes if a.param.startswith("job")), at)
+        runs = f"{n:,} GPUs in {dp:,}" if dp else f"{n:,} GPUs"
+        raise InputError(
+            f"a job of {job.n_gpus:,} GPUs in {job.dp_replicas:,} data-parallel replicas; the step "
+            f"scenario {study.spec.step.from_scenario} runs {runs}: the study's job must be "
+            "the scenario's (its step times and checkpoint are that job's)",
+            file=path,
+            line=doc.line_of(at),
+            field=".".join(map(str, at)),
+        )

@@ -134,3 +134,39 @@ def test_an_axis_value_given_twice_is_refused_at_the_second(tmp_path, values, sh
     assert lines == [
         f"{p}:15: axes.0.values.2: values 0 and 2 are the same value {shown}; list each value once"
     ]
+
+
+def test_a_job_that_is_not_the_step_scenarios_is_refused_by_validate_and_sweep_alike(tmp_path):
+    """A study of 1,024 GPUs over the 16,384-GPU step scenario ran silently: the oracle read
+    its 8 replicas as the scenario's 128 shrunk (healthy step 67 s instead of 5.8 s) and kept
+    the big job's checkpoint. The job must be the scenario's, at `job` or at the axis."""
+    from typer.testing import CliRunner
+
+    from simulator.commands.app import app
+
+    root = Path(__file__).resolve().parents[2]
+    step = root / "scenarios" / "quickstart-failures.yaml"  # 16 GPUs, one replica
+    base = (
+        "name: st\njob: {n_gpus: 16, gpus_per_node: 8, gpus_per_replica: 16}\n"
+        f"step: {{from_scenario: {step}}}\nfailures: [{{kind: exponential, target: gpu, mtbf_h: 1000}}]\n"
+        "policy: {kind: checkpoint_restart, interval: daly}\nduration_days: 1\nseeds: 1\n"
+    )
+    study = tmp_path / "st.yaml"
+    study.write_text(base)
+    assert CliRunner().invoke(app, ["validate", str(study)]).exit_code == 0
+    cases = [
+        (base.replace("n_gpus: 16,", "n_gpus: 32,"), "st.yaml:2: job: a job of 32 GPUs in 2 data-parallel"),
+        (
+            base + "axes: [{param: job.n_gpus, values: [16, 64]}]\n",
+            "st.yaml:8: axes.0.values: a job of 64 GPUs",
+        ),
+    ]
+    for text, expected in cases:
+        study.write_text(text)
+        out = tmp_path / "out"
+        for args in (["validate", str(study)], ["sweep", str(study), "-o", str(out), "--serial"]):
+            r = CliRunner().invoke(app, args)
+            lines = [ln for ln in r.output.splitlines() if ln.startswith("error:")]
+            assert r.exit_code == 2 and len(lines) == 1 and expected in lines[0], r.output
+            assert "runs 16 GPUs: the study's job must be the scenario's" in lines[0]
+        assert not out.exists()
