@@ -329,8 +329,16 @@ class Document:
         return sub
 
     def error(self, message: str, loc: Loc = ()) -> InputError:
-        field = ".".join(str(p) for p in loc) or None
-        return InputError(message, file=self.path, line=self.line_of(loc), field=field)
+        """The error at `loc`; an SI field name in it is named as the file spells it
+        (`failures.0.at_s` of a file giving `at_days` is `failures.0.at_days`)."""
+        out, data = [], self.data
+        for part in loc:
+            if isinstance(data, dict) and isinstance(part, str) and part not in data:
+                part = _human_spelling(data, part)
+            out.append(part)
+            data = data[part] if isinstance(data, dict | list) and _has(data, part) else None
+        field = ".".join(str(p) for p in out) or None
+        return InputError(message, file=self.path, line=self.line_of(tuple(out)), field=field)
 
 
 def parse_text(text: str, path: Path) -> Document:
@@ -513,6 +521,12 @@ def _in_key_unit(err: Any, key: Any, si_name: Any) -> str | None:
         return None  # a bound of 0 is 0 in every unit: the schema's message says it
     suffix, unit = max(units, key=lambda su: len(su[0]))
     return f"input should be {bound[1]} {float(limit) / unit.factor:.10g} {suffix.lstrip('_')}"
+
+
+def _has(data: dict[Any, Any] | list[Any], part: Any) -> bool:
+    if isinstance(data, dict):
+        return part in data
+    return isinstance(part, int) and 0 <= part < len(data)
 
 
 def _human_spelling(data: dict[Any, Any], si_name: str) -> str:

@@ -2,7 +2,8 @@
 
 A failure, a degradation and a policy each validate alone (types, finite numbers, ranges).
 What depends on the job's shape and the run's length is checked here, before anything
-runs: that a scheduled failure or degradation names a component the job has, that a
+runs: that a scheduled failure or degradation names a component the job has and falls
+before the run's end, that a
 failure takes out no more GPUs than the job has, that an elastic job may shrink to
 `min_replicas` (no more than its replicas), that an in-memory snapshot's peer is another
 host, that a policy waiting for repairs (`wait_for_repair`, `when_empty: wait_repair`) has
@@ -57,6 +58,7 @@ def job_problems(
         (field path, message) pairs, in file order.
     """
     out = [*_failure_problems(failures, job), *_degradation_problems(degradations, job, duration_s)]
+    out += _late_problems(failures, degradations, duration_s)
     out += _policy_problems(policy, job) + _repair_problems(failures, policy, job)
     expected = [_expected_failures(s, job, duration_s, mtbf_scale) for s in [*preset, *failures]]
     total = sum(expected)
@@ -113,6 +115,25 @@ def _degradation_problems(
                     f"than the {MAX_CHANGES:,} a run may hold: episodes or flaps far too frequent",
                 )
             )
+    return out
+
+
+def _late_problems(
+    failures: Sequence[Any], degradations: Sequence[Any], duration_s: float
+) -> list[tuple[Loc, str]]:
+    """Scheduled failures and episodes at or after the run's end (the samplers keep times
+    before it): they would never happen."""
+    out: list[tuple[Loc, str]] = []
+    for key, what, specs in (
+        ("failures", "a failure", failures),
+        ("degradations", "an episode", degradations),
+    ):
+        for i, spec in enumerate(specs):
+            late = [t for t in getattr(spec, "at_s", None) or () if t >= duration_s]
+            if late:
+                end_h = duration_s / 3600
+                message = f"{what} at {late[0] / 3600:g} h is not before the run's end ({end_h:g} h)"
+                out.append(((key, i, "at_s"), message + ": it would never happen"))
     return out
 
 

@@ -51,7 +51,7 @@ class _EpisodeBase(Spec):
         None, gt=0, description="Mean time between episodes per component, s (YAML: mtbe_h)."
     )
     at_s: list[Annotated[float, Field(ge=0)]] | None = Field(
-        None, description="Episode start times instead of random ones, s (YAML: at_h)."
+        None, min_length=1, description="Episode start times instead of random ones, s (YAML: at_h)."
     )
     component: int = Field(0, ge=0, description="Component index for scheduled episodes.")
     duration_s: float = Field(gt=0, description="(Mean) episode length, s (YAML: duration_h).")

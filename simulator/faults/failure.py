@@ -224,7 +224,7 @@ class ScheduledFailureSpec(_FailureBase):
 
     kind: Literal["scheduled"] = Field(description="Failure model tag.")
     at_s: list[NonNegative] = Field(
-        description="Time(s) of the failure from the run start, s (YAML: at_h; one or a list)."
+        min_length=1, description="Time(s) of the failure from the run start, s (YAML: at_h; one or a list)."
     )
     component: int | None = Field(None, ge=0, description="Index of the component within its class.")
     node: str | None = Field(

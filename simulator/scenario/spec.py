@@ -352,23 +352,6 @@ class ScenarioSpec(Spec):
             )
         return self
 
-    @model_validator(mode="after")
-    def _scheduled_within_the_run(self) -> ScenarioSpec:
-        """A scheduled failure after the run's end (`reliability.duration_s`) would never
-        happen: refused at its time, instead of dropped without a word."""
-        if self.cluster is not None:
-            return self
-        end = self.reliability.duration_s
-        for i, f in enumerate(self.failures):
-            late = [t for t in getattr(f, "at_s", ()) if t > end]
-            if late:
-                raise FieldError(
-                    f"a failure at {late[0] / 3600:g} h is after the run's end ({end / 3600:g} h, "
-                    "reliability.duration): it would never happen",
-                    field=f"failures.{i}.at_s",
-                )
-        return self
-
     @field_validator("calibration", mode="before")
     @classmethod
     def _one_or_many(cls, v: Any) -> Any:

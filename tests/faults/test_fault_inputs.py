@@ -46,6 +46,17 @@ CASES = [
         CR,
         "5: failures.0.at_h.1: input should be greater than or equal to 0",
     ),
+    # a schedule that never fires: empty, or at the 3-day run's end or later
+    (
+        "{kind: scheduled, target: gpu, at_h: []}",
+        CR,
+        "5: failures.0.at_h: list should have at least 1 item after validation, not 0",
+    ),
+    (
+        "{kind: scheduled, target: gpu, at_days: [1, 3]}",
+        CR,
+        "5: failures.0.at_days: a failure at 72 h is not before the run's end (72 h): it would never happen",
+    ),
     (
         "{kind: scheduled, target: host, component: 9999, at_h: 1}",
         CR,
@@ -154,6 +165,28 @@ axes:
       - {kind: elastic,
          min_replicas: 9}
 """
+
+
+def test_scheduled_events_after_a_studys_end_are_refused(tmp_path: Path) -> None:
+    """A study's scheduled failure after its end, and a scheduled degradation after a
+    scenario's, ran without ever happening."""
+    path = tmp_path / "study.yaml"
+    path.write_text(STUDY.replace("component: 9999, at_h: 1", "component: 3, at_days: 2"))
+    r = cli.invoke(app, ["validate", str(path)])
+    lines = [line for line in r.output.splitlines() if line.strip()]
+    assert r.exit_code == 2 and lines == [
+        f"error: {path}:5: failures.0.at_days: a failure at 48 h is not before the run's end (48 h): "
+        "it would never happen"
+    ]
+    path = tmp_path / "s.yaml"
+    late = "degradations:\n  - {kind: straggler, component: 3, at_days: [4], duration_h: 2, slowdown: 1.5}\n"
+    path.write_text(SCENARIO.format(root=ROOT, failure=GPU, policy=CR) + late)
+    r = cli.invoke(app, ["validate", str(path)])
+    lines = [line for line in r.output.splitlines() if line.strip()]
+    assert r.exit_code == 2 and lines == [
+        f"error: {path}:10: degradations.0.at_days: an episode at 96 h is not before the run's end (72 h): "
+        "it would never happen"
+    ]
 
 
 def test_study_fault_inputs_are_checked_against_its_job(tmp_path: Path) -> None:

@@ -61,7 +61,8 @@ def test_reliability_alone_runs_the_step_with_a_warning(tmp_path):
 
 def test_a_scheduled_failure_after_the_runs_end_is_one_line_at_its_time(tmp_path):
     """A 3-day run (72 h) with a failure scheduled at 100 h: it would be dropped without a
-    word; it is refused at its `at_h`, whichever item of the list it is. At 70 h it runs."""
+    word; it is refused at its `at_h`, whichever item of the list it is, and so is one at
+    72 h. At 70 h it runs."""
     policy = "policy: {kind: checkpoint_restart, interval: daly}\n"
     path = tmp_path / "s.yaml"
     for at_h, code in ((100, 2), (70, 0)):
@@ -77,9 +78,13 @@ def test_a_scheduled_failure_after_the_runs_end_is_one_line_at_its_time(tmp_path
     path.write_text(HEAD + failures.replace("70]", "100]") + policy + RELIABILITY)
     r = CliRunner().invoke(app, ["validate", str(path)])
     assert [ln for ln in r.output.splitlines() if ln.strip()] == [
-        f"error: {path}:6: failures.1.at_h: a failure at 100 h is after the run's end (72 h, "
-        "reliability.duration): it would never happen"
+        f"error: {path}:6: failures.1.at_h: a failure at 100 h is not before the run's end (72 h): "
+        "it would never happen"
     ]
+    # at the end itself: the samplers keep times before it (it passed with `>`)
+    path.write_text(HEAD + failures.replace("70]", "72]") + policy + RELIABILITY)
+    r = CliRunner().invoke(app, ["validate", str(path)])
+    assert r.exit_code == 2 and "failures.1.at_h: a failure at 72 h is not before the run's end" in r.output
 
 
 def test_a_job_that_never_keeps_a_step_says_why_its_mtti_is_long(tmp_path) -> None:
