@@ -78,3 +78,31 @@ def _check_job(study: Study, prep: Any, path: str | Path, doc: Document) -> None
             line=doc.line_of(at),
             field=".".join(map(str, at)),
         )
+
+
+def check_study_checkpoints(study: Study) -> None:
+    """Refuse a study with constant step costs whose checkpoint interval is far too short
+    for its length (`run_core.check_checkpoint_count`): known from the file, so refused by
+    `validate`, and by `sweep` before its folder is touched, not by each run.
+
+    Raises:
+        SimulationError: naming the variant (a valid study that cannot be simulated).
+    """
+    from simulator.errors import SimulationError
+    from simulator.faults.failure import job_mtbf_s
+    from simulator.faults.run_core import check_checkpoint_count, checkpoint_interval
+    from simulator.faults.state import CachedOracle
+    from simulator.study.sweep import build_oracle
+
+    for v in study.variants:
+        spec = v.spec
+        if spec.step.from_scenario is not None:
+            continue  # its step is simulated first; each run checks it
+        oracle = CachedOracle(build_oracle(spec, study.base_dir))
+        mtbf_s = job_mtbf_s(spec.all_failures(), spec.job, spec.mtbf_scale, spec.duration_s)
+        step_s, _, steps = checkpoint_interval(oracle, spec.job.healthy_state(), spec.policy.build(), mtbf_s)
+        try:
+            check_checkpoint_count(steps, step_s, spec.duration_s)
+        except SimulationError as err:
+            labels = ", ".join(f"{k}={val}" for k, val in v.labels.items())
+            raise SimulationError(f"{err} (variant {labels})" if labels else str(err)) from None

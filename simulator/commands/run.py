@@ -186,10 +186,10 @@ def _check_file(path: Path) -> str:
         from simulator.study.sweep import load_study
 
         study = load_study(path)
-        if study.spec.step.from_scenario is not None:
-            from simulator.commands.checks import check_study_step
+        from simulator.commands.checks import check_study_checkpoints, check_study_step
 
-            check_study_step(study, path, doc)  # what sweep checks first
+        check_study_step(study, path, doc)  # what sweep checks first
+        check_study_checkpoints(study)
         return f"study, {len(study.variants)} variants"
     prep = prepare(path)
     from simulator.scenario.oracle import check_run_level

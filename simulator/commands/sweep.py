@@ -82,7 +82,7 @@ def sweep(
     stopped study keeps them, and `--resume` runs only the missing ones.
     """
     # the simulator and the figures are imported inside the command, so that `clustersim --help` stays fast
-    from simulator.commands.checks import check_study_step
+    from simulator.commands.checks import check_study_checkpoints, check_study_step
     from simulator.io import Interrupted, interrupted_in, stop_signals_raise
     from simulator.study.store import open_store, run_into_store
     from simulator.study.sweep import load_study
@@ -94,9 +94,10 @@ def sweep(
         kept = _frames(frames)
         study = load_study(file)
         out = output or Path("results") / study.spec.name
-        if study.spec.step.from_scenario is not None:
-            # a bad step scenario is one line before the results folder is touched
-            check_study_step(study, file)
+        # a bad step scenario, or far too many checkpoints, is one line before the results
+        # folder is touched
+        check_study_step(study, file)
+        check_study_checkpoints(study)
         n_seeds = seeds or study.spec.seeds
         n_runs = len(study.variants) * n_seeds
         with stop_signals_raise(), open_store(out, study, n_seeds, resume, kept) as (store, done):

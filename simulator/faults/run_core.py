@@ -36,6 +36,49 @@ from simulator.faults.state import CachedOracle, ClusterState, JobShape, StepOra
 MAX_CHECKPOINTS = 1_000_000
 
 
+def checkpoint_interval(
+    oracle: StepOracle, healthy: ClusterState, policy: Policy, mtbf_s: float
+) -> tuple[float, float, int | None]:
+    """(healthy step s, δ s, steps between checkpoints or None for never) of a run.
+
+    δ of Young and Daly is the blocking write, or for a snapshot policy the snapshot stall
+    plus the compute its background drain takes from training (see `formulas`); it is asked
+    of the oracle only when an interval is computed from it (NaN otherwise).
+    """
+    step_s = oracle.step_time_s(healthy)
+    delta_s = math.nan
+    if policy.spec.interval != "fixed" and math.isfinite(mtbf_s):
+        write_s = oracle.checkpoint_write_s(healthy)
+        if policy.mode == "blocking":
+            delta_s = write_s
+        else:
+            delta_s = effective_checkpoint_cost_s(
+                oracle.checkpoint_snapshot_s(healthy),
+                write_s,
+                step_s,
+                oracle.step_time_s(healthy.replace(draining=True)),
+                policy.snapshots_per_drain,
+            )
+    return step_s, delta_s, policy.spec.interval_steps_for(step_s, delta_s, mtbf_s)
+
+
+def check_checkpoint_count(interval_steps: int | None, step_s: float, duration_s: float) -> None:
+    """Refuse a run that would take more than `MAX_CHECKPOINTS` checkpoints.
+
+    Raises:
+        SimulationError: the interval is far too short for the run's length.
+    """
+    if interval_steps is None:
+        return
+    count = duration_s / (interval_steps * step_s)
+    if count > MAX_CHECKPOINTS:
+        raise SimulationError(
+            f"a checkpoint every {interval_steps} step(s) of {step_s:g} s makes "
+            f"about {count:,.0f} checkpoints in {duration_s:g} s, more than the "
+            f"{MAX_CHECKPOINTS:,} a run may take: lengthen the checkpoint interval"
+        )
+
+
 class RunClock(simpy.Environment):
     """A SimPy environment whose clock the job may move forward by itself.
 
@@ -108,14 +151,10 @@ class RunCore:
         self.policy.start(job)
 
         self.healthy = job.healthy_state()
-        self.healthy_step_s = self.oracle.step_time_s(self.healthy)
-        # δ of Young and Daly, asked of the oracle only when an interval is computed from it
-        computed = self.policy.spec.interval != "fixed" and math.isfinite(self.mtbf_s)
-        self.delta_s = self._checkpoint_cost_s() if computed else math.nan
-        self.interval_steps = self.policy.spec.interval_steps_for(
-            self.healthy_step_s, self.delta_s, self.mtbf_s
+        self.healthy_step_s, self.delta_s, self.interval_steps = checkpoint_interval(
+            self.oracle, self.healthy, self.policy, self.mtbf_s
         )
-        self._check_checkpoint_count()
+        check_checkpoint_count(self.interval_steps, self.healthy_step_s, self.duration_s)
         self.notes: list[str] = []
         if self.interval_steps is None:
             self.notes.append(
@@ -125,37 +164,6 @@ class RunCore:
             )
         self.min_gpus = self.policy.min_gpus(job)
         self._init_run_state()
-
-    def _check_checkpoint_count(self) -> None:
-        """Refuse a run that would take more than `MAX_CHECKPOINTS` checkpoints.
-
-        Raises:
-            SimulationError: the interval is far too short for the run's length.
-        """
-        if self.interval_steps is None:
-            return
-        count = self.duration_s / (self.interval_steps * self.healthy_step_s)
-        if count > MAX_CHECKPOINTS:
-            raise SimulationError(
-                f"a checkpoint every {self.interval_steps} step(s) of {self.healthy_step_s:g} s makes "
-                f"about {count:,.0f} checkpoints in {self.duration_s:g} s, more than the "
-                f"{MAX_CHECKPOINTS:,} a run may take: lengthen the checkpoint interval"
-            )
-
-    def _checkpoint_cost_s(self) -> float:
-        """δ for Young and Daly: the blocking write, or for a snapshot policy the snapshot
-        stall plus the compute its background drain takes from training (see `formulas`)."""
-        healthy = self.healthy
-        write_s = self.oracle.checkpoint_write_s(healthy)
-        if self.policy.mode == "blocking":
-            return write_s
-        return effective_checkpoint_cost_s(
-            self.oracle.checkpoint_snapshot_s(healthy),
-            write_s,
-            self.healthy_step_s,
-            self.oracle.step_time_s(healthy.replace(draining=True)),
-            self.policy.snapshots_per_drain,
-        )
 
     def _init_run_state(self) -> None:
         """The state at the start of the run: healthy, computing towards the first checkpoint."""

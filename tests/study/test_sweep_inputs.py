@@ -170,3 +170,33 @@ def test_a_job_that_is_not_the_step_scenarios_is_refused_by_validate_and_sweep_a
             assert r.exit_code == 2 and len(lines) == 1 and expected in lines[0], r.output
             assert "runs 16 GPUs: the study's job must be the scenario's" in lines[0]
         assert not out.exists()
+
+
+def test_far_too_many_checkpoints_with_constant_costs_are_refused_before_the_folder_is_touched(tmp_path):
+    """A checkpoint every step of 1 ms over 30 days: `validate` said ok, and `sweep` cleared
+    the folder's earlier study before each run refused it. Known from the file: exit 3 from
+    both, the earlier study kept."""
+    from typer.testing import CliRunner
+
+    from simulator.commands.app import app
+
+    base = (
+        "name: c1\njob: {n_gpus: 64, gpus_per_node: 8, gpus_per_replica: 8}\n"
+        "step: {step_time_s: 10, checkpoint_write_s: 1}\n"
+        "failures: [{kind: exponential, target: gpu, mtbf_h: 10000}]\n"
+        "policy: {kind: checkpoint_restart, interval_steps: 1}\nduration_days: 1\nseeds: 1\n"
+    )
+    study = tmp_path / "c1.yaml"
+    study.write_text(base)
+    out = tmp_path / "out"
+    assert CliRunner().invoke(app, ["sweep", str(study), "-o", str(out), "--serial"]).exit_code == 0
+    before = {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    study.write_text(
+        base.replace("step_time_s: 10", "step_time_s: 0.001").replace("duration_days: 1", "duration_days: 30")
+    )
+    for args in (["validate", str(study)], ["sweep", str(study), "-o", str(out), "--serial"]):
+        r = CliRunner().invoke(app, args)
+        lines = [ln for ln in r.output.splitlines() if ln.startswith("error:")]
+        assert r.exit_code == 3 and len(lines) == 1, r.output
+        assert "a checkpoint every 1 step(s) of 0.001 s makes about 2,592,000,000 checkpoints" in lines[0]
+    assert {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
