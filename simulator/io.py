@@ -22,6 +22,7 @@ import glob
 import os
 import shutil
 import signal
+import sys
 import tempfile
 import threading
 from collections.abc import Callable, Iterable, Iterator
@@ -349,20 +350,50 @@ def interrupted_in(err: BaseException) -> Interrupted:
 @contextlib.contextmanager
 def stop_signals_raise() -> Iterator[None]:
     """Within the block, SIGINT and SIGTERM raise `Interrupted` (main thread only; elsewhere
-    the handlers are left alone)."""
+    the handlers are left alone).
+
+    A signal handled while a finalizer runs (`__del__`, a weakref or collector callback,
+    which the collector may start anywhere) raises there, where Python reports the error as
+    "Exception ignored" and goes on: the stop would be lost and a traceback printed. Such
+    an `Interrupted` is kept and raised again by a timer a millisecond later (SIGALRM,
+    again if that lands in a finalizer too), or as the block ends if it ends first.
+    """
     if threading.current_thread() is not threading.main_thread():
         yield
         return
+    pending: list[int] = []
 
     def _raise(signum: int, _frame: FrameType | None) -> None:
         raise Interrupted(signum)
 
+    def _late(_signum: int, _frame: FrameType | None) -> None:
+        if pending:
+            raise Interrupted(pending.pop())
+
+    timer = hasattr(signal, "setitimer")  # not on Windows: raised as the block ends
+
+    def _again(unraisable: Any) -> None:
+        if isinstance(unraisable.exc_value, Interrupted):
+            pending[:] = [unraisable.exc_value.signum]
+            if timer:
+                signal.setitimer(signal.ITIMER_REAL, 1e-3)
+        else:
+            hook(unraisable)
+
+    hook, sys.unraisablehook = sys.unraisablehook, _again
     old = {s: signal.signal(s, _raise) for s in STOP_SIGNALS}
+    if timer:
+        old[signal.SIGALRM] = signal.signal(signal.SIGALRM, _late)
     try:
         yield
     finally:
+        if timer:
+            signal.setitimer(signal.ITIMER_REAL, 0)
         for s, handler in old.items():
             signal.signal(s, handler)
+        sys.unraisablehook = hook
+        if pending:
+            raise Interrupted(pending.pop())
 
 
 @contextlib.contextmanager

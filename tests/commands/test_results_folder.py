@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import signal
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -22,6 +23,7 @@ from simulator.io import (
     ResultsFolder,
     check_output_file,
     foreign_folder_problem,
+    stop_signals_raise,
     write_atomic,
 )
 from simulator.study.store import StudyStore
@@ -428,3 +430,29 @@ def test_a_study_name_that_is_no_folder_name_is_refused(tmp_path: Path) -> None:
         f"error: {bad}:2: name: string should match pattern '^[A-Za-z0-9][A-Za-z0-9._+-]{{0,127}}$'"
     ], r.output
     assert not (tmp_path / "elsewhere").exists()
+
+
+class _SignalsInFinalizer:
+    """An object whose finalizer receives SIGTERM (as the collector may run one anywhere)."""
+
+    def __del__(self) -> None:
+        os.kill(os.getpid(), signal.SIGTERM)
+        sum(range(100))  # bytecode: the handler runs here, inside the finalizer
+
+
+@pytest.mark.parametrize("then_more_work", [True, False])
+def test_a_stop_signal_handled_inside_a_finalizer_still_stops_the_write(capfd, then_more_work: bool) -> None:
+    """A SIGTERM handled in a `__del__` raised there: Python printed "Exception ignored"
+    with a traceback and the run went on (a kill test saw 'new+traceback'). It stops the
+    block now, with no traceback, whether the block goes on or ends right after."""
+    before = (signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGALRM), sys.unraisablehook)
+    with pytest.raises(Interrupted) as caught, stop_signals_raise():
+        obj = _SignalsInFinalizer()
+        del obj
+        if then_more_work:
+            for _ in range(200_000):
+                pass
+    assert caught.value.signum == signal.SIGTERM
+    assert "Exception ignored" not in capfd.readouterr().err
+    # the handlers and the hook are given back
+    assert (signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGALRM), sys.unraisablehook) == before
