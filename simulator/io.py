@@ -353,47 +353,40 @@ def stop_signals_raise() -> Iterator[None]:
     the handlers are left alone).
 
     A signal handled while a finalizer runs (`__del__`, a weakref or collector callback,
-    which the collector may start anywhere) raises there, where Python reports the error as
-    "Exception ignored" and goes on: the stop would be lost and a traceback printed. Such
-    an `Interrupted` is kept and raised again by a timer a millisecond later (SIGALRM,
-    again if that lands in a finalizer too), or as the block ends if it ends first.
+    which the collector may start anywhere) raises there, where Python would report the
+    error as "Exception ignored", print a traceback and go on: the stop would be lost. Such
+    an `Interrupted` is kept and raised as the block ends (a stop that late still exits
+    128 + signal; the folder is then wholly old or wholly new, as for any stop).
     """
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    pending: list[int] = []
+    kept: list[Interrupted] = []
 
     def _raise(signum: int, _frame: FrameType | None) -> None:
         raise Interrupted(signum)
 
-    def _late(_signum: int, _frame: FrameType | None) -> None:
-        if pending:
-            raise Interrupted(pending.pop())
-
-    timer = hasattr(signal, "setitimer")  # not on Windows: raised as the block ends
-
-    def _again(unraisable: Any) -> None:
+    def _keep(unraisable: Any) -> None:
         if isinstance(unraisable.exc_value, Interrupted):
-            pending[:] = [unraisable.exc_value.signum]
-            if timer:
-                signal.setitimer(signal.ITIMER_REAL, 1e-3)
+            kept.append(unraisable.exc_value)
         else:
             hook(unraisable)
 
-    hook, sys.unraisablehook = sys.unraisablehook, _again
+    hook, sys.unraisablehook = sys.unraisablehook, _keep
     old = {s: signal.signal(s, _raise) for s in STOP_SIGNALS}
-    if timer:
-        old[signal.SIGALRM] = signal.signal(signal.SIGALRM, _late)
     try:
         yield
     finally:
-        if timer:
-            signal.setitimer(signal.ITIMER_REAL, 0)
-        for s, handler in old.items():
-            signal.signal(s, handler)
         sys.unraisablehook = hook
-        if pending:
-            raise Interrupted(pending.pop())
+        for s, handler in old.items():  # a stop handled meanwhile is raised once all are back
+            while True:
+                try:
+                    signal.signal(s, handler)
+                    break
+                except Interrupted as stop:
+                    kept.append(stop)
+        if kept:
+            raise kept[0]
 
 
 @contextlib.contextmanager

@@ -444,8 +444,8 @@ class _SignalsInFinalizer:
 def test_a_stop_signal_handled_inside_a_finalizer_still_stops_the_write(capfd, then_more_work: bool) -> None:
     """A SIGTERM handled in a `__del__` raised there: Python printed "Exception ignored"
     with a traceback and the run went on (a kill test saw 'new+traceback'). It stops the
-    block now, with no traceback, whether the block goes on or ends right after."""
-    before = (signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGALRM), sys.unraisablehook)
+    block as it ends now, with no traceback, whether the block goes on or ends right after."""
+    before = (signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGINT), sys.unraisablehook)
     with pytest.raises(Interrupted) as caught, stop_signals_raise():
         obj = _SignalsInFinalizer()
         del obj
@@ -455,4 +455,4 @@ def test_a_stop_signal_handled_inside_a_finalizer_still_stops_the_write(capfd, t
     assert caught.value.signum == signal.SIGTERM
     assert "Exception ignored" not in capfd.readouterr().err
     # the handlers and the hook are given back
-    assert (signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGALRM), sys.unraisablehook) == before
+    assert (signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGINT), sys.unraisablehook) == before
