@@ -15,6 +15,7 @@ from typing import Annotated, Any
 import typer
 
 from simulator.commands.common import console, err_console, fail, progress_bar
+from simulator.config.loader import recording_reads
 from simulator.errors import ClustersimError, InputError, SimulationError
 from simulator.io import check_output_file, check_writable_folder
 
@@ -179,13 +180,14 @@ def export_chakra_command(
 
     try:
         check_writable_folder(output)
-        prep = prepare(scenario)
-        if any(p.is_dir() and output.resolve() == p.resolve() for p in prep.scenario.input_paths()):
-            raise InputError(
-                "the output folder holds the scenario's own trace; write it elsewhere", file=output
-            )
+        with recording_reads() as reads:
+            prep = prepare(scenario)
         _step_level(prep, scenario, "export chakra", jobs_ok=False)
         program = _every_rank(prep, scenario)
+        written = [output / f"{prefix}.{r}.et" for r in range(len(program.rank_gpus))]
+        check_output_file(output / "comm_group.json", reads)
+        for path in written:
+            check_output_file(path, reads)
         cost = ComputeCost(prep.topology.gpu, prep.compute_calibration)
         paths = export_chakra(program, output, prefix, duration_of=cost.roofline_s)
     except ClustersimError as err:
@@ -211,8 +213,9 @@ def export_chrome_command(
 
     try:
         check_output_file(output, [scenario])
-        prep = prepare(scenario)
-        check_output_file(output, prep.scenario.input_paths())
+        with recording_reads() as reads:
+            prep = prepare(scenario)
+        check_output_file(output, reads)
         _step_level(prep, scenario, "export chrome", jobs_ok=True)
         result = execute(prep)
         edges = {j.name: flow_edges(j.program) for j in prep.jobs} if prep.jobs else flow_edges(prep.program)

@@ -13,11 +13,13 @@ mapping (YAML would silently keep the last one).
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import os
 import re
 import stat
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -63,13 +65,33 @@ def max_file_bytes() -> int:
     return int(mib * 2**20)
 
 
+#: the files checked for reading while `recording_reads` is active (None: not recording)
+_READS: ContextVar[list[Path] | None] = ContextVar("clustersim_reads", default=None)
+
+
+@contextlib.contextmanager
+def recording_reads() -> Iterator[list[Path]]:
+    """Within the block, every input file read (every path `check_regular_file` checks: a
+    scenario, topology, GPU, model, trace or log file) is appended to the list given, so
+    that a command can refuse an output that would replace one of them."""
+    reads: list[Path] = []
+    token = _READS.set(reads)
+    try:
+        yield reads
+    finally:
+        _READS.reset(token)
+
+
 def check_regular_file(path: Path) -> os.stat_result:
     """`path`'s status, if it is a regular file (opening a pipe with no writer never
-    returns; reading a device may never end).
+    returns; reading a device may never end); recorded by `recording_reads`.
 
     Raises:
         InputError: the file is missing, a folder, or a device, pipe or socket.
     """
+    reads = _READS.get()
+    if reads is not None:
+        reads.append(path)
     try:
         st = path.stat()
     except FileNotFoundError:

@@ -380,13 +380,6 @@ class Scenario:
     def name(self) -> str:
         return self.spec.name
 
-    def input_paths(self) -> list[Path]:
-        """The files a run of the scenario reads: itself, its topology, workload (each file
-        of a trace folder), jobs' workloads and calibration profiles (an output file must
-        be none of them)."""
-        paths = [self.path, self.topology_path, self.workload_path, *self.job_paths, *self.calibration_paths]
-        return paths + [f for p in paths if p.is_dir() for f in sorted(p.iterdir())]
-
     def error(self, message: str, loc: tuple) -> InputError:
         return self.doc.error(message, loc)
 

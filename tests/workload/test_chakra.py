@@ -617,8 +617,9 @@ def test_collectives_match_per_process_group_not_per_rank_set(tmp_path):
 
 
 def test_no_output_replaces_a_trace_or_file_the_command_reads(tmp_path):
-    """import chakra -o DIR/trace.0.et, export chrome -o WORKLOAD and export chakra into the
-    scenario's own trace folder each replaced an input."""
+    """import chakra -o DIR/trace.0.et, export chrome -o WORKLOAD (or the GPU file its
+    topology names) and export chakra into the scenario's own trace folder with its prefix
+    each replaced an input."""
     _astra_style_trace(tmp_path / "et")
     before = {p.name: p.read_bytes() for p in (tmp_path / "et").iterdir()}
     for name in ("et.1.et", "comm_group.json"):
@@ -630,10 +631,18 @@ def test_no_output_replaces_a_trace_or_file_the_command_reads(tmp_path):
     topo = ROOT / "topologies" / "h100-rail-clos-2n.yaml"
     sc = tmp_path / "sc.yaml"
     sc.write_text(f"name: sc\nseed: 1\ntopology: {{file: {topo}}}\nworkload: {{format: chakra, path: et}}\n")
+    gpu = tmp_path / "gpu.yaml"  # a file the topology reads, not the scenario
+    gpu.write_text((ROOT / "topologies" / "gpus" / "h100-sxm.yaml").read_text())
+    (tmp_path / "topo.yaml").write_text(topo.read_text().replace("gpus/h100-sxm.yaml", str(gpu)))
+    sc.write_text(sc.read_text().replace(str(topo), str(tmp_path / "topo.yaml")))
+    gpu_before = gpu.read_bytes()
     for args, needle in (
         (["chrome", str(sc), "-o", str(tmp_path / "et" / "et.0.et")], "would overwrite the input"),
-        (["chakra", str(sc), "-o", str(tmp_path / "et")], "holds the scenario's own trace"),
+        (["chrome", str(sc), "-o", str(gpu)], "would overwrite the input"),
+        # the files' own prefix: the export replaced every input file (exit 0)
+        (["chakra", str(sc), "-o", str(tmp_path / "et"), "--prefix", "et"], "would overwrite the input"),
     ):
         res = CliRunner().invoke(app, ["export", *args])
         assert res.exit_code == 2 and needle in res.output, res.output
+    assert gpu.read_bytes() == gpu_before
     assert {p.name: p.read_bytes() for p in (tmp_path / "et").iterdir()} == before

@@ -40,6 +40,7 @@ from typing import Any
 
 import networkx as nx
 
+from simulator.config.loader import check_regular_file
 from simulator.errors import InputError, shown
 from simulator.workload.interchange import chakra_et_pb2 as pb
 from simulator.workload.interchange.chakra_io import attrs_of, rank_files, read_et
@@ -100,6 +101,7 @@ class _Reader:
         if not path.is_file():
             return {}
         try:
+            check_regular_file(path)
             data = json.loads(path.read_text(encoding="utf-8"))
             groups = {str(k): list(v) for k, v in data.items()}
             for name, ranks in groups.items():
