@@ -30,12 +30,14 @@ import pandas as pd
 import yaml
 from pydantic import BaseModel
 
+from simulator.config.loader import Document
 from simulator.errors import InputError, InputErrors, shown
 from simulator.io import ResultsFolder
 from simulator.metrics.store import read_frames, read_summary
 from simulator.scenario.execute import RunResult, execute
 from simulator.scenario.prepare import check_output_folder, prepare
 from simulator.scenario.spec import RELATIVE_TO_SCENARIO, RunSettings, ScenarioSpec
+from simulator.study.checks import check_study_checkpoints, check_study_step
 from simulator.study.compare import comparison_table, load_comparison, run_comparison
 from simulator.study.executor import LOCAL_DASK
 from simulator.study.sweep import StudySpec, load_study, run_study, study_from_data, summarize_study
@@ -307,7 +309,13 @@ def sweep(
     seeds = _whole(seeds, "seeds", StudySpec, "seeds")
     _executor(executor)
     _callback(on_done, "on_done")
-    loaded = load_study(study) if not isinstance(study, Mapping) else study_from_data(dict(study))
+    if isinstance(study, Mapping):
+        loaded = study_from_data(dict(study))
+        check_study_step(loaded, "<study>", Document(Path("<study>"), dict(study), {}))
+    else:
+        loaded = load_study(study)
+        check_study_step(loaded, study)
+    check_study_checkpoints(loaded)  # as `clustersim sweep` checks before it runs
     total = len(loaded.variants) * (seeds or loaded.spec.seeds)
     runs = run_study(loaded, seeds, executor, on_done=_counted(on_done, total))
     return Study(loaded.spec.name, runs, summarize_study(runs))

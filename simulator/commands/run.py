@@ -186,7 +186,7 @@ def _check_file(path: Path) -> str:
         from simulator.study.sweep import load_study
 
         study = load_study(path)
-        from simulator.commands.checks import check_study_checkpoints, check_study_step
+        from simulator.study.checks import check_study_checkpoints, check_study_step
 
         check_study_step(study, path, doc)  # what sweep checks first
         check_study_checkpoints(study)

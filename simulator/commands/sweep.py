@@ -82,8 +82,8 @@ def sweep(
     stopped study keeps them, and `--resume` runs only the missing ones.
     """
     # the simulator and the figures are imported inside the command, so that `clustersim --help` stays fast
-    from simulator.commands.checks import check_study_checkpoints, check_study_step
     from simulator.io import Interrupted, interrupted_in, stop_signals_raise
+    from simulator.study.checks import check_study_checkpoints, check_study_step
     from simulator.study.store import open_store, run_into_store
     from simulator.study.sweep import load_study
 

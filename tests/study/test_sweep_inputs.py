@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from simulator import api
 from simulator.errors import InputError, InputErrors
 from simulator.study.sweep import load_study
 
@@ -158,7 +159,12 @@ def test_a_job_that_is_not_the_step_scenarios_is_refused_by_validate_and_sweep_a
         (base.replace("n_gpus: 16,", "n_gpus: 32,"), "st.yaml:2: job: a job of 32 GPUs in 2 data-parallel"),
         (
             base + "axes: [{param: job.n_gpus, values: [16, 64]}]\n",
-            "st.yaml:8: axes.0.values: a job of 64 GPUs",
+            "st.yaml:8: axes.0.values.1: a job of 64 GPUs",
+        ),
+        (  # the axis that makes the job differ, not the first axis over the job
+            base + "axes:\n  - {param: job.gpus_per_replica, values: [16, 8]}\n"
+            "  - {param: job.n_gpus, values: [16, 32]}\n",
+            "st.yaml:10: axes.1.values.1: a job of 32 GPUs in 2 data-parallel replicas",
         ),
     ]
     for text, expected in cases:
@@ -170,6 +176,8 @@ def test_a_job_that_is_not_the_step_scenarios_is_refused_by_validate_and_sweep_a
             assert r.exit_code == 2 and len(lines) == 1 and expected in lines[0], r.output
             assert "runs 16 GPUs: the study's job must be the scenario's" in lines[0]
         assert not out.exists()
+        with pytest.raises(InputError, match="the study's job must be the scenario's"):
+            api.sweep(study)  # `clustersim sweep` without writing: the same checks
 
 
 def test_far_too_many_checkpoints_with_constant_costs_are_refused_before_the_folder_is_touched(tmp_path):

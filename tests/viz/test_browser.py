@@ -144,6 +144,7 @@ def test_study_dashboard_from_a_saved_sweep(tmp_path: Path) -> None:
     _check_quick(folder / "sweep.html", tmp_path / "shots", expected=2)  # goodput and ETTR
 
 
+@pytest.mark.slow  # a fit and its page in Chromium: ~7 s (default suite: under 3 CPU min)
 def test_calibration_figure_page(tmp_path: Path) -> None:
     files = sorted(SAMPLES.glob("h100-8gpu-1node-allreduce*.txt"))[:2]
     assert len(files) == 2
@@ -154,6 +155,7 @@ def test_calibration_figure_page(tmp_path: Path) -> None:
     assert r.errors == [] and r.plots >= 1 and r.figures_rendered == r.plots
 
 
+@pytest.mark.slow  # ~3.5 s; the run dashboards cover the renderer (default suite: under 3 CPU min)
 def test_calibration_page_of_a_committed_profile(tmp_path: Path) -> None:
     """Entries table plus one figure per source file (4), with or without the samples."""
     profile = ROOT / "topologies" / "calibration" / "h100-nvswitch-efa.yaml"
@@ -163,6 +165,7 @@ def test_calibration_page_of_a_committed_profile(tmp_path: Path) -> None:
     _check_quick(page, tmp_path / "shots", expected=5)
 
 
+@pytest.mark.slow  # ~8 s with its runs; the comparison and saved-sweep pages stay in the default suite
 def test_real_comparison_and_sweep_dashboards(compare_run: Path, sweep_run: Path, tmp_path: Path) -> None:
     """Dashboards rebuilt from real `compare` (3 variants) and `sweep` (6 variants x 2 seeds)
     output folders (simulated once per session, conftest.py)."""

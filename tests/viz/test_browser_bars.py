@@ -74,6 +74,7 @@ def test_1024_gpu_page_is_small_and_draws_the_summary_proportions(big_run: Path)
     assert drawn["compute"] / drawn["tp"] == pytest.approx(want_compute / want_tp, rel=1e-6)
 
 
+@pytest.mark.slow  # ~9 s in Chromium; test_browser's rebuilt failures dashboard stays in the default suite
 def test_failures_page_draws_every_incident_of_the_run(failures_run: Path) -> None:
     out = failures_run
     r = render_page(out / "dashboard.html", SHOTS / "quickstart-failures", measure=False, screenshot=True)

@@ -1,6 +1,7 @@
-"""Checks a study command makes before any work: that what the study asks of its step
-scenario can be answered, so that a request it cannot honour is one line (exit 2) before
-anything is simulated or written, not an error part-way through the study.
+"""Checks of a study before any work (`validate`, `sweep` and `api.sweep` make them): that
+what the study asks of its step scenario can be answered, so that a request it cannot
+honour is one line (exit 2, or 3) before anything is simulated or written, not an error
+part-way through the study.
 
 What is checked: the step scenario itself (`check_step_scenario`), that every variant's
 job is the scenario's job (its GPUs and data-parallel replicas: the step times and the
@@ -36,7 +37,7 @@ def check_study_step(study: Study, path: str | Path, doc: Document | None = None
         return
     prep = check_step_scenario(study.base_dir / study.spec.step.from_scenario)
     doc = doc or read_document(Path(path))
-    _check_job(study, prep, path, doc)
+    _check_job(study, prep, doc)
     base = study.spec.policy
     run = {v.spec.policy.kind: v.spec.policy for v in study.variants}  # the policies the runs use
     if base.kind in run:
@@ -49,11 +50,11 @@ def check_study_step(study: Study, path: str | Path, doc: Document | None = None
         check_drain(prep, others, path, doc.line_of(("axes", i, "values")), f"axes.{i}.values")
 
 
-def _check_job(study: Study, prep: Any, path: str | Path, doc: Document) -> None:
-    """Raise `InputError` at the study's `job` (or the axis that sets it) if a variant's job
-    is not the job of the step scenario `prep`: other GPUs, or other data-parallel replicas
-    where the scenario's workload says how many it has (a trace need not)."""
-    from simulator.errors import InputError
+def _check_job(study: Study, prep: Any, doc: Document) -> None:
+    """Raise `InputError` at the study's `job`, or at the axis value that sets it, if a
+    variant's job is not the job of the step scenario `prep`: other GPUs, or other
+    data-parallel replicas where the scenario's workload says how many it has (a trace
+    need not)."""
 
     n = len(prep.program.rank_gpus)
     dp = int(prep.program.meta.get("dp", 0) or 0)
@@ -61,23 +62,35 @@ def _check_job(study: Study, prep: Any, path: str | Path, doc: Document) -> None
     def fits(job: Any) -> bool:
         return job.n_gpus == n and (not dp or job.dp_replicas == dp)
 
-    for v in study.variants:
-        job = v.spec.job
-        if fits(job):
-            continue
-        at: tuple = ("job",)
-        if fits(study.spec.job):  # an axis changed it
-            axes = enumerate(study.spec.axes)
-            at = next((("axes", i, "values") for i, a in axes if a.param.startswith("job")), at)
-        runs = f"{n:,} GPUs in {dp:,}" if dp else f"{n:,} GPUs"
-        raise InputError(
-            f"a job of {job.n_gpus:,} GPUs in {job.dp_replicas:,} data-parallel replicas; the step "
-            f"scenario {study.spec.step.from_scenario} runs {runs}: the study's job must be "
-            "the scenario's (its step times and checkpoint are that job's)",
-            file=path,
-            line=doc.line_of(at),
-            field=".".join(map(str, at)),
+    def replicas(k: int) -> str:
+        return f"{k:,} data-parallel replica{'' if k == 1 else 's'}"
+
+    def problem(job: Any) -> str:
+        runs = f"{n:,} GPUs in {replicas(dp)}" if dp else f"{n:,} GPUs"
+        return (
+            f"a job of {job.n_gpus:,} GPUs in {replicas(job.dp_replicas)}; the step scenario "
+            f"{study.spec.step.from_scenario} runs {runs}: the study's job must be the "
+            "scenario's (its step times and checkpoint are that job's)"
         )
+
+    base = study.spec.job
+    if not fits(base):
+        raise doc.error(problem(base), ("job",))
+    for i, axis in enumerate(study.spec.axes):  # each setting of the job alone, on the base
+        if axis.param != "job" and not axis.param.startswith("job."):
+            continue
+        for k, value in enumerate(axis.values):
+            try:
+                job = base.model_validate(
+                    value if axis.param == "job" else {**base.model_dump(), axis.param[4:]: value}
+                )
+            except ValueError:
+                continue  # reported by the study's own checks of its variants
+            if not fits(job):
+                raise doc.error(problem(job), ("axes", i, "values", k))
+    for v in study.variants:  # any other way a variant's job differs
+        if not fits(v.spec.job):
+            raise doc.error(problem(v.spec.job), ("job",))
 
 
 def check_study_checkpoints(study: Study) -> None:
