@@ -148,6 +148,7 @@ def test_a_thread_driving_eight_gpus_holds_calls_to_eight_host_enqueues() -> Non
     assert np.allclose(sim, np.maximum(model, 24e-6), rtol=1e-12, atol=0)
 
 
+@pytest.mark.slow  # ~2 s of fits (the default suite stays under 3 CPU minutes)
 def test_a_soft_l1_loss_keeps_one_odd_run_of_three_from_moving_the_fit() -> None:
     # three runs of one system, a few sizes each: two agree with the model under TRUE, the
     # third is 2x slower from 64 MiB (as the second AWS p5 run is against the first)
@@ -272,6 +273,7 @@ def test_one_server_topologies_are_used_as_they_are(tmp_path, app) -> None:
     assert len(lines) == 1 and lines[0].startswith(f"error: {topology}:4: generator: "), r.output
 
 
+@pytest.mark.slow  # ~2 s of fits (the default suite stays under 3 CPU minutes)
 def test_a_log_of_another_gpu_fitted_on_a_topology_is_warned(tmp_path, app) -> None:
     """An MI300X log fitted on an H100 topology: the profile records the topology's GPU as
     the one fitted on, so a later H100 run would not warn; the fit says so, naming the table

@@ -277,6 +277,7 @@ def _assert_points(n: int, seed: int, in_process: bool) -> None:
             assert outcome == "new", (name, delay_s, code)
 
 
+@pytest.mark.slow  # ~5 CPU s of subprocess runs; the 20-point version below is in the slow suite too
 def test_kill_during_the_write_phase_leaves_wholly_old_or_wholly_new_3_points() -> None:
     """SIGINT/SIGTERM at 3 random points of the write phase of a subprocess run (about 9 s CPU)."""
     _assert_points(3, seed=3, in_process=True)

@@ -15,7 +15,7 @@ _sizes = st.lists(st.integers(1, 200), min_size=1, max_size=12)
 _time = st.one_of(st.sampled_from([0.0, 0.5, 1.0, 2.5]), st.floats(0.0, 1e6, allow_nan=False))
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=30, deadline=None)
 @given(sizes=_sizes, data=st.data())
 def test_running_max_restarts_at_every_group(sizes, data) -> None:
     values = np.array(data.draw(st.lists(_time, min_size=sum(sizes), max_size=sum(sizes))))
@@ -24,7 +24,7 @@ def test_running_max_restarts_at_every_group(sizes, data) -> None:
     np.testing.assert_array_equal(sb._running_max(values, gid), want)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=30, deadline=None)
 @given(sizes=_sizes, data=st.data())
 def test_group_bounds_are_the_distinct_pairs_in_order(sizes, data) -> None:
     n = sum(sizes)

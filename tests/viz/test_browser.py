@@ -57,6 +57,7 @@ def quickstart(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
+@pytest.mark.slow  # ~7 s; the rebuilt run dashboard below draws the same page and more
 def test_run_dashboard_renders_every_figure(quickstart: Path, tmp_path: Path) -> None:
     _check(quickstart / "dashboard.html", tmp_path, expected=5)  # with the topology drawing
 
