@@ -167,26 +167,34 @@ axes:
 """
 
 
+def _validate(path: Path) -> tuple[int, list[str]]:
+    """(exit code, non-blank output lines) of `clustersim validate PATH`."""
+    r = cli.invoke(app, ["validate", str(path)])
+    return r.exit_code, [line for line in r.output.splitlines() if line.strip()]
+
+
 def test_scheduled_events_after_a_studys_end_are_refused(tmp_path: Path) -> None:
     """A study's scheduled failure after its end, and a scheduled degradation after a
     scenario's, ran without ever happening."""
     path = tmp_path / "study.yaml"
     path.write_text(STUDY.replace("component: 9999, at_h: 1", "component: 3, at_days: 2"))
-    r = cli.invoke(app, ["validate", str(path)])
-    lines = [line for line in r.output.splitlines() if line.strip()]
-    assert r.exit_code == 2 and lines == [
-        f"error: {path}:5: failures.0.at_days: a failure at 48 h is not before the run's end (48 h): "
-        "it would never happen"
-    ]
+    assert _validate(path) == (
+        2,
+        [
+            f"error: {path}:5: failures.0.at_days: a failure at 48 h is not before the run's end (48 h): "
+            "it would never happen"
+        ],
+    )
     path = tmp_path / "s.yaml"
     late = "degradations:\n  - {kind: straggler, component: 3, at_days: [4], duration_h: 2, slowdown: 1.5}\n"
     path.write_text(SCENARIO.format(root=ROOT, failure=GPU, policy=CR) + late)
-    r = cli.invoke(app, ["validate", str(path)])
-    lines = [line for line in r.output.splitlines() if line.strip()]
-    assert r.exit_code == 2 and lines == [
-        f"error: {path}:10: degradations.0.at_days: an episode at 96 h is not before the run's end (72 h): "
-        "it would never happen"
-    ]
+    assert _validate(path) == (
+        2,
+        [
+            f"error: {path}:10: degradations.0.at_days: an episode at 96 h is not before the run's end "
+            "(72 h): it would never happen"
+        ],
+    )
 
 
 def test_study_fault_inputs_are_checked_against_its_job(tmp_path: Path) -> None:
