@@ -377,7 +377,6 @@ def stop_signals_raise() -> Iterator[None]:
     try:
         yield
     finally:
-        sys.unraisablehook = hook
         for s, handler in old.items():  # a stop handled meanwhile is raised once all are back
             while True:
                 try:
@@ -385,6 +384,7 @@ def stop_signals_raise() -> Iterator[None]:
                     break
                 except Interrupted as stop:
                     kept.append(stop)
+        sys.unraisablehook = hook  # after the handlers: a stop in a finalizer until then is kept
         if kept:
             raise kept[0]
 
