@@ -30,7 +30,7 @@ INCIDENT_COLUMNS = [
     "time_s",  # when it happened (start of the incident)
     "kind",  # failure | checkpoint | restart | repair | degradation | rejoin
     "component_class",  # gpu, hbm, host, ... for failures and degradations
-    "component",  # component index / name
+    "component",  # class and index (gpu6, host1, link5)
     "cause",  # failure cause label, degradation kind, checkpoint mode, restart resume point
     "duration_s",  # stall / restart / episode length
     "lost_work_s",  # compute time to redo because of this failure (+ aborted checkpoint stall)

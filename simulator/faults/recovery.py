@@ -82,7 +82,7 @@ class FailureRecovery(RunCore):
         self._incident(
             "failure",
             component_class=ev.component_class,
-            component=str(ev.component),
+            component=f"{ev.component_class}{ev.component}",
             cause=ev.cause,
             gpus=ev.n_gpus,
             hosts=indices_label(hit),
@@ -183,7 +183,7 @@ class FailureRecovery(RunCore):
         self._incident(
             "failure",
             component_class=ev.component_class,
-            component=str(ev.component),
+            component=f"{ev.component_class}{ev.component}",
             cause=ev.cause,
             gpus=ev.n_gpus,
             hosts=indices_label(in_use),
@@ -198,7 +198,7 @@ class FailureRecovery(RunCore):
                 "repair",
                 time_s=now + ev.repair_s,
                 component_class=ev.component_class,
-                component=str(ev.component),
+                component=f"{ev.component_class}{ev.component}",
                 cause=ev.cause,
                 duration_s=ev.repair_s,
                 hosts=indices_label(in_use),

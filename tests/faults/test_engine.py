@@ -126,6 +126,17 @@ def runs():
     return [(p, _run(p)) for p in ALL_POLICIES]
 
 
+def test_failures_and_degradations_name_their_component_alike(runs):
+    """A failure's component was its bare index (`6`), a degradation's its class and index
+    (`gpu13`): a query for `gpu6` missed the failures. Both are class and index now."""
+    inc = runs[0][1].incidents
+    named = inc[inc.kind.isin(["failure", "degradation"])]
+    assert set(named.kind) == {"failure", "degradation"}
+    assert len(named) > 10
+    for cls, comp in zip(named.component_class, named.component, strict=True):
+        assert comp.startswith(cls) and comp[len(cls) :].isdigit(), (cls, comp)
+
+
 def test_same_seed_same_failures_whatever_the_policy(runs):
     """Common random numbers: failure arrivals (time, class, component) do not depend on the policy."""
     cols = ["time_s", "component_class", "component", "cause", "gpus"]
