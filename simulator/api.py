@@ -147,8 +147,9 @@ def _whole(value: Any, argument: str, model: type[BaseModel], key: str) -> int |
 
 
 def _source(value: Any, argument: str, mapping: bool = True) -> None:
-    """Refuse a `scenario` / `study` / `file` argument that is neither a file path (str or
-    Path) nor, where `mapping` allows one, a mapping of the file's content."""
+    """Refuse a file or folder argument (`scenario`, `study`, `file`, `output`, `base_dir`,
+    `folder`) that is neither a path (str or Path) nor, where `mapping` allows one, a
+    mapping of the file's content."""
     kinds = (str, Path, Mapping) if mapping else (str, Path)
     if not isinstance(value, kinds):
         what = "a file (str or Path) or a mapping" if mapping else "a file (str or Path)"
@@ -212,6 +213,9 @@ def run(
         ClustersimError: the run cannot be simulated (exit code 3 on the command line).
     """
     _source(scenario, "scenario")
+    if output is not None:
+        _source(output, "output", mapping=False)  # checked before anything is simulated
+    _source(base_dir, "base_dir", mapping=False)
     steps = _whole(steps, "steps", RunSettings, "steps")
     seed = _whole(seed, "seed", ScenarioSpec, "seed")
     _callback(on_step, "on_step")
@@ -238,6 +242,7 @@ def run(
 
 def load(folder: str | Path) -> Result:
     """The frames and summary of a results folder written earlier (`clustersim run`)."""
+    _source(folder, "folder", mapping=False)
     summary = read_summary(folder)
     return Result(str(summary.get("scenario", Path(folder).name)), read_frames(folder), summary, Path(folder))
 

@@ -105,6 +105,22 @@ def test_a_scenario_that_is_no_path_nor_mapping_is_refused() -> None:
         api.run(42)  # type: ignore[arg-type]
 
 
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (lambda: api.run(QUICKSTART, output=5), "output: expected a file (str or Path), found int 5"),
+        (lambda: api.run({"name": "x"}, base_dir=5), "base_dir: expected a file (str or Path), found int 5"),
+        (lambda: api.load(123), "folder: expected a file (str or Path), found int 123"),
+    ],
+)
+def test_a_path_argument_of_another_type_is_one_line(call, message: str) -> None:
+    """`output`, `base_dir` and `load`'s folder of another type were a TypeError with a
+    traceback (for `output`, after the whole simulation)."""
+    with pytest.raises(InputError) as caught:
+        call()
+    assert str(caught.value) == message
+
+
 def test_bad_compare_and_sweep_arguments_are_refused_before_running(small_compare: Path) -> None:
     study = ROOT / "tests" / "study" / "data" / "interval_study.yaml"
     with pytest.raises(InputError, match="^steps: input should be greater than or equal to 1, got 0$"):

@@ -55,7 +55,6 @@ def _check_job(study: Study, prep: Any, doc: Document) -> None:
     variant's job is not the job of the step scenario `prep`: other GPUs, or other
     data-parallel replicas where the scenario's workload says how many it has (a trace
     need not)."""
-
     n = len(prep.program.rank_gpus)
     dp = int(prep.program.meta.get("dp", 0) or 0)
 

@@ -50,7 +50,6 @@ import simulator
 from simulator.config.base import MAX_SEED, NAME_PATTERN, FileRef, Spec
 from simulator.config.loader import Document, Loc, check_file_kind, read_document, validate
 from simulator.errors import ClustersimError, InputError, lines_at
-from simulator.metrics.run_cost import cost_columns
 from simulator.network.cost import DEFAULT_PRICES, PriceSpec, cost_summary, estimate_cost, load_prices
 from simulator.network.prices import with_amortization
 from simulator.network.topology import resolve
@@ -435,10 +434,7 @@ def simulate_variant(task: VariantTask) -> VariantOutcome:
     network = network_cost(prep.topology.graph, task.prices, result.summary.get("gpus_in_topology"))
     for k, v in network.items():
         result.summary.setdefault(k, v)
-    if prep.jobs and task.prices is not None:  # several jobs' steps: priced here, not by the run
-        cap = prep.scenario.spec.compute.power_cap_fraction
-        graph, gpu = prep.topology.graph, prep.topology.gpu
-        result.summary.update(cost_columns(result.frames, result.summary, graph, gpu, task.prices, cap))
+    # several jobs on one fabric are not priced per job (docs/cost.md), as `run` leaves them
     result.resolved["variant"] = task.variant
     result.resolved["compare"] = task.compare
     if task.topology_params:  # the topology file is the base's; these edits made the variant's

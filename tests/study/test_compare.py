@@ -209,3 +209,20 @@ def test_a_variant_named_like_a_file_of_the_comparison_folder_is_refused(
         f"{small_compare}:6: variants.1.name: {name!r} is a file of the comparison folder; "
         "name the variant otherwise"
     )
+
+
+def test_a_variant_of_several_jobs_is_not_priced_per_job_as_its_run_is_not(tmp_path: Path) -> None:
+    """compare priced a `jobs:` variant with per-rank energy whose ranks of the two jobs
+    collided (energy 14.5 kJ against 6.6 kJ from the timeline, mean power twice the peak),
+    while `run` leaves such runs unpriced (docs/cost.md): the variant has the network's
+    capex and no energy or cost per token, as its run."""
+    from simulator import api
+
+    base = ROOT / "scenarios" / "jobs" / "two-dp-jobs-spread.yaml"
+    cmp = tmp_path / "cmp.yaml"
+    cmp.write_text(f"name: jobscmp\nbase: {{file: {base}}}\nvariants:\n  - name: a\n")
+    (variant,) = api.compare(cmp, steps=1).results.values()
+    alone = api.run(base, steps=1).summary
+    priced = ("energy_run_j", "timeline_energy_j", "mean_facility_power_w", "usd_per_step")
+    assert [k for k in priced if k in variant.summary] == [k for k in priced if k in alone] == []
+    assert variant.summary["network_capex_usd"] > 0
