@@ -27,7 +27,7 @@ from simulator.io import foreign_folder_problem
 from simulator.network.cluster import Cluster
 from simulator.network.collective import check_algorithm
 from simulator.network.fabric import Fabric
-from simulator.network.prices import load_prices, power_capped_gpu
+from simulator.network.prices import PriceSpec, load_prices, power_capped_gpu
 from simulator.network.topology import Topology, load_topology, resolve
 from simulator.scenario.job import check_run_level
 from simulator.scenario.spec import Scenario, load_scenario
@@ -56,6 +56,9 @@ class PreparedRun:
     calibration_sources: list[str] = field(default_factory=list)
     #: a scenario with `jobs`: every job placed and built (`program` is the first job's)
     jobs: list[PreparedJob] = field(default_factory=list)
+    #: the price table whose power-cap curve sets a capped GPU's speed (a comparison's own;
+    #: None: topologies/prices.yaml)
+    prices: PriceSpec | None = None
 
 
 def run_identity(prep: PreparedRun, seed: int) -> dict[str, Any]:
@@ -154,9 +157,11 @@ def prepare(path: str | Path) -> PreparedRun:
     return prepare_scenario(load_scenario(path))
 
 
-def prepare_scenario(scenario: Scenario, topology_doc: Document | None = None) -> PreparedRun:
+def prepare_scenario(
+    scenario: Scenario, topology_doc: Document | None = None, prices: PriceSpec | None = None
+) -> PreparedRun:
     """Load what a validated scenario references (the topology from `topology_doc` if given),
-    and check that the run can start (`preflight`)."""
+    and check that the run can start (`preflight`); `prices`: a comparison's price table."""
     topology = load_topology(scenario.topology_path, doc=topology_doc)
     cluster = build_cluster(scenario, topology)
     jobs: list[PreparedJob] = []
@@ -190,7 +195,7 @@ def prepare_scenario(scenario: Scenario, topology_doc: Document | None = None) -
     else:
         program = jobs[0].program if jobs else load_workload(scenario, topology, cluster)
     tuning, compute_cal, sources = load_calibration(scenario.calibration_paths)
-    prep = PreparedRun(scenario, topology, cluster, program, tuning, compute_cal, sources, jobs)
+    prep = PreparedRun(scenario, topology, cluster, program, tuning, compute_cal, sources, jobs, prices)
     if jobs and scenario.spec.run_level:
         raise scenario.error(
             "a scenario with `jobs` simulates steps; days of a cluster with failures and a "
@@ -198,7 +203,7 @@ def prepare_scenario(scenario: Scenario, topology_doc: Document | None = None) -
             ("policy",),
         )
     check_run_level(prep)
-    _check_power_cap(scenario)
+    _check_power_cap(scenario, prices)
     _check_row_models(prep, rows)
     for job in jobs:
         preflight(prep, job.program, job.path)
@@ -222,18 +227,19 @@ def _check_row_models(prep: PreparedRun, rows: list[Any]) -> None:
             row_job(prep.scenario, prep.topology, prep.cluster, row, partial(preflight, prep))
 
 
-def _check_power_cap(scenario: Scenario) -> None:
+def _check_power_cap(scenario: Scenario, prices: PriceSpec | None) -> None:
     """A power cap below the lowest one of the price table's `power.power_cap_curve` has no
     known speed: it is refused (the curve was held at its first point, so a cap of 1% of
     TDP computed as fast as one of 30% while its energy fell with the cap)."""
     cap = scenario.spec.compute.power_cap_fraction
     if cap >= 1.0:
         return
-    lowest = load_prices().power.power_cap_curve.points[0][0]
+    lowest = (prices or load_prices()).power.power_cap_curve.points[0][0]
     if cap < lowest:
+        table = "the comparison's price table" if prices is not None else "topologies/prices.yaml"
         raise scenario.error(
             f"{cap:g} of TDP is below the lowest cap of power.power_cap_curve in "
-            f"topologies/prices.yaml ({lowest:g}); no compute speed is known below it",
+            f"{table} ({lowest:g}); no compute speed is known below it",
             ("compute", "power_cap_fraction"),
         )
 
@@ -298,7 +304,7 @@ def check_kernel_model(prep: PreparedRun, program: StepProgram) -> None:
     Raises:
         InputError: `file:line: field: GPU ... gives no FIELD; op ... needs it ...`.
     """
-    gpu = power_capped_gpu(prep.topology.gpu, prep.scenario.spec.compute.power_cap_fraction)
+    gpu = power_capped_gpu(prep.topology.gpu, prep.scenario.spec.compute.power_cap_fraction, prep.prices)
     if not gpu.has_kernel_model:
         return
     cost: ComputeCost | None = None  # made at the first op with kernels (a trace may have none)
@@ -376,7 +382,7 @@ def step_simulator(
     sc = prep.scenario.spec
     ctx = ctx or SimContext(seed)
     program = program or prep.program
-    gpu = power_capped_gpu(prep.topology.gpu, sc.compute.power_cap_fraction)
+    gpu = power_capped_gpu(prep.topology.gpu, sc.compute.power_cap_fraction, prep.prices)
     params = None
     if prep.tuning is not None:  # a calibration profile was given
         from simulator.calibration.apply import fitted_collective_params

@@ -308,7 +308,7 @@ def _prepare_variant(cmp: Comparison, i: int, v: VariantSpec) -> Variant:
             tdata["name"] = f"{tdata['name']} [" + ", ".join(f"{k}={params[k]}" for k in params) + "]"
         tdoc = MergedDocument(tdata, tdoc, cmp.doc, ("variants", i, "topology", "params"), leaf_paths(params))
     try:
-        prep = prepare_scenario(scenario, topology_doc=tdoc)
+        prep = prepare_scenario(scenario, topology_doc=tdoc, prices=cmp.prices)
     except InputError as exc:  # met in a file the variants share (workload, topology): say whose
         if exc.file == str(cmp.path):
             raise

@@ -6,6 +6,7 @@ import itertools
 from pathlib import Path
 
 import pytest
+import yaml
 
 from simulator.errors import InputError
 from simulator.study import compare as C
@@ -226,3 +227,27 @@ def test_a_variant_of_several_jobs_is_not_priced_per_job_as_its_run_is_not(tmp_p
     priced = ("energy_run_j", "timeline_energy_j", "mean_facility_power_w", "usd_per_step")
     assert [k for k in priced if k in variant.summary] == [k for k in priced if k in alone] == []
     assert variant.summary["network_capex_usd"] > 0
+
+
+def test_a_power_cap_follows_the_comparisons_own_price_table(tmp_path: Path) -> None:
+    """A compare's `cost.prices` table set the reported compute rate of a capped variant, but
+    its step ran at the default table's rate (0.94 at 70% of TDP, not the table's 0.5), and
+    its lowest cap (0.1) was refused against the default's (0.3)."""
+    from simulator import api
+
+    table = yaml.safe_load((ROOT / "topologies" / "prices.yaml").read_text())
+    table["power"]["power_cap_curve"]["points"] = [[0.1, 0.2], [0.7, 0.5], [1.0, 1.0]]
+    (tmp_path / "prices.yaml").write_text(yaml.safe_dump(table, sort_keys=False))
+    base = ROOT / "scenarios" / "llama3-8b-tp2-dp8.yaml"
+    cmp = tmp_path / "cmp.yaml"
+    cmp.write_text(
+        f"name: capcmp\nbase: {{file: {base}}}\ncost: {{prices: {{file: prices.yaml}}}}\nvariants:\n"
+        "  - name: full\n  - name: cap07\n    compute: {power_cap_fraction: 0.7}\n"
+    )
+    res = api.compare(cmp, steps=1).results
+    full, cap07 = res["full"].summary, res["cap07"].summary
+    assert cap07["power_cap_compute_rate"] == 0.5
+    # compute-bound work runs at half speed: its compute time about doubles (HBM-bound ops do not)
+    assert 1.6 < cap07["compute_s"] / full["compute_s"] <= 2.0
+    cmp.write_text(cmp.read_text().replace("0.7}", "0.2}"))
+    assert C.load_comparison(cmp).variants[1].prepared.prices is not None  # 0.2 is on this curve
