@@ -235,7 +235,10 @@ class ClusterRun:
             last = (first + ev.n_gpus - 1) % n_total
             lo = int(np.searchsorted(self.gpu_start, first, side="right") - 1)
             hi = int(np.searchsorted(self.gpu_start, last, side="right") - 1)
-            servers = list(range(lo, hi + 1)) if hi >= lo else [lo]
+            if first + ev.n_gpus <= n_total:
+                servers = list(range(lo, hi + 1))
+            else:  # the blast runs past the last GPU and on from the first, as the run level's
+                servers = sorted({*range(lo, len(self.gpu_start) - 1), *range(hi + 1)})
         hit = {j.index for j in self.running.values() if any(i in servers for i, _ in j.held)}
         for idx in sorted(hit):
             self._interrupt(self.running[idx], f"{ev.component_class}: {ev.cause}")

@@ -144,3 +144,12 @@ def test_a_long_queue_places_only_the_jobs_it_starts(scheduler: str, monkeypatch
     t = run.jobs_frame()
     assert t["end_s"].notna().all()  # 400 jobs of 1 h, two at a time: done by 200 h
     assert len(calls) <= 3 * len(jobs)
+
+
+def test_a_blast_past_the_last_gpu_takes_the_first_servers_too() -> None:
+    """A blast of 8 GPUs from GPU 12 of 16 takes GPUs 12-15 (n1) and, wrapping round as the
+    run level does, 0-3 (n0): both servers' jobs are interrupted (only n1's was)."""
+    jobs = [ClusterJob(name, 0.0, 8, 10 * H, interval_s=1 * H, init_s=0.0) for name in ("X", "Y")]
+    fail = FailureEvent(1.0 * H, 0, "switch", "switch", 1, 12, 8, 1 * H)
+    t = _run("fifo", jobs, [fail], spare_servers=2).jobs_frame().set_index("job")
+    assert list(t["restarts"]) == [1, 1]
