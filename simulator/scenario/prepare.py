@@ -203,6 +203,7 @@ def prepare_scenario(
             ("policy",),
         )
     check_run_level(prep)
+    _check_steps_interval(scenario, rows)
     _check_power_cap(scenario, prices)
     _check_row_models(prep, rows)
     for job in jobs:
@@ -225,6 +226,29 @@ def _check_row_models(prep: PreparedRun, rows: list[Any]) -> None:
         if row.model is not None and (str(row.model), row.gpus) not in seen:
             seen.add((str(row.model), row.gpus))
             row_job(prep.scenario, prep.topology, prep.cluster, row, partial(preflight, prep))
+
+
+def _check_steps_interval(scenario: Scenario, rows: list[Any]) -> None:
+    """A cluster's checkpoint interval in steps has a length only for jobs whose step is
+    simulated (a row with a model): a job given as a duration, or a synthetic one, would
+    take no checkpoint at all, so such an interval is refused at `policy.interval_steps`."""
+    sc = scenario.spec
+    policy = sc.policy
+    if sc.cluster is None or policy is None or policy.interval != "fixed" or policy.interval_s is not None:
+        return
+    untimed = [r for r in rows if r.model is None]
+    if sc.cluster.trace is None or untimed:
+        which = (
+            f"job {untimed[0].name!r} (line {untimed[0].line} of {scenario.workload_path.name}) is given "
+            "as a duration"
+            if untimed
+            else "synthetic jobs are given as durations"
+        )
+        raise scenario.error(
+            f"a checkpoint every {policy.interval_steps or 1} step(s) has no length: {which}, not a "
+            "model's steps; give the interval as interval_min",
+            ("policy", "interval_steps"),
+        )
 
 
 def _check_power_cap(scenario: Scenario, prices: PriceSpec | None) -> None:

@@ -119,3 +119,34 @@ def test_a_model_that_is_a_folder_is_said_to_be_one(tmp_path: Path) -> None:
         str(exc.value)
         == f"{p}:2: model: {str(where)!r} is a folder; expected a file (relative to the job trace)"
     )
+
+
+def test_an_interval_in_steps_over_jobs_given_as_durations_is_refused(tmp_path: Path) -> None:
+    """`interval_steps` over rows with `duration_h` (no model, so no step time) made every
+    job's interval infinite: no checkpoint at all, without a word. Refused by validate and run
+    alike at policy.interval_steps; an interval in time runs."""
+    from typer.testing import CliRunner
+
+    from simulator.commands.app import app
+
+    (tmp_path / "two.csv").write_text("job,submit_h,gpus,duration_h\na,0,4,2\nb,0,4,2\n")
+    topo = ROOT / "topologies" / "h100-rail-clos-16n-4to1.yaml"
+    sc = tmp_path / "sc.yaml"
+    text = (
+        f"name: fix\nseed: 1\ntopology: {{file: {topo}}}\n"
+        "cluster: {trace: {file: two.csv}, scheduler: backfill, checkpoint_min: 2}\n"
+        "failures:\n  - {kind: scheduled, target: gpu, at_h: 1.9, component: 1, repair_h: 1}\n"
+        "policy: {kind: checkpoint_restart, interval: fixed, interval_steps: 100}\n"
+        "reliability: {duration_h: 10}\n"
+    )
+    sc.write_text(text)
+    for args in (["validate", str(sc)], ["run", str(sc), "-o", str(tmp_path / "out"), "--no-dashboard"]):
+        r = CliRunner().invoke(app, args)
+        lines = [ln for ln in r.output.splitlines() if ln.startswith("error:")]
+        assert r.exit_code == 2 and lines == [
+            f"error: {sc}:7: policy.interval_steps: a checkpoint every 100 step(s) has no length: "
+            "job 'a' (line 2 of two.csv) is given as a duration, not a model's steps; give the interval "
+            "as interval_min"
+        ], r.output
+    sc.write_text(text.replace("interval_steps: 100", "interval_min: 30"))
+    assert CliRunner().invoke(app, ["validate", str(sc)]).exit_code == 0
