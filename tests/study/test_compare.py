@@ -238,7 +238,7 @@ def test_a_power_cap_follows_the_comparisons_own_price_table(tmp_path: Path) -> 
     table = yaml.safe_load((ROOT / "topologies" / "prices.yaml").read_text())
     table["power"]["power_cap_curve"]["points"] = [[0.1, 0.2], [0.7, 0.5], [1.0, 1.0]]
     (tmp_path / "prices.yaml").write_text(yaml.safe_dump(table, sort_keys=False))
-    base = ROOT / "scenarios" / "llama3-8b-tp2-dp8.yaml"
+    base = ROOT / "scenarios" / "quickstart.yaml"  # its compute ops are priced by their FLOPs
     cmp = tmp_path / "cmp.yaml"
     cmp.write_text(
         f"name: capcmp\nbase: {{file: {base}}}\ncost: {{prices: {{file: prices.yaml}}}}\nvariants:\n"

@@ -101,6 +101,7 @@ def test_rebuilt_run_dashboard_with_failures_and_topology(quickstart: Path, tmp_
     _check(folder / "dashboard.html", tmp_path / "shots", expected=6)
 
 
+@pytest.mark.slow  # ~3 s of Chromium; the saved sweep's and the rebuilt run's pages stay in the default suite
 def test_comparison_dashboard(quickstart: Path, tmp_path: Path) -> None:
     from simulator.metrics.store import read_frames, read_summary
     from simulator.viz.compare import comparison_html
