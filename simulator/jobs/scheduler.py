@@ -17,9 +17,11 @@ What is modelled (an event-driven loop over submits, finishes, failures and repa
   (a GPU index is the GPU's place in server-major order). A failure that takes GPUs out
   takes their servers down; every job with a GPU on them is interrupted: it loses the work
   since its last checkpoint, spends the policy's detection time and goes back to the queue
-  (ahead of later submits). A failure with no blast (software) interrupts the job on its
-  GPU. A down server is replaced at once from a pool of spare servers shared by every job
-  (`spare_servers`; the repaired server rejoins the pool), else it is out until repaired.
+  (ahead of later submits). A failure with no blast (software) interrupts only the job
+  that holds its GPU, if any: a job started on a server holds that server's lowest free GPUs,
+  by index, until it ends or is interrupted. A down server is replaced at once from a pool
+  of spare servers shared by every job (`spare_servers`; the repaired server rejoins the
+  pool), else it is out until repaired.
 
 What is simplified: jobs do not slow each other down here (the fabric interference of
 placements is measured at the step level, a scenario with `jobs`); a job's speed is its
@@ -67,6 +69,7 @@ class ClusterJob:
     start_s: float = math.nan
     epoch: int = 0
     held: list[tuple[int, int]] = field(default_factory=list)
+    slots: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))  # GPUs held
     queued_at_s: float = math.nan
 
 
@@ -108,6 +111,7 @@ class ClusterRun:
         self.down = np.zeros(len(self.gpn), dtype=bool)
         self.spares = settings.spare_servers
         self.gpu_start = np.concatenate([[0], np.cumsum(self.gpn)])
+        self.owner = np.full(int(self.gpu_start[-1]), -1, dtype=np.int64)  # job index per GPU
         self.queue: list[ClusterJob] = []
         self.running: dict[int, ClusterJob] = {}
         self.now = 0.0
@@ -137,8 +141,13 @@ class ClusterRun:
         return start_s + job.init_s + (job.work_s - job.done_s) / self._rate(job)
 
     def _start(self, job: ClusterJob, counts: list[tuple[int, int]]) -> None:
+        slots = []
         for i, k in counts:
             self.free[i] -= k
+            lo = int(self.gpu_start[i])
+            slots.append(lo + np.flatnonzero(self.owner[lo : int(self.gpu_start[i + 1])] < 0)[:k])
+        job.slots = np.concatenate(slots) if slots else np.zeros(0, dtype=np.int64)
+        self.owner[job.slots] = job.index
         job.held = counts
         job.start_s = self.now
         if math.isnan(job.first_start_s):
@@ -155,6 +164,8 @@ class ClusterRun:
             if not self.down[i]:
                 self.free[i] += k
         job.held = []
+        self.owner[job.slots] = -1
+        job.slots = np.zeros(0, dtype=np.int64)
         job.allocated_s += self.now - job.start_s
         del self.running[job.index]
 
@@ -227,23 +238,22 @@ class ClusterRun:
     # -- events --------------------------------------------------------------------
     def _failure(self, ev: FailureEvent) -> None:
         n_total = int(self.gpu_start[-1])
-        if ev.n_gpus == 0:
-            gpu = ev.component % n_total
-            servers = [int(np.searchsorted(self.gpu_start, gpu, side="right") - 1)]
-        else:
-            first = ev.first_gpu % n_total
-            last = (first + ev.n_gpus - 1) % n_total
-            lo = int(np.searchsorted(self.gpu_start, first, side="right") - 1)
-            hi = int(np.searchsorted(self.gpu_start, last, side="right") - 1)
-            if first + ev.n_gpus <= n_total:
-                servers = list(range(lo, hi + 1))
-            else:  # the blast runs past the last GPU and on from the first, as the run level's
-                servers = sorted({*range(lo, len(self.gpu_start) - 1), *range(hi + 1)})
+        if ev.n_gpus == 0:  # the job on that GPU, if any; the server stays up
+            owner = int(self.owner[ev.component % n_total])
+            if owner >= 0:
+                self._interrupt(self.running[owner], f"{ev.component_class}: {ev.cause}")
+            return
+        first = ev.first_gpu % n_total
+        last = (first + ev.n_gpus - 1) % n_total
+        lo = int(np.searchsorted(self.gpu_start, first, side="right") - 1)
+        hi = int(np.searchsorted(self.gpu_start, last, side="right") - 1)
+        if first + ev.n_gpus <= n_total:
+            servers = list(range(lo, hi + 1))
+        else:  # the blast runs past the last GPU and on from the first, as the run level's
+            servers = sorted({*range(lo, len(self.gpu_start) - 1), *range(hi + 1)})
         hit = {j.index for j in self.running.values() if any(i in servers for i, _ in j.held)}
         for idx in sorted(hit):
             self._interrupt(self.running[idx], f"{ev.component_class}: {ev.cause}")
-        if ev.n_gpus == 0:
-            return
         for i in servers:
             if self.down[i]:
                 continue

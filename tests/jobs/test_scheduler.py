@@ -153,3 +153,24 @@ def test_a_blast_past_the_last_gpu_takes_the_first_servers_too() -> None:
     fail = FailureEvent(1.0 * H, 0, "switch", "switch", 1, 12, 8, 1 * H)
     t = _run("fifo", jobs, [fail], spare_servers=2).jobs_frame().set_index("job")
     assert list(t["restarts"]) == [1, 1]
+
+
+def test_a_software_failure_interrupts_only_the_job_that_holds_its_gpu() -> None:
+    """Two 4-GPU jobs packed on n0: X holds GPUs 0-3 (started first), Y GPUs 4-7. A software
+    failure (no blast) on GPU 5 interrupts Y alone and takes no server down; one on GPU 12
+    (n1, idle) interrupts nobody. Both jobs used to be interrupted: the scheduler knew how
+    many GPUs each job held per server, not which."""
+    jobs = [
+        ClusterJob(name, t, 4, 10 * H, interval_s=1 * H, init_s=0.0) for name, t in (("X", 0.0), ("Y", 1.0))
+    ]
+    fails = [
+        FailureEvent(2.5 * H, 0, "software", "software", 5, 5, 0, 0.0),
+        FailureEvent(3.5 * H, 0, "software", "software", 12, 12, 0, 0.0),
+    ]
+    run = _run("fifo", jobs, fails)
+    t = run.jobs_frame().set_index("job")
+    assert list(t["restarts"]) == [0, 1]
+    assert t.loc["Y", "lost_work_s"] == pytest.approx(0.5 * H - 1.0, abs=1e-6)
+    assert [i["job"] for i in run.incidents] == ["Y"]
+    assert not run.down.any()
+    assert (run.owner == -1).all()  # every GPU released at the end
