@@ -179,7 +179,7 @@ def compare(
             with progress_bar(f"simulating {cmp.name}", len(tasks)) as on_done:
                 order = {v.name: i for i, v in enumerate(cmp.variants)}  # file order, resumed or not
                 _run_variants(out, tasks, order, executor, workers, dashboards, on_done)
-            table = _write_comparison(out, cmp)
+            table, notes = _write_comparison(out, cmp)
     except ClustersimError as err:
         fail(err, file)
     except Interrupted as stop:
@@ -187,6 +187,8 @@ def compare(
     except Exception as err:  # a stop signal that arrived inside compiled code comes wrapped
         interrupted(interrupted_in(err), out, "keeps the finished variants; continue with --resume")
     print_table(comparison_rich_table(table, cmp.name), frame_records(table))
+    for name, note in notes:  # why a variant has no cost columns (its summary.json says it too)
+        say(f"{name}: {note}")
     say(f"results: {out}/ (comparison.html, comparison.csv, one run folder per variant)")
 
 
@@ -290,8 +292,9 @@ def _run_variants(
         raise cmpmod.VariantFailed(failed[min(failed)].variant, kind, code, lines)
 
 
-def _write_comparison(out: Path, cmp: Comparison) -> pd.DataFrame:
-    """The comparison table, resolved file and page, from the variants' run folders."""
+def _write_comparison(out: Path, cmp: Comparison) -> tuple[pd.DataFrame, list[tuple[str, str]]]:
+    """The comparison table, resolved file and page, from the variants' run folders; and the
+    variants' cost notes (why a variant has no cost columns), by variant."""
     from simulator.metrics.store import read_run_folder
     from simulator.scenario.execute import RunResult
     from simulator.study import compare as cmpmod
@@ -310,7 +313,7 @@ def _write_comparison(out: Path, cmp: Comparison) -> pd.DataFrame:
     prices = cmp.spec.cost.prices.file if cmp.spec.cost.prices is not None else DEFAULT_PRICES_NAME
     page = comparison_html(cmp.name, table, frames, [cmp.spec.description], prices=prices)
     write_page(out / "comparison.html", page)
-    return table
+    return table, [(r.name, str(r.summary["cost_note"])) for r in results if "cost_note" in r.summary]
 
 
 def register(app: typer.Typer) -> None:

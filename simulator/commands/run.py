@@ -132,6 +132,8 @@ def summary_rows(summary: dict[str, Any]) -> list[SummaryRow]:
         )
     if len(jobs) > MAX_JOB_ROWS:
         rows.append(SummaryRow(f"  ... {len(jobs) - MAX_JOB_ROWS} more jobs", "summary.json", "", None, ""))
+    if "cost_note" in summary:  # why the run has no cost columns
+        rows.append(SummaryRow("cost", str(summary["cost_note"]), "cost_note", summary["cost_note"], ""))
     for i, link in enumerate(summary.get("busiest_links", [])[:3]):
         rows.append(
             SummaryRow(
@@ -250,6 +252,11 @@ def run(
             prep = prepare(scenario)
             check_run_level(prep)
         _warn_unread_reliability(prep.scenario.spec)
+        if steps is not None and prep.scenario.spec.cluster is not None:  # as run.steps is refused
+            raise InputError(
+                "--steps: a `cluster` runs every job for its length over `reliability.duration`; "
+                "it has no steps to set (run without --steps)"
+            )
         if steps is not None:
             prep.scenario.spec = prep.scenario.spec.model_copy(
                 update={"run": prep.scenario.spec.run.model_copy(update={"steps": steps})}

@@ -352,3 +352,13 @@ def test_summary_rows_say_n_a_for_a_figure_the_run_has_none_of_and_count_a_clust
     assert got == {"median_jct_s": "n/a"}
     # a study's interruptions stay a mean over seeds
     assert [r.value for r in summary_rows({"interruptions": 2.0})] == ["2.0"]
+
+
+def test_a_run_without_cost_columns_says_why_in_its_summary_table():
+    """`cost_note` (the GPU has no price, or no tdp_w) was in summary.json only: the table
+    simply lacked the cost rows. It is a row of its own, after the figures."""
+    from simulator.commands.run import summary_rows
+
+    note = "GPU 'X' has no tdp_w in its GPU file; cost columns left out"
+    rows = summary_rows({"step_time_s": 1.0, "cost_note": note})
+    assert [(r.figure, r.value, r.key) for r in rows][-1] == ("cost", note, "cost_note")

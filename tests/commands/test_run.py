@@ -159,3 +159,16 @@ def test_existing_results_survive_a_failed_run(tmp_path):
     r = runner.invoke(app, ["run", str(base / "scenarios/quickstart.yaml"), "-o", str(out)])
     assert r.exit_code == 2
     assert (out / "summary.json").read_text() == before
+
+
+def test_steps_on_a_cluster_over_days_is_refused_as_run_steps_is(tmp_path):
+    """`run.steps` in a cluster scenario is an input error; `--steps` was accepted and
+    ignored (the run went on over its days). Now one line, exit 2, no folder written."""
+    scenario = ROOT / "scenarios" / "jobs" / "cluster-example.yaml"
+    out = tmp_path / "out"
+    res = runner.invoke(app, ["run", str(scenario), "-o", str(out), "--steps", "3"])
+    assert res.exit_code == 2, res.output
+    line = " ".join(res.output.split())
+    assert "--steps: a `cluster` runs every job for its length" in line
+    assert "Traceback" not in res.output
+    assert not out.exists()
