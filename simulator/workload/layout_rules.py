@@ -101,7 +101,7 @@ def _check_ffn_over_tp(model: ModelSpec, tp: int) -> None:
 def _check_experts_and_context(model: ModelSpec, L: LayoutSpec) -> None:
     """Expert parallelism over the model's experts; cp and sequence parallelism over seq_len."""
     if L.ep > 1:
-        if model.moe is None:
+        if model.moe is None or model.moe_layer_count == 0:
             raise _fail(f"ep = {L.ep} but {model.name} has no MoE layers", "ep")
         if model.moe.experts % L.ep:
             raise _fail(f"experts ({model.moe.experts}) must be divisible by ep ({L.ep})", "ep")

@@ -84,6 +84,11 @@ class MoESpec(Spec):
         if self.moe_layers is not None and len(set(self.moe_layers)) < len(self.moe_layers):
             twice = sorted({i for i in self.moe_layers if self.moe_layers.count(i) > 1})
             raise FieldError(f"moe_layers names layers {twice} more than once", field="moe_layers")
+        if self.moe_layers is not None and not self.moe_layers:
+            raise FieldError(
+                "moe_layers is empty: no layer is MoE; leave out the moe block for a dense model",
+                field="moe_layers",
+            )
         return self
 
     @property

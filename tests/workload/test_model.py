@@ -154,6 +154,11 @@ def _moe_model(tmp_path: Path, choice: str) -> Path:
     [
         ("[0, 7]", "moe.moe_layers: moe_layers [7] outside 0..3 (the model's 4 layers)"),
         ("[1, 1]", "moe.moe_layers: moe_layers names layers [1] more than once"),
+        # no MoE layer: `ep` over it was accepted and the run printed ep2 for a dense model
+        (
+            "[]",
+            "moe.moe_layers: moe_layers is empty: no layer is MoE; leave out the moe block for a dense model",
+        ),
     ],
 )
 def test_bad_moe_layers_are_refused_at_their_line(tmp_path: Path, moe_layers: str, message: str) -> None:
