@@ -38,13 +38,14 @@ from __future__ import annotations
 import gc
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any, Literal
 
 import networkx as nx
 from pydantic import Field
 
 from simulator.config.base import FileRef, Spec
-from simulator.config.loader import Document, validate
+from simulator.config.loader import Document, read_document, validate
 from simulator.errors import InputError
 from simulator.network.topology import Topology, resolve
 from simulator.units import factor
@@ -393,6 +394,24 @@ def build_program(
     return program
 
 
+def _check_dtypes(program: StepProgram, topology: Topology, model_path: Path, dtype: str) -> None:
+    """Every dtype the program computes in has a peak on the GPU; else one line at the model
+    file's `dtype` (its line, or the file's first where the default bf16 is taken)."""
+    used = sorted({op.dtype for op in program.ops if op.kind == "compute" and op.flops > 0})
+    gpu = topology.gpu
+    missing = [d for d in used if d not in gpu.peak_flops_per_s]
+    if not missing:
+        return
+    has = sorted(gpu.peak_flops_per_s)
+    give = f"give {missing[0]} in the GPU's peak_tflops"
+    raise read_document(model_path).error(
+        f"the model computes in {', '.join(missing)} (dtype {dtype}), and the GPU {gpu.name!r} has "
+        f"no peak FLOP/s for it (it has {', '.join(has) or 'none'}); "
+        + (f"compute in one of those or {give}" if has else give),
+        ("dtype",),
+    )
+
+
 def program_from_workload(doc: Document, topology: Topology, cluster: Any) -> StepProgram:
     """Validate a model workload file, check it against the cluster, and build its program.
 
@@ -433,6 +452,7 @@ def program_from_workload(doc: Document, topology: Topology, cluster: Any) -> St
         causal_skip=spec.causal_skip,
         name=spec.name,
     )
+    _check_dtypes(program, topology, resolve(doc.path, spec.model.file), model.dtype)
     peak = max(memory, key=lambda b: b.total_bytes)
     program.meta["peak_memory_bytes"] = peak.total_bytes
     program.meta["peak_memory_stage"] = float(peak.stage)

@@ -201,3 +201,26 @@ def test_catalog_scenarios_run(path: Path) -> None:
 def test_smallest_catalog_scenario_runs() -> None:
     summary = execute(prepare(ROOT / "scenarios" / "llama3-8b-tp2-dp8.yaml")).summary
     assert 0 < summary["mfu"] < 1 and summary["tokens_per_s"] > 0
+
+
+def test_a_model_dtype_the_gpu_has_no_peak_for_is_refused_at_the_models_dtype(tmp_path: Path) -> None:
+    """An fp8 model on an A100 (no fp8 peak): the error named the workload file, with no line
+    and no field, and an op id of the generated program; it is the model file's `dtype`."""
+    model = tmp_path / "m.yaml"
+    model.write_text(
+        "name: m8\nlayers: 4\nhidden_size: 1024\nffn_hidden_size: 4096\nattention_heads: 16\n"
+        "vocab_size: 32000\nseq_len: 2048\ndtype: fp8\n"
+    )
+    (tmp_path / "w.yaml").write_text(
+        "name: w\nmodel: {file: m.yaml}\nlayout: {tp: 2, dp: 4, global_batch_size: 8}\n"
+    )
+    sc = tmp_path / "s.yaml"
+    topo = ROOT / "topologies/a100-hgx-node.yaml"
+    sc.write_text(f"name: s\ntopology: {{file: {topo}}}\nworkload: {{file: w.yaml}}\n")
+    with pytest.raises(InputError) as err:
+        prepare(sc)
+    assert str(err.value) == (
+        f"{model}:8: dtype: the model computes in fp8 (dtype fp8), and the GPU 'A100 SXM4 40GB' has no "
+        "peak FLOP/s for it (it has bf16, fp16, fp32, fp64, int8, tf32); compute in one of those or give "
+        "fp8 in the GPU's peak_tflops"
+    )
