@@ -92,6 +92,22 @@ def _models(model: type[BaseModel]) -> Iterator[type[BaseModel]]:
                 stack += get_args(t)
 
 
+_BOUNDS = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum")
+
+
+def _in_unit(prop: dict[str, Any], scale: float) -> dict[str, Any]:
+    """An SI field's schema for its human-unit key: numeric bounds divided by the unit's
+    factor (1 MiB is `minimum: 1` of a `_mib` key, not 1048576), in `anyOf` branches too; no
+    default (it is the SI field's, taken when no spelling is given)."""
+    out = {k: v for k, v in prop.items() if k != "default"}
+    for k in _BOUNDS:
+        if isinstance(out.get(k), (int, float)) and not isinstance(out[k], bool):
+            out[k] = out[k] / scale
+    if isinstance(out.get("anyOf"), list):
+        out["anyOf"] = [_in_unit(x, scale) if isinstance(x, dict) else x for x in out["anyOf"]]
+    return out
+
+
 def _add(schema: dict[str, Any], human: dict[str, str]) -> None:
     """Add the `human` keys (key -> SI field) to an object schema; a required SI field
     becomes required in one of its spellings."""
@@ -100,7 +116,7 @@ def _add(schema: dict[str, Any], human: dict[str, str]) -> None:
     for key, si in human.items():
         if any(si.endswith(x) for x in SI_SUFFIXES):
             unit = next(u for suffix, u in HUMAN_UNITS.items() if key.endswith(suffix))
-            prop = dict(props.get(si, {}))
+            prop = _in_unit(props.get(si, {}), unit.factor)
             prop.pop("title", None)
             said = f"{si} in human units (x {unit.factor:g} gives SI). "
             prop["description"] = said + prop.get("description", "")

@@ -94,3 +94,18 @@ def test_shorthands_their_fields_declare_are_in_the_schema(validators) -> None: 
         layout = {**workload["layout"], "zero_stage": stage}
         errors = list(validators["workload"].iter_errors({**workload, "layout": layout}))
         assert not errors if ok else errors, stage
+
+
+def test_a_human_unit_key_has_its_bounds_in_its_unit(validators) -> None:  # noqa: ANN001
+    """`zero3_gather_bucket_mb: 100` is accepted by the loader (at least 1 MiB) but failed the
+    schema: the key carried the SI field's `minimum: 1048576` (and its SI default). Bounds are
+    now in the key's unit, and the key has no default of its own."""
+    wl = {"name": "w", "model": {"file": "m.yaml"}, "layout": {"global_batch_size": 8}}
+    ok = {**wl, "layout": {**wl["layout"], "zero3_gather_bucket_mb": 100}}
+    assert not list(validators["workload"].iter_errors(ok))
+    too_small = {**wl, "layout": {**wl["layout"], "zero3_gather_bucket_mb": 0.5}}
+    assert list(validators["workload"].iter_errors(too_small))
+    layout = schema_with_human_keys(_schema_models()["workload"])["$defs"]["LayoutSpec"]["properties"]
+    assert layout["zero3_gather_bucket_mib"]["minimum"] == 1.0
+    assert "default" not in layout["zero3_gather_bucket_mib"]
+    assert layout["zero3_gather_bucket_bytes"]["minimum"] == 1048576  # the SI field as it was
