@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pandas as pd
+import pytest
 from typer.testing import CliRunner
 
 from simulator.commands.app import app
@@ -15,16 +16,40 @@ def _run(args: list[str]):
     return CliRunner().invoke(app, ["compare", *args])
 
 
-def test_pool_serial_and_dask_give_identical_tables(small_compare: Path, tmp_path: Path) -> None:
-    """Determinism across executors: same table bytes and same frames (only wall time differs)."""
-    from distributed import LocalCluster
-
+def _pool_and_serial(small_compare: Path, tmp_path: Path) -> dict[str, Path]:
     outs = {}
     for label, extra in (("pool", []), ("serial", ["--serial"])):
         out = tmp_path / label
         res = _run([str(small_compare), "-o", str(out), "--no-dashboards", *extra])
         assert res.exit_code == 0, res.output
         outs[label] = out
+    return outs
+
+
+def _same_tables(outs: dict[str, Path]) -> None:
+    ref = (outs["pool"] / "comparison.csv").read_bytes()
+    for label, out in outs.items():
+        assert (out / "comparison.csv").read_bytes() == ref, label
+        for variant in ("ring", "tree", "hier-1step"):
+            for frame in ("steps", "ops", "flows"):
+                a = pd.read_parquet(outs["pool"] / variant / f"{frame}.parquet")
+                b = pd.read_parquet(out / variant / f"{frame}.parquet")
+                pd.testing.assert_frame_equal(a, b)
+    table = pd.read_csv(outs["pool"] / "comparison.csv")
+    assert list(table["variant"]) == ["ring", "tree", "hier-1step"]
+
+
+def test_pool_and_serial_give_identical_tables(small_compare: Path, tmp_path: Path) -> None:
+    """Determinism across executors: same table bytes and same frames (only wall time differs)."""
+    _same_tables(_pool_and_serial(small_compare, tmp_path))
+
+
+@pytest.mark.slow  # ~3 CPU s; a sweep's Dask run stays in the default suite (tests/study/test_sweep.py)
+def test_pool_serial_and_dask_give_identical_tables(small_compare: Path, tmp_path: Path) -> None:
+    """The same through a Dask LocalCluster."""
+    from distributed import LocalCluster
+
+    outs = _pool_and_serial(small_compare, tmp_path)
     with LocalCluster(
         n_workers=2,
         threads_per_worker=1,
@@ -46,16 +71,7 @@ def test_pool_serial_and_dask_give_identical_tables(small_compare: Path, tmp_pat
         )
         assert res.exit_code == 0, res.output
         outs["dask"] = out
-    ref = (outs["pool"] / "comparison.csv").read_bytes()
-    for label, out in outs.items():
-        assert (out / "comparison.csv").read_bytes() == ref, label
-        for variant in ("ring", "tree", "hier-1step"):
-            for frame in ("steps", "ops", "flows"):
-                a = pd.read_parquet(outs["pool"] / variant / f"{frame}.parquet")
-                b = pd.read_parquet(out / variant / f"{frame}.parquet")
-                pd.testing.assert_frame_equal(a, b)
-    table = pd.read_csv(outs["pool"] / "comparison.csv")
-    assert list(table["variant"]) == ["ring", "tree", "hier-1step"]
+    _same_tables(outs)
 
 
 def test_compare_writes_folder_and_prints_table(small_compare: Path, tmp_path: Path) -> None:

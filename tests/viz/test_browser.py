@@ -126,6 +126,7 @@ def test_comparison_dashboard(quickstart: Path, tmp_path: Path) -> None:
     _check_quick(page, tmp_path, expected=4)
 
 
+@pytest.mark.slow  # ~4 CPU s of Chromium; the rebuilt run dashboard covers the renderer in the default suite
 def test_study_dashboard_from_a_saved_sweep(tmp_path: Path) -> None:
     folder = tmp_path / "study"
     folder.mkdir()
