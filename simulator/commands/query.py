@@ -88,7 +88,10 @@ def run_query(folder: Path, sql: str) -> Any:
         con.execute("SET lock_configuration = true")
         for name, files in tables.items():
             paths = "[" + ", ".join(_quoted(str(p)) for p in files) + "]"
-            con.execute(f'CREATE VIEW "{name}" AS SELECT * FROM read_parquet({paths}, union_by_name = true)')
+            # a study's frame files sit in `<axis>=<value>` folders: DuckDB would read the axis
+            # from the folder name (as text, in place of the file's own column) unless told not to
+            options = "union_by_name = true, hive_partitioning = false"
+            con.execute(f'CREATE VIEW "{name}" AS SELECT * FROM read_parquet({paths}, {options})')
         _refuse_copy(con, sql, folder)
         answer = con.execute(sql)
         if answer is None:  # DuckDB answers nothing at all to SQL without a statement

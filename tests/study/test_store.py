@@ -130,3 +130,22 @@ def test_a_long_axis_name_is_cut_to_one_folder_name(tmp_path: Path) -> None:
     r = runner.invoke(app, ["sweep", str(study), "-o", str(out), "--seeds", "1", "--serial"])
     assert r.exit_code == 0, r.output
     assert sorted(pd.read_parquet(out / "runs.parquet")[long].unique()) == [10, 30, 90]
+
+
+def test_query_reads_a_fractional_axis_as_the_numbers_the_runs_hold(tmp_path: Path) -> None:
+    """A study's frame files sit in `interval_min=<value>` folders, and DuckDB read the axis
+    from the folder names (as text) in place of the files' own column: the least of 2.5, 10
+    and 90 came out as '10' (text order), and `where interval_min > 5` failed."""
+    text = STUDY.read_text().replace("values: [10, 30, 90]", "values: [2.5, 10, 90]")
+    study = tmp_path / "study.yaml"
+    study.write_text(text.replace("seeds: 4", "seeds: 1"))
+    out = tmp_path / "s"
+    r = runner.invoke(app, ["sweep", str(study), "-o", str(out), "--serial"])
+    assert r.exit_code == 0, r.output
+    sql = (
+        "select typeof(max(interval_min)) t, min(interval_min) lo, max(interval_min) hi, "
+        "count(*) filter (where interval_min > 5) n from runs"
+    )
+    r = runner.invoke(app, ["query", str(out), sql, "--csv"])
+    assert r.exit_code == 0, r.output
+    assert r.output.split() == ["t,lo,hi,n", "DOUBLE,2.5,90.0,4"]
