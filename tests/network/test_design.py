@@ -13,6 +13,7 @@ from simulator.network.design.clos import (
     FatTreeSpec,
     MI300XClusterSpec,
     MultiPlaneFatTreeSpec,
+    RailClosSpec,
     RailOnlySpec,
     SuperPodSpec,
 )
@@ -257,3 +258,17 @@ def test_units_are_converted_to_si() -> None:
     assert g.edges["n0.gpu0", "n0.nvsw"]["bandwidth_bytes_per_s"] == 450e9
     assert g.edges["n0.nic0", "leaf0.0"]["bandwidth_bytes_per_s"] == 50e9
     assert g.edges["n0.nic0", "leaf0.0"]["latency_s"] == pytest.approx(2e-6)
+
+
+def test_a_rail_clos_ratio_that_leaves_no_bandwidth_is_refused() -> None:
+    """`oversubscription: 1e300` passed every check and built spine links of 4e-289 B/s (a
+    step of 1e297 ms, simulated): the spine link is held to the smallest bandwidth any file
+    may give (`simulator.units.PHYSICAL_LIMITS`, 1e3 B/s), as the other generators' are by
+    rounding their uplinks up at NIC speed."""
+    from pydantic import ValidationError
+
+    with pytest.raises(ValidationError) as err:
+        RailClosSpec(generator="rail_clos", nodes=2, servers_per_leaf=1, oversubscription=1e9)  # 400 B/s
+    assert "leaves a spine link of 4e-07 Gbit/s, under the smallest bandwidth accepted" in str(err.value)
+    assert err.value.errors()[0]["loc"] == ()  # the model's check; the loader names the key
+    assert RailClosSpec(generator="rail_clos", nodes=2, servers_per_leaf=1, oversubscription=1e6).uplinks == 1

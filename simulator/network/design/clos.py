@@ -53,6 +53,7 @@ from simulator.network.design.spec import (
 from simulator.network.design.storage import attach_storage
 from simulator.network.design.tiers import ClosTiers, clos_above_leaves
 from simulator.network.hardware import GPUSpec, apply_nic_preset
+from simulator.units import PHYSICAL_LIMITS
 
 
 class SwitchSpec(Spec):
@@ -125,6 +126,15 @@ class RailClosSpec(Spec):
         spine_links = math.ceil(self.nodes / self.servers_per_leaf) * self.gpus_per_node * self.uplinks
         spines = {"spines": self.spines} if self.spines else {}
         check_servers(self.nodes, self.gpus_per_node, self.scale_up == "xgmi_mesh", spine_links, spines)
+        per_leaf = min(self.servers_per_leaf, self.nodes)
+        up_gbps = per_leaf * self.nic_gbps / self.oversubscription / self.uplinks
+        floor_gbps = PHYSICAL_LIMITS["_bytes_per_s"][0] / GBPS_IN_BYTES_PER_S
+        if up_gbps < floor_gbps:  # as any bandwidth a file gives (`simulator.units`)
+            raise FieldError(
+                f"leaves a spine link of {up_gbps:.3g} Gbit/s, under the smallest bandwidth accepted "
+                f"({floor_gbps:g} Gbit/s); lower the ratio",
+                field="oversubscription",
+            )
         return self
 
     @property
