@@ -311,7 +311,8 @@ def _write_comparison(out: Path, cmp: Comparison) -> tuple[pd.DataFrame, list[tu
     frames = {k: cmpmod.concat_frames(results, k) for k in ("steps", "links")}
     write_atomic(out / "compare.resolved.yaml", _resolved(cmp))
     prices = cmp.spec.cost.prices.file if cmp.spec.cost.prices is not None else DEFAULT_PRICES_NAME
-    page = comparison_html(cmp.name, table, frames, [cmp.spec.description], prices=prices)
+    notes = [cmp.spec.description] if cmp.spec.description else []  # as the rebuilt page's
+    page = comparison_html(cmp.name, table, frames, notes, prices=prices)
     write_page(out / "comparison.html", page)
     return table, [(r.name, str(r.summary["cost_note"])) for r in results if "cost_note" in r.summary]
 

@@ -255,3 +255,8 @@ def test_a_variant_left_unpriced_says_why_on_screen(tmp_path: Path) -> None:
     assert res.exit_code == 0, res.output
     note = "a: GPU 'H100 SXM5 80GB' has no price in the price table; cost columns left out"
     assert note in " ".join(res.output.split())
+    # a compare file without a description: the page had an empty note the rebuild has not
+    again = tmp_path / "again.html"
+    res = CliRunner().invoke(app, ["dashboard", str(tmp_path / "out"), "-o", str(again)])
+    assert res.exit_code == 0, res.output
+    assert again.read_bytes() == (tmp_path / "out" / "comparison.html").read_bytes()
