@@ -54,6 +54,14 @@ def frame_tables(folder: Path) -> dict[str, list[Path]]:
                 tables[name] = files
     if not tables:
         raise InputError("no Parquet frames in this folder to query", file=folder)
+    for files in tables.values():  # a file the manifest lists may have gone since it was written
+        gone = next((p for p in files if not p.is_file()), None)
+        if gone is not None:
+            raise InputError(
+                f"frame file {gone.relative_to(folder)} that the folder's manifest lists is missing "
+                "(the folder was changed after it was written)",
+                file=folder,
+            )
     return tables
 
 

@@ -149,3 +149,20 @@ def test_query_reads_a_fractional_axis_as_the_numbers_the_runs_hold(tmp_path: Pa
     r = runner.invoke(app, ["query", str(out), sql, "--csv"])
     assert r.exit_code == 0, r.output
     assert r.output.split() == ["t,lo,hi,n", "DOUBLE,2.5,90.0,4"]
+
+
+def test_a_frame_file_missing_from_a_study_is_named_as_missing(tmp_path: Path) -> None:
+    """One task's `segments` file deleted: every query (of `runs` too) failed with DuckDB's
+    permission error, worded as if the query had tried to write a file. It is one line
+    naming the missing file."""
+    out = tmp_path / "s"
+    study = load_study(STUDY)
+    with pytest.raises(Interrupted), open_store(out, study, 1, resume=False) as (store, done):
+        run_into_store(store, study, 1, done, "serial", on_done=_stop_after(2))
+    gone = next((out / "dataset" / "segments").rglob("*.parquet"))
+    gone.unlink()
+    r = runner.invoke(app, ["query", str(out), "select count(*) from runs"])
+    assert r.exit_code == 2, r.output
+    line = " ".join(r.output.split())
+    assert f"frame file {gone.relative_to(out)} that the folder's manifest lists is missing" in line
+    assert "writes no file" not in line
