@@ -23,7 +23,9 @@ from simulator.network.hardware import apply_nic_preset
 class DesignSpecBase(Spec):
     """Fields every design shares."""
 
-    name: str | None = Field(None, description="Topology name; defaults to the file name.")
+    name: str | None = Field(
+        None, description="Topology name, shown in results; required in a topology file."
+    )
     description: str | None = Field(None, description="Free text: what the topology models.")
     gpu: FileRef | None = Field(
         None,
