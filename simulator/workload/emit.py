@@ -39,10 +39,15 @@ TP communication overlap (`layout.tp_comm_overlap`):
     Either way the overlapped GEMMs are followed by a `tp_contention` compute op of
     `layout.tp_contention_share` × their FLOPs and bytes: the time the GEMM loses to the
     collective's use of compute units and HBM, a category of its own in the ops frame.
+    In every mode, sequence parallelism's backward all-gather of a layer's input
+    (`<region>_ag_wgrad`, `flops`) runs under the segment of the GEMMs that read it (their
+    dgrad and wgrad), awaited after it, as Megatron-LM's linear layer issues it
+    asynchronously; with no overlap mode its contention share is 0.
 
 Simplifies: an overlapped collective may start with its GEMM (ideal fine-grained overlap;
 the last chunk's tail is not modelled); the ring exchange of CP is one
-all-gather rather than cp - 1 separate steps.
+all-gather rather than cp - 1 separate steps; the weight gradient of a regathered input
+may start before the gather ends (it is awaited after the dgrad and wgrad together).
 """
 
 from __future__ import annotations
@@ -70,6 +75,7 @@ _CORE = ("attn_score", "attn_softmax", "attn_value")
 #: Megatron's f/g collectives entering and leaving a TP region (what TP overlap applies to;
 #: not e.g. the vocab-parallel cross-entropy's statistics all-reduce).
 _TP_REGION_SUFFIXES = ("_rs", "_ar", "_ag", "_rs_bwd", "_ag_bwd", "_ar_bwd")
+_REGATHER_SUFFIX = "_ag_wgrad"  # sequence parallelism's backward all-gather (`flops`)
 _TAG = {"tp": "tp", "cp": "cp", "ep": "ep", "dp_cp": "dp", "edp": "dp", "pp": "pp"}
 
 
@@ -458,6 +464,11 @@ def _compile(em: OpEmitter, items: list[OpCost | CommCost]) -> list[Step]:
             segment.append(it)
             continue
         if em.group_sizes.get(it.group, 1) <= 1:
+            continue
+        if it.name.endswith(_REGATHER_SUFFIX):  # SP's backward regather, under the GEMMs that use it
+            close(segment)
+            segment = []
+            steps.append((_ISSUE_CONSUMER, it))
             continue
         if it.group == "tp" and mode != "none" and it.name.endswith(_TP_REGION_SUFFIXES):
             k = max((i for i, x in enumerate(segment) if x.kind == "gemm"), default=-1)

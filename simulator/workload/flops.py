@@ -35,6 +35,14 @@ Counting conventions:
     * Ring context parallelism (`cp_comm: ring`) with fused kernels runs one kernel per
       ring step and merges their partial outputs and softmax statistics in separate
       memory-bound kernels (Transformer Engine's ring attention): `_cp_merge`.
+    * Sequence parallelism keeps a column-parallel layer's input sharded over tp for the
+      backward (Korthikanti et al. 2022, §4.2.2: the memory model's 34·s·b·h/t), so the
+      backward gathers it again for the weight gradient: one all-gather of the region's
+      input (`<region>_ag_wgrad`) just before the backward of the last GEMM that reads it
+      (QKV, or MLA's down-projections; FC-1; the shared experts' FC-1; the logits)
+      (`_regather_for_wgrad`). Megatron-LM issues it asynchronously under the input-gradient
+      GEMM (`megatron/core/tensor_parallel/layers.py`, the linear layer's backward), so the
+      program overlaps it with that GEMM segment and awaits it after (`emit`).
     * Collective `bytes` follow the nccl-tests "size" convention: all-reduce: the buffer;
       all-gather: the gathered (output) buffer; reduce-scatter: the full (input) buffer;
       all-to-all: one rank's send buffer; send/recv: one message (`count` messages).
@@ -56,7 +64,6 @@ fp32 gradient were formed whole and then reduce-scattered, not accumulated on th
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
 from simulator.workload.attention import attention_core
@@ -72,7 +79,6 @@ from simulator.workload.layout import (
     LayoutSpec,
     kv_heads_per_rank,
     layer_rank_params,
-    stage_layers,
 )
 from simulator.workload.model import ModelSpec
 
@@ -86,10 +92,6 @@ __all__ = [
     "embedding_program",
     "output_program",
     "pp_send_bytes",
-    "stage_flops",
-    "step_flops",
-    "attention_flops_per_token",
-    "mfu_flops_per_step",
 ]
 
 
@@ -136,6 +138,8 @@ def _gemm(c: _Ctx, name: str, m: float, n: float, k: float) -> _Pair:
     )
 
 
+#: GEMMs that read the attention block's (gathered) input: MLA's down-projections read it too
+_ATTENTION_READERS = ("qkv", "q", "q_a", "kv_a")
 #: GEMMs whose input a norm produces (TE's LayerNormLinear fuses the cast into the norm).
 _NORM_FED = ("qkv", "q", "q_a", "q_b", "kv_a", "kv_b", "mlp_up", "shared_up")
 #: GEMMs Megatron keeps in bf16 under fp8 training (no casts).
@@ -187,6 +191,20 @@ def _tp_enter(c: _Ctx, name: str, tokens_h_bytes: float) -> list[_Pair]:
             )
         ]
     return [_Pair(None, [CommCost(f"{name}_ar_bwd", "all_reduce", "tp", tokens_h_bytes)])]
+
+
+def _regather_for_wgrad(
+    c: _Ctx, name: str, tokens_h_bytes: float, pairs: list[_Pair], readers: tuple[str, ...]
+) -> list[_Pair]:
+    """`pairs` (a TP region's ops after `_tp_enter`) with, under sequence parallelism, the
+    backward all-gather of the region's input placed after the last GEMM of `readers` (the
+    GEMMs that read that input): in the reversed backward it comes just before their
+    dgrads and wgrads (module docstring)."""
+    if c.t == 1 or not c.sp:
+        return pairs
+    last = max(i for i, x in enumerate(pairs) if isinstance(x.fwd, OpCost) and x.fwd.name in readers)
+    regather = _Pair(None, [CommCost(f"{name}_ag_wgrad", "all_gather", "tp", tokens_h_bytes)])
+    return [*pairs[: last + 1], regather, *pairs[last + 1 :]]
 
 
 def _tp_exit(c: _Ctx, name: str, tokens_h_bytes: float) -> list[_Pair]:
@@ -393,7 +411,8 @@ def _moe(c: _Ctx) -> list[_Pair]:
     pairs.append(_elt(c, "moe_unpermute", routed * k * h, p * (routed * k * h + routed * h)))
     if moe.shared_experts:
         pairs += _tp_enter(c, "tp_shared", p * T * h)
-        pairs += _mlp(c, "shared", T, moe.shared_experts * moe.shared_ffn)
+        shared = _mlp(c, "shared", T, moe.shared_experts * moe.shared_ffn)
+        pairs += _regather_for_wgrad(c, "tp_shared", p * T * h, shared, ("shared_up",))
         pairs += _tp_exit(c, "tp_shared", p * T * h)
     return pairs
 
@@ -428,7 +447,7 @@ def _layer_body(c: _Ctx, model: ModelSpec, layer_index: int) -> list[_Pair]:
     pairs: list[_Pair] = []
     pairs.append(_norm(c, "attn_norm", h, Tn))
     pairs += _tp_enter(c, "tp_attn_in", act)
-    pairs += _attention(c)
+    pairs += _regather_for_wgrad(c, "tp_attn_in", act, _attention(c), _ATTENTION_READERS)
     pairs += _tp_exit(c, "tp_attn_out", act)
     # residual add (with dropout: Megatron's fused bias-dropout-add also writes a 1-byte mask)
     res_bytes = (3 * p + (1 if model.dropout else 0)) * Tn * h
@@ -438,7 +457,8 @@ def _layer_body(c: _Ctx, model: ModelSpec, layer_index: int) -> list[_Pair]:
         pairs += _moe(c)
     else:
         pairs += _tp_enter(c, "tp_mlp_in", act)
-        pairs += _mlp(c, "mlp", T, model.ffn_hidden_size)
+        mlp = _mlp(c, "mlp", T, model.ffn_hidden_size)
+        pairs += _regather_for_wgrad(c, "tp_mlp_in", act, mlp, ("mlp_up",))
         pairs += _tp_exit(c, "tp_mlp_out", act)
     pairs.append(_elt(c, "mlp_residual", Tn * h, res_bytes))
     return pairs
@@ -512,7 +532,8 @@ def output_program(model: ModelSpec, layout: LayoutSpec, phase: Phase = "fwd") -
     V_t = model.vocab_size / c.t
     pairs = [_norm(c, "final_norm", c.h, c.Tn)]
     pairs += _tp_enter(c, "tp_logits_in", c.p * c.T * c.h)
-    pairs.append(_gemm(c, "logits", c.T, V_t, c.h))
+    logits = [_gemm(c, "logits", c.T, V_t, c.h)]
+    pairs += _regather_for_wgrad(c, "tp_logits_in", c.p * c.T * c.h, logits, ("logits",))
     # fp32 softmax cross-entropy over the vocab shard; tp ranks exchange max and sum
     pairs.append(_elt(c, "cross_entropy", c.T * V_t, 4.0 * 2 * c.T * V_t))
     if c.t > 1:
@@ -530,58 +551,3 @@ def pp_send_bytes(model: ModelSpec, layout: LayoutSpec) -> float:
     """
     c = _Ctx(model, layout, True)
     return c.p * c.Tn * c.h
-
-
-# ---- whole-step FLOPs ----------------------------------------------------------------
-
-
-def _sum_flops(items: Iterable[Item], kinds: tuple[str, ...] = ("gemm", "attention")) -> float:
-    return sum(x.flops for x in items if isinstance(x, OpCost) and x.kind in kinds)
-
-
-def stage_flops(model: ModelSpec, layout: LayoutSpec, stage: int, *, causal_skip: bool = True) -> float:
-    """Matmul FLOPs (GEMM + attention) one rank of pipeline stage `stage` executes per
-    micro-batch, recompute included: its own layers (`stage_layers`, so uneven first/last
-    stages count fewer) plus the output layer on the last stage."""
-    per_mb = 0.0
-    for i in stage_layers(model, layout, stage):
-        for ph in ("fwd", "bwd", "recompute"):
-            per_mb += _sum_flops(layer_program(model, layout, i, ph, causal_skip=causal_skip))
-    if stage == layout.pp - 1:
-        per_mb += _sum_flops(output_program(model, layout, "fwd"))
-        per_mb += _sum_flops(output_program(model, layout, "bwd"))
-    return per_mb
-
-
-def step_flops(model: ModelSpec, layout: LayoutSpec, *, causal_skip: bool = True) -> float:
-    """Matmul FLOPs (GEMM + attention) the whole job executes per step, recompute included
-    ("hardware FLOPs"): per-op sums over every layer, micro-batch and replica."""
-    one_replica = sum(
-        # every rank of the stage does this
-        stage_flops(model, layout, s, causal_skip=causal_skip) * layout.tp * layout.cp
-        for s in range(layout.pp)
-    )
-    return one_replica * layout.micro_batches * layout.dp
-
-
-def attention_flops_per_token(model: ModelSpec, *, causal_halving: bool = False) -> float:
-    """Attention score + value FLOPs per token, forward + backward (3× forward).
-
-    Per layer `6·s·a·(d_qk + d_v)`; for standard heads (d = h/a) this is PaLM's `12·s·h`
-    per layer. `causal_halving` halves it (PaLM does not).
-    """
-    per_layer = 6.0 * model.seq_len * model.attention_heads * (model.qk_head_dim + model.v_head_dim)
-    return per_layer * model.layers * (0.5 if causal_halving else 1.0)
-
-
-def mfu_flops_per_step(model: ModelSpec, tokens: int, *, causal_halving: bool = False) -> float:
-    """Model FLOPs for MFU: `(6·N + 12·l·h·s)·tokens` (PaLM, Chowdhery et al. 2022, App. B).
-
-    N is `ModelSpec.matmul_params()` (active parameters that enter a matmul: routed experts
-    at top_k/experts, input-embedding lookups excluded); the attention term is
-    `attention_flops_per_token` (no causal halving by default, as PaLM). Recomputation is
-    not counted (that is what makes it *model* FLOPs).
-    """
-    return (
-        6.0 * model.matmul_params() + attention_flops_per_token(model, causal_halving=causal_halving)
-    ) * tokens

@@ -50,7 +50,7 @@ from simulator.errors import InputError
 from simulator.network.topology import Topology, resolve
 from simulator.units import factor
 from simulator.workload.emit import OpEmitter, StageState
-from simulator.workload.flops import mfu_flops_per_step, pp_send_bytes, step_flops
+from simulator.workload.flops import pp_send_bytes
 from simulator.workload.gradients import (
     emit_end_stages_sync,
     emit_gradient_sync,
@@ -64,6 +64,7 @@ from simulator.workload.model import ModelSpec, load_model
 from simulator.workload.placement import CollectiveGroup, SimulatedRanks, gpus_per_server, server_major_gpus
 from simulator.workload.program import StepProgram, comm_op
 from simulator.workload.schedule import Task, bubble_fraction, chunk_layers, stage_schedule
+from simulator.workload.step_flops import mfu_flops_per_step, step_flops
 
 # ---- the workload file ------------------------------------------------------------------
 

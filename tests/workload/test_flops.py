@@ -10,12 +10,11 @@ from simulator.workload.flops import (
     CommCost,
     OpCost,
     layer_program,
-    mfu_flops_per_step,
     output_program,
-    step_flops,
 )
 from simulator.workload.layout import LayoutSpec, end_rank_params, stage_rank_params
 from simulator.workload.model import ModelSpec, load_model
+from simulator.workload.step_flops import mfu_flops_per_step, step_flops
 from tests.workload.flops_reference import dp_comms, layer_comms, layer_ops, pp_comms
 
 MODELS = Path(__file__).resolve().parents[2] / "workloads" / "models"
@@ -121,7 +120,9 @@ def test_deepseek_mla_flops_cover_active_params() -> None:
 
 def test_tp_comms_with_and_without_sequence_parallel() -> None:
     """Megatron TP: 2 all-reduces fwd and 2 bwd of b·s·h·2 bytes; with SP each becomes an
-    all-gather + reduce-scatter of the same buffer (Korthikanti et al. 2022 §4.2.2)."""
+    all-gather + reduce-scatter of the same buffer, and the backward gathers each region's
+    stored (sharded) input again for its weight gradient before the GEMM that reads it
+    (Korthikanti et al. 2022 §4.2.2): 3 collectives per region in the backward, not 2."""
     act = 2 * GPT3.seq_len * GPT3.hidden_size
     L = LayoutSpec(tp=8, global_batch_size=1)
     fwd = layer_comms(GPT3, L, 0, "fwd")
@@ -136,11 +137,20 @@ def test_tp_comms_with_and_without_sequence_parallel() -> None:
         "reduce_scatter",
     ]
     assert all(c.bytes == act and c.group == "tp" for c in fwd_sp)
-    assert [c.collective for c in layer_comms(GPT3, SP, 0, "bwd")] == [
-        "all_gather",
-        "reduce_scatter",
-        "all_gather",
-        "reduce_scatter",
+    bwd_sp = layer_comms(GPT3, SP, 0, "bwd")
+    assert [(c.name, c.collective) for c in bwd_sp] == [
+        ("tp_mlp_out_rs_bwd", "all_gather"),
+        ("tp_mlp_in_ag_wgrad", "all_gather"),
+        ("tp_mlp_in_ag_bwd", "reduce_scatter"),
+        ("tp_attn_out_rs_bwd", "all_gather"),
+        ("tp_attn_in_ag_wgrad", "all_gather"),
+        ("tp_attn_in_ag_bwd", "reduce_scatter"),
+    ]
+    assert all(c.bytes == act and c.group == "tp" for c in bwd_sp)
+    names = [o.name for o in layer_program(GPT3, SP, 0, "bwd")]  # just before the GEMM that reads it
+    assert names[names.index("tp_attn_in_ag_wgrad") + 1 : names.index("tp_attn_in_ag_wgrad") + 3] == [
+        "qkv_dgrad",
+        "qkv_wgrad",
     ]
 
 

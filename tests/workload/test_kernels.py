@@ -11,10 +11,11 @@ from simulator.config.loader import load
 from simulator.errors import InputError
 from simulator.network.hardware import GPUSpec
 from simulator.workload.costs import OpCost
-from simulator.workload.flops import layer_program, step_flops
+from simulator.workload.flops import layer_program
 from simulator.workload.kernels import KernelModel, gemm_efficiency, gemm_time_s, resolve_attention
 from simulator.workload.layout import LayoutSpec
 from simulator.workload.model import ModelSpec
+from simulator.workload.step_flops import step_flops
 
 GPUS = Path(__file__).resolve().parents[2] / "topologies" / "gpus"
 A100 = load(GPUSpec, GPUS / "a100-80gb.yaml")

@@ -18,7 +18,6 @@ from simulator.config.loader import read_document, validate
 from simulator.errors import InputError
 from simulator.scenario.execute import execute
 from simulator.scenario.prepare import prepare
-from simulator.workload.flops import stage_flops, step_flops
 from simulator.workload.generate import WorkloadSpec, layout_label
 from simulator.workload.layout import (
     LayoutSpec,
@@ -32,6 +31,7 @@ from simulator.workload.layout import (
 from simulator.workload.layout_rules import check_layout
 from simulator.workload.memory import check_memory, memory_per_stage, model_state_bytes
 from simulator.workload.model import ModelSpec, load_model
+from simulator.workload.step_flops import stage_flops, step_flops
 from tests.workload.flops_reference import dp_comms
 
 ROOT = Path(__file__).resolve().parents[2]

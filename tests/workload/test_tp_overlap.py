@@ -61,6 +61,8 @@ def _pairs(program, ops):  # noqa: ANN001, ANN202
             continue
         gemm = mine[k - 1]
         coll = next(p for p in reversed(mine[: k - 1]) if p.tag == "tp")
+        if "_ag_wgrad" in coll.id:  # sequence parallelism's backward regather (its own test)
+            continue
         after = next(p for p in mine[k + 1 :] if p.kind == "compute")
         (g0, g1), (m0, m1), (c0, c1), (a0, _) = span(gemm.id), span(coll.id), span(op.id), span(after.id)
         out.append((g1 - g0, m1 - m0, c1 - c0, g0, m0, c1, m1, a0))
@@ -87,6 +89,28 @@ def test_t3_overlaps_each_reduce_scatter_with_its_gemm_and_pays_the_contention(t
     _, _, base = _run(tmp_path, "none")
     assert t3["step_time_s"] < base["step_time_s"]
     assert t3["exposed_comm_by_tag_s"]["tp"] < base["exposed_comm_by_tag_s"]["tp"]
+
+
+def test_the_backward_regather_runs_under_the_gemms_that_read_it(tmp_path: Path) -> None:
+    """Sequence parallelism's backward all-gather of a region's input (Korthikanti et al.
+    2022 §4.2.2; Megatron-LM issues it asynchronously): with no overlap mode it starts with
+    its GEMM's dgrad, and the op after that GEMM's wgrad starts when both have ended."""
+    program, ops, _ = _run(tmp_path, "none")
+    rows = ops[ops["rank"] == 0].set_index("op_id")
+    mine = [op for op in program.ops if 0 in op.ranks]
+    found = 0
+    for k, op in enumerate(mine):
+        if "_ag_wgrad" not in op.id:
+            continue
+        found += 1
+        seg = next(p for p in mine[k + 1 :] if p.kind == "compute")  # the dgrad and wgrad
+        after = next(p for p in mine[mine.index(seg) + 1 :])
+        start, end = (float(rows.loc[op.id, c]) for c in ("started_at_s", "finished_at_s"))
+        seg_start, seg_end = (float(rows.loc[seg.id, c]) for c in ("started_at_s", "finished_at_s"))
+        assert start == pytest.approx(seg_start, abs=1e-12)
+        assert float(rows.loc[after.id, "started_at_s"]) == pytest.approx(max(end, seg_end), abs=1e-12)
+    assert found == 2 * 2 + 1  # 2 layers x (attention, MLP), and the logits
+    assert not (ops["tag"] == "tp_contention").any()
 
 
 def test_megatron_also_hides_all_gathers_and_pays_more_contention(tmp_path: Path) -> None:
