@@ -25,6 +25,23 @@ def samples() -> Path:
 
 QUICKSTART = ROOT / "scenarios" / "quickstart.yaml"
 
+
+def compare_without_the_gpus_price(tmp_path: Path, cost: str = "") -> Path:
+    """A one-variant comparison of the quickstart (1 step) whose own price table is the
+    shipped one without the H100's price; `cost` adds keys to its `cost` mapping."""
+    table = (ROOT / "topologies/prices.yaml").read_text()
+    line = "  H100 SXM5 80GB: {value: 27500, source: gpu-analyst, date: 2024-06}\n"
+    assert table.count(line) == 1
+    (tmp_path / "prices.yaml").write_text(table.replace(line, ""))
+    path = tmp_path / "c.yaml"
+    path.write_text(
+        f"name: t\nbase: {{file: {QUICKSTART}}}\n"
+        f"cost: {{prices: {{file: prices.yaml}}{cost}}}\n"
+        "variants:\n  - name: a\n    run: {steps: 1}\n"
+    )
+    return path
+
+
 SMALL = f"""\
 name: small
 description: quickstart with three all-reduce algorithms

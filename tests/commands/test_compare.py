@@ -9,7 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from simulator.commands.app import app
-from tests.conftest import QUICKSTART, ROOT
+from tests.conftest import QUICKSTART, ROOT, compare_without_the_gpus_price
 
 
 def _run(args: list[str]):
@@ -241,16 +241,7 @@ def test_a_variant_left_unpriced_says_why_on_screen(tmp_path: Path) -> None:
     """A comparison's price table without the job's GPU leaves the cost columns out; the
     reason (the run's `cost_note`) was only in summary.json, so the table just lacked the
     columns. It is printed under the table, by variant."""
-    table = (ROOT / "topologies/prices.yaml").read_text()
-    line = "  H100 SXM5 80GB: {value: 27500, source: gpu-analyst, date: 2024-06}\n"
-    assert table.count(line) == 1
-    (tmp_path / "prices.yaml").write_text(table.replace(line, ""))
-    path = tmp_path / "c.yaml"
-    path.write_text(
-        f"name: t\nbase: {{file: {QUICKSTART}}}\n"
-        "cost: {prices: {file: prices.yaml}}\n"
-        "variants:\n  - name: a\n    run: {steps: 1}\n"
-    )
+    path = compare_without_the_gpus_price(tmp_path)
     res = _run([str(path), "-o", str(tmp_path / "out"), "--serial", "--no-dashboards"])
     assert res.exit_code == 0, res.output
     note = "a: GPU 'H100 SXM5 80GB' has no price in the price table; cost columns left out"

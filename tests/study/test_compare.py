@@ -11,7 +11,7 @@ import yaml
 from simulator.errors import InputError
 from simulator.study import compare as C
 from simulator.study.merge import deep_merge
-from tests.conftest import ROOT
+from tests.conftest import ROOT, compare_without_the_gpus_price
 
 COMPARES = sorted((ROOT / "scenarios").glob("compare-*.yaml"))
 
@@ -178,16 +178,7 @@ def test_a_comparisons_own_price_table_prices_every_cost_column(tmp_path: Path) 
     job's GPU leaves them out (with the run's note), instead of keeping the default table's
     (priced over its 4 years while the comparison asked for 8); the network columns, which
     need no GPU price, are the comparison table's."""
-    table = (ROOT / "topologies/prices.yaml").read_text()
-    line = "  H100 SXM5 80GB: {value: 27500, source: gpu-analyst, date: 2024-06}\n"
-    assert table.count(line) == 1
-    (tmp_path / "prices.yaml").write_text(table.replace(line, ""))
-    path = tmp_path / "c.yaml"
-    path.write_text(
-        f"name: t\nbase: {{file: {ROOT / 'scenarios/quickstart.yaml'}}}\n"
-        "cost: {prices: {file: prices.yaml}, amortization_years: 8}\n"
-        "variants:\n  - name: a\n    run: {steps: 1}\n"
-    )
+    path = compare_without_the_gpus_price(tmp_path, ", amortization_years: 8")
     (run,) = C.run_comparison(C.load_comparison(path), "serial")
     s = run.summary
     assert "no price in the price table" in s["cost_note"]
