@@ -8,9 +8,12 @@ Pure functions of a graph that follows `simulator.network.graph`. What they meas
   builder recorded in `g.graph["structure"]` when present (each design states its
   formula). Otherwise, on graphs of at most `FLOW_LIMIT_NODES` nodes, the max-flow
   min-cut between the first and second half of the GPU list (natural name order, so
-  whole servers fall on one side), computed with networkx; on larger graphs a Clos
-  tier-cut bound: the minimum of half the GPU injection bandwidth and half the uplink
-  bandwidth leaving each switch tier. The method used is reported with the number.
+  whole servers fall on one side), computed with networkx; on larger graphs the same
+  max-flow on a graph reduced exactly (`reduced_flow_bisection`: each half's GPUs merged,
+  pass-through nodes folded), and only where even that is too large a Clos tier-cut
+  estimate: the minimum of half the GPU injection bandwidth and half the uplink bandwidth
+  leaving each switch tier (low where a leaf serves both halves, as a rail-optimized
+  leaf of a 4:1 fabric does). The method used is reported with the number.
 * diameter: the largest, over pairs of GPUs, of the fewest scale-out switches (tier >= 1)
   a path crosses (0-1 BFS; in-server hops are free), and of the fewest links; exact from
   every GPU on graphs of at most `EXACT_DIAMETER_GPUS` GPUs, otherwise from a sample of
@@ -147,8 +150,62 @@ def flow_bisection(g: nx.Graph) -> float:
     return float(nx.maximum_flow_value(h, src, dst, capacity="capacity"))
 
 
+_SRC, _DST = ("__src__",), ("__dst__",)
+
+
+def reduced_flow_bisection(g: nx.Graph, limit: int = FLOW_LIMIT_NODES) -> float | None:
+    """`flow_bisection` on a smaller graph with the same max flow, or None when even that has
+    more than `limit` nodes.
+
+    Exact reductions: each half's GPUs are merged into its terminal (they are tied to it by
+    links of no limit, so the cut cannot pass between them); a link between the halves' GPUs
+    crosses every cut (counted apart); a node left with one neighbour carries no flow
+    (dropped); a node with two is a pipe of its smaller link (folded into one link); parallel
+    links add up. A rail-optimized Clos keeps its switches only.
+    """
+    order = ordered_gpus(g)
+    half = len(order) // 2
+    side = {n: (_SRC if k < half else _DST) for k, n in enumerate(order)}
+    adj: dict[Any, dict[Any, float]] = {}
+    crossing = 0.0
+    for u, v, d in gpu_traffic_graph(g).edges(data=True):
+        u, v, cap = side.get(u, u), side.get(v, v), float(d["bandwidth_bytes_per_s"])
+        if u == v:
+            continue
+        if {u, v} == {_SRC, _DST}:
+            crossing += cap
+            continue
+        au, av = adj.setdefault(u, {}), adj.setdefault(v, {})
+        au[v] = au.get(v, 0.0) + cap
+        av[u] = av.get(u, 0.0) + cap
+    stack = [n for n in adj if n not in (_SRC, _DST)]
+    while stack:
+        n = stack.pop()
+        nbrs = adj.get(n)
+        if nbrs is None or len(nbrs) > 2:
+            continue
+        del adj[n]
+        for m in nbrs:
+            del adj[m][n]
+        if len(nbrs) == 2:
+            (a, ca), (b, cb) = nbrs.items()
+            if {a, b} == {_SRC, _DST}:
+                crossing += min(ca, cb)
+            else:
+                adj[a][b] = adj[a].get(b, 0.0) + min(ca, cb)
+                adj[b][a] = adj[b].get(a, 0.0) + min(ca, cb)
+        stack += [m for m in nbrs if m not in (_SRC, _DST)]
+    if len(adj) > limit:
+        return None
+    h = nx.Graph()
+    h.add_nodes_from((_SRC, _DST))
+    h.add_edges_from((u, v, {"capacity": c}) for u, nb in adj.items() for v, c in nb.items())
+    return crossing + float(nx.maximum_flow_value(h, _SRC, _DST, capacity="capacity"))
+
+
 def tier_cut_bisection(g: nx.Graph) -> float:
-    """Clos bound: min of half the GPU scale-out injection and half each tier's uplinks."""
+    """Clos estimate: min of half the GPU scale-out injection and half each tier's uplinks
+    (the bisection when the halves' traffic crosses every tier; lower when it need not)."""
     injection = 0.0
     for n, d in g.nodes(data=True):
         server = d.get("node")
@@ -175,7 +232,10 @@ def bisection(g: nx.Graph) -> tuple[float, str]:
         )
     if g.number_of_nodes() <= FLOW_LIMIT_NODES:
         return flow_bisection(g), "max-flow min-cut between halves of the GPU list (networkx)"
-    return tier_cut_bisection(g), "Clos tier-cut bound (graph too large for max-flow)"
+    reduced = reduced_flow_bisection(g)
+    if reduced is not None:
+        return reduced, "max-flow min-cut between halves of the GPU list, on the graph reduced exactly"
+    return tier_cut_bisection(g), "Clos tier-cut estimate (graph too large for max-flow)"
 
 
 def _switch_hops_from(g: nx.Graph, src: Any, cost: dict[Any, int]) -> dict[Any, int]:

@@ -11,6 +11,7 @@ from simulator.network.design.clos import (
     FatTreeSpec,
     MI300XClusterSpec,
     MultiPlaneFatTreeSpec,
+    RailClosSpec,
     RailOnlySpec,
     SuperPodSpec,
 )
@@ -23,6 +24,7 @@ from simulator.network.facts import (
     facts_frame,
     flow_bisection,
     ordered_gpus,
+    reduced_flow_bisection,
     tier_cut_bisection,
     tier_table,
     topology_facts,
@@ -135,3 +137,36 @@ def test_tier_cut_fallback_for_graphs_without_structure() -> None:
     assert tier_cut_bisection(g) == pytest.approx(512 / 2 * 50e9 / 2)
     t = tier_table(g)
     assert math.isnan(t.set_index("tier").loc[2, "oversubscription"])
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [
+        RailClosSpec(generator="rail_clos", nodes=16, servers_per_leaf=4, oversubscription=4),
+        RailClosSpec(generator="rail_clos", nodes=12, servers_per_leaf=12, oversubscription=4),
+        TorusSpec(dims=[4, 4], gpus_per_node=2),
+        DragonflySpec(a=4, p=2, h=2),
+        PCIeNodeSpec(nodes=8, switch_radix=8),
+        MI300XClusterSpec(nodes=4),
+    ],
+    ids=lambda s: s.generator,
+)
+def test_the_reduced_max_flow_equals_the_max_flow(spec) -> None:
+    """Merging each half's GPUs and folding pass-through nodes keeps the max flow: it equals
+    networkx's on the whole graph (and the tier cut, above 3,000 nodes until now, does not
+    on a rail-optimized leaf that serves both halves, or on a torus)."""
+    g = without_structure(build_design(spec))
+    assert reduced_flow_bisection(g) == pytest.approx(flow_bisection(g), rel=1e-12)
+
+
+def test_a_large_rail_clos_gets_its_max_flow_not_the_tier_cut() -> None:
+    """400 servers under one leaf per rail at 4:1 (6,908 nodes, over the 3,000 of the plain
+    max-flow): every NIC reaches the other half through its leaf, so the bisection is
+    1,600 NICs x 50 GB/s = 80 TB/s; the tier cut said 20 TB/s (half the 4:1 uplinks)."""
+    g = build_design(RailClosSpec(generator="rail_clos", nodes=400, servers_per_leaf=400, oversubscription=4))
+    assert g.number_of_nodes() > 3000
+    value, method = bisection(g)
+    assert value == pytest.approx(1600 * 50e9, rel=1e-12)
+    assert method == "max-flow min-cut between halves of the GPU list, on the graph reduced exactly"
+    assert tier_cut_bisection(g) == pytest.approx(20e12, rel=1e-12)
+    assert reduced_flow_bisection(g, limit=5) is None  # the switches alone are more than 5
