@@ -559,7 +559,8 @@ class _ItemRun:
                 last_compute[r] = ids[1]
                 deps[r] = ()
         if self.pending_consumer:
-            self.contention(gemms)
+            if em.layout.tp_comm_overlap != "none":  # none: only SP's regather, no contention share
+                self.contention(gemms)
             for r, d in self.pending_consumer.items():
                 deps[r] = (*deps.get(r, ()), *d)
             self.pending_consumer = {}

@@ -95,7 +95,7 @@ def test_the_backward_regather_runs_under_the_gemms_that_read_it(tmp_path: Path)
     """Sequence parallelism's backward all-gather of a region's input (Korthikanti et al.
     2022 §4.2.2; Megatron-LM issues it asynchronously): with no overlap mode it starts with
     its GEMM's dgrad, and the op after that GEMM's wgrad starts when both have ended."""
-    program, ops, _ = _run(tmp_path, "none")
+    program, ops, summary = _run(tmp_path, "none")
     rows = ops[ops["rank"] == 0].set_index("op_id")
     mine = [op for op in program.ops if 0 in op.ranks]
     found = 0
@@ -111,6 +111,10 @@ def test_the_backward_regather_runs_under_the_gemms_that_read_it(tmp_path: Path)
         assert float(rows.loc[after.id, "started_at_s"]) == pytest.approx(max(end, seg_end), abs=1e-12)
     assert found == 2 * 2 + 1  # 2 layers x (attention, MLP), and the logits
     assert not (ops["tag"] == "tp_contention").any()
+    # a contention share given with no overlap mode has nothing to apply to (it did apply)
+    _, shared_ops, shared = _run(tmp_path, "none", tp_overlap_contention=0.5)
+    assert not (shared_ops["tag"] == "tp_contention").any()
+    assert shared["step_time_s"] == summary["step_time_s"]
 
 
 def test_megatron_also_hides_all_gathers_and_pays_more_contention(tmp_path: Path) -> None:
