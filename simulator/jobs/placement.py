@@ -115,12 +115,17 @@ def _packed(layout: ClusterLayout, free: np.ndarray, n_gpus: int) -> list[tuple[
     server it fills best (fewest free GPUs that still hold it), in server order; when there
     are not enough whole servers, servers in order as far as each has free GPUs."""
     size = layout.gpus_per_server
-    whole = [int(i) for i in np.flatnonzero(free == size)]
-    per_server = int(size.max()) if len(size) else 0
-    n_whole, rest = divmod(n_gpus, per_server) if per_server else (0, n_gpus)
-    if len(whole) < n_whole:
+    out: list[tuple[int, int]] = []
+    rest = n_gpus
+    smallest = int(size.min()) if len(size) else 0
+    for i in map(int, np.flatnonzero(free == size)):  # whole free servers, in order, that fit
+        if rest < smallest:
+            break
+        if size[i] <= rest:
+            out.append((i, int(size[i])))
+            rest -= int(size[i])
+    if len(size) and rest >= int(size.max()):  # not enough whole servers
         return _take(range(len(free)), free, n_gpus)
-    out = [(i, int(size[i])) for i in whole[:n_whole]]
     if rest:
         used = {i for i, _ in out}
         fits = [i for i in range(len(free)) if i not in used and free[i] >= rest]

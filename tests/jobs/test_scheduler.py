@@ -123,6 +123,29 @@ def test_every_policy_places_a_job_wherever_enough_gpus_are_free(policy: str) ->
             assert len({i for i, _ in counts}) == len(counts)
 
 
+@pytest.mark.parametrize("policy", ["packed", "leaf_aligned", "spread", "random"])
+def test_every_policy_takes_the_jobs_count_on_servers_of_mixed_sizes(policy: str) -> None:
+    """Servers of 4, 4 and 8 GPUs, all free: `packed` counted whole servers at the largest
+    size (16 GPUs = 2 servers) and took the first two, of 4 GPUs each: a 16-GPU job ran on 8."""
+    sizes = [4, 4, 8, 2, 8, 4, 8, 8]
+    names = [f"n{i}" for i in range(len(sizes))]
+    layout = ClusterLayout(
+        names, [[f"{n}.gpu{k}" for k in range(g)] for n, g in zip(names, sizes, strict=True)],
+        np.array([i // 3 for i in range(len(sizes))]), 3,
+    )  # fmt: skip
+    assert place_counts(ClusterLayout(names[:3], layout.gpus[:3], np.zeros(3, int), 1), "packed", 16,
+                        np.array([4, 4, 8])) == [(0, 4), (1, 4), (2, 8)]  # fmt: skip
+    rng = np.random.default_rng(7)
+    for _ in range(300):
+        free = rng.integers(0, np.array(sizes) + 1)
+        n = int(rng.integers(1, 50))
+        counts = place_counts(layout, policy, n, free)
+        assert (counts is not None) == (n <= int(free.sum())), (free, n)
+        if counts is not None:
+            assert sum(k for _, k in counts) == n, (free, n, counts)
+            assert all(0 < k <= free[i] for i, k in counts)
+
+
 @pytest.mark.parametrize("scheduler", ["fifo", "backfill", "topology_aware"])
 def test_a_long_queue_places_only_the_jobs_it_starts(scheduler: str, monkeypatch) -> None:  # noqa: ANN001
     """A queue of 400 one-server jobs on 2 servers: each pass over the queue places the jobs
