@@ -94,14 +94,29 @@ def run_query(folder: Path, sql: str) -> Any:
         con.execute(f"SET allowed_paths = [{', '.join(map(_quoted, frames))}]")
         con.execute("SET enable_external_access = false")
         con.execute("SET lock_configuration = true")
+        unreadable: dict[str, str] = {}  # a frame DuckDB cannot read fails only the queries of it
         for name, files in tables.items():
             paths = "[" + ", ".join(_quoted(str(p)) for p in files) + "]"
             # a study's frame files sit in `<axis>=<value>` folders: DuckDB would read the axis
             # from the folder name (as text, in place of the file's own column) unless told not to
             options = "union_by_name = true, hive_partitioning = false"
-            con.execute(f'CREATE VIEW "{name}" AS SELECT * FROM read_parquet({paths}, {options})')
+            try:
+                con.execute(f'CREATE VIEW "{name}" AS SELECT * FROM read_parquet({paths}, {options})')
+            except duckdb.PermissionException:
+                raise
+            except duckdb.Error as exc:
+                unreadable[name] = str(exc).splitlines()[0]
         _refuse_copy(con, sql, folder)
-        answer = con.execute(sql)
+        try:
+            answer = con.execute(sql)
+        except duckdb.CatalogException as exc:
+            said = str(exc).lower()
+            missing = next((n for n in unreadable if f"name {n.lower()} does not exist" in said), None)
+            if missing is None:
+                raise
+            raise InputError(
+                f"query failed: frame {missing} cannot be read ({unreadable[missing]})", file=folder
+            ) from None
         if answer is None:  # DuckDB answers nothing at all to SQL without a statement
             raise InputError(
                 "query failed: no SQL statement (the query is empty or only comments)", file=folder

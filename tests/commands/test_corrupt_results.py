@@ -82,3 +82,19 @@ def test_corrupt_run_folder_is_one_line_exit_2(
     lines = r.output.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: ") and message in lines[0], r.output
     assert not (tmp_path / "out").exists()
+
+
+def test_a_corrupt_frame_fails_only_the_queries_that_read_it(failure_run: Path, tmp_path: Path) -> None:
+    """Every view was made before the query ran, so a truncated `ops` failed a query of
+    `steps` too; now the others answer, and a query of `ops` (in any case) names the frame."""
+    folder = tmp_path / "run"
+    shutil.copytree(failure_run, folder)
+    _truncate("ops.parquet")(folder)
+    r = runner.invoke(app, ["query", str(folder), "select count(*) as n from steps", "--csv"])
+    assert r.exit_code == 0, r.output
+    assert r.output.split() == ["n", str(len(pd.read_parquet(failure_run / "steps.parquet")))]
+    for sql in ("select count(*) from ops", "select * from OPS"):
+        r = runner.invoke(app, ["query", str(folder), sql])
+        assert r.exit_code == 2, r.output
+        line = " ".join(r.output.split())
+        assert line.startswith(f"error: {folder}: query failed: frame ops cannot be read ("), line
