@@ -60,7 +60,7 @@ def dashboard(
             check_output_file(output, results)
         for folder in results:
             t = time.perf_counter()
-            rebuilt = rebuild_dashboard(folder, samples or ())
+            rebuilt = rebuild_dashboard(folder, samples or (), in_place=output is None)
             path = output or rebuilt.default_path
             write_page(path, rebuilt.html)  # with plotly.min.js beside it when the page loads it
             plotly_js = path.parent / PLOTLY_FILE

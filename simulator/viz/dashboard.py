@@ -400,8 +400,8 @@ def load_graph(folder: str | Path) -> Any:
         raise InputError(f"not a saved topology ({type(exc).__name__})", file=p) from None
 
 
-def run_dashboard_from_folder(folder: str | Path) -> str:
+def run_dashboard_from_folder(folder: str | Path, plotly_src: str | None = PLOTLY_FILE) -> str:
     """Rebuild a run folder's dashboard from its saved frames, summary and topology."""
     frames = read_frames(folder)
     check_run_frames(frames, folder)
-    return run_dashboard_html(frames, read_summary(folder), load_graph(folder))
+    return run_dashboard_html(frames, read_summary(folder), load_graph(folder), plotly_src)

@@ -8,7 +8,8 @@ What a path holds is recognized by its files, checked in this order:
 * a comparison (`compare.resolved.yaml` or `comparison.parquet|csv`, one run folder per
   variant) -> `simulator.viz.compare.comparison_html`, written as `comparison.html`;
 * a run (`summary.json` and at least one step-level or failure frame; a run with failures
-  also has a `runs` frame) -> the run dashboard, as `dashboard.html`;
+  also has a `runs` frame) -> the run dashboard, as `dashboard.html`; a comparison's variant
+  rebuilt in place loads the comparison folder's `../plotly.min.js`, as `compare` wrote it;
 * a run-level study (`study.resolved.yaml`, `manifest.json` or `runs.parquet|csv`; the
   runs read from the study's dataset while it is unfinished) -> `study_page` (per-variant
   tiles, `simulator.viz.faults.sweep_figure` of goodput and ETTR, the wall time by part),
@@ -44,7 +45,7 @@ from simulator.metrics.store import (
 )
 from simulator.viz.calibration import profile_dashboard_html
 from simulator.viz.compare import DEFAULT_PRICES_NAME, comparison_html
-from simulator.viz.dashboard import page, run_dashboard_from_folder
+from simulator.viz.dashboard import PLOTLY_FILE, page, run_dashboard_from_folder
 from simulator.viz.faults import sweep_figure
 from simulator.viz.goodput import wall_time_figure
 
@@ -91,14 +92,18 @@ def _read_yaml(path: Path) -> dict[str, Any]:
     return data if isinstance(data, dict) else {}
 
 
-def build_run(folder: Path) -> tuple[str, str]:
-    """A run folder -> its run dashboard (the folder checked complete first).
+def build_run(folder: Path, in_place: bool = False) -> tuple[str, str]:
+    """A run folder -> its run dashboard (the folder checked complete first). `in_place`: the
+    page goes into the folder, so a comparison's variant loads its parent's plotly.js.
 
     Raises:
         InputError: a frame or the summary is missing, unreadable or incomplete.
     """
     read_run_folder(folder)
-    return run_dashboard_from_folder(folder), "dashboard.html"
+    parent = folder.resolve().parent
+    variant = in_place and (parent / "compare.resolved.yaml").is_file() and (parent / PLOTLY_FILE).is_file()
+    src = f"../{PLOTLY_FILE}" if variant else PLOTLY_FILE
+    return run_dashboard_from_folder(folder, src), "dashboard.html"
 
 
 def build_comparison(folder: Path) -> tuple[str, str]:
@@ -339,17 +344,18 @@ def detect_results(path: Path, samples: Sequence[Path] = ()) -> tuple[str, Build
     )
 
 
-def rebuild_dashboard(path: Path, samples: Sequence[Path] = ()) -> RebuiltDashboard:
+def rebuild_dashboard(path: Path, samples: Sequence[Path] = (), in_place: bool = False) -> RebuiltDashboard:
     """Recognize what `path` holds and rebuild its dashboard (see the module docstring).
 
     Args:
         path: a results folder, or a calibration profile's YAML file.
         samples: extra folders to look for a calibration profile's benchmark logs in.
+        in_place: the page will be written to its default path (a run's folder).
 
     Raises:
         InputError: the path holds no known results, or they are incomplete or unreadable.
     """
     kind, build = detect_results(path, samples)
-    page_html, default_name = build(path)
+    page_html, default_name = build_run(path, in_place) if build is build_run else build(path)
     base = path.parent if path.is_file() else path
     return RebuiltDashboard(kind, page_html, base / default_name)

@@ -145,3 +145,27 @@ def test_study_page_never_pools_variants_that_share_an_axis_label():
     cards = _study_cards(labelled, ["policy"], 2, 2)
     assert [c[0] for c in cards[1:]] == ["goodput, policy=a", "goodput, policy=b"]
     assert cards[1][1].startswith("85.0%") and cards[2][1].startswith("45.0%")
+
+
+def test_a_variant_rebuilt_in_place_loads_the_comparisons_plotly_js(
+    compare_dir: Path, tmp_path: Path
+) -> None:
+    """`dashboard cmp/VARIANT` rebuilt the page with its own `plotly.min.js` (a second 4.8 MB
+    copy in the variant's folder, and a page unlike the one compare wrote); in place it now
+    loads `../plotly.min.js` as before, and written elsewhere (-o) the copy beside it."""
+    import shutil
+
+    cmp = tmp_path / "cmp"
+    shutil.copytree(compare_dir, cmp)
+    variant = next(p.parent for p in sorted(cmp.glob("*/dashboard.html")))
+    written = (variant / "dashboard.html").read_bytes()
+    res = CliRunner().invoke(app, ["dashboard", str(variant)])
+    assert res.exit_code == 0, res.output
+    assert (variant / "dashboard.html").read_bytes() == written
+    assert not (variant / "plotly.min.js").exists()
+    res = CliRunner().invoke(
+        app, ["dashboard", str(variant), "-o", str(tmp_path / "elsewhere" / "page.html")]
+    )
+    assert res.exit_code == 0, res.output
+    assert "src='plotly.min.js'" in (tmp_path / "elsewhere" / "page.html").read_text(encoding="utf-8")
+    assert (tmp_path / "elsewhere" / "plotly.min.js").is_file()
