@@ -301,12 +301,13 @@ def build_calibration(path: Path, samples: Sequence[Path] = ()) -> tuple[str, st
     return profile_dashboard_html(path, samples=samples), f"{path.stem}.html"
 
 
-def detect_results(path: Path, samples: Sequence[Path] = ()) -> tuple[str, Builder]:
+def detect_results(path: Path, samples: Sequence[Path] = (), in_place: bool = False) -> tuple[str, Builder]:
     """What a results folder (or a calibration profile file) holds: (kind, builder).
 
     Args:
         path: a results folder, or a calibration profile's YAML file.
         samples: extra folders to look for a calibration profile's benchmark logs in.
+        in_place: the page will be written to its default path (`build_run`).
 
     Raises:
         InputError: the path does not exist, or holds none of the known results.
@@ -328,7 +329,7 @@ def detect_results(path: Path, samples: Sequence[Path] = ()) -> tuple[str, Build
     if (folder / "summary.json").is_file() and any(
         _has_table(folder, n) for n in (*RUN_FRAMES, "cluster_jobs")
     ):
-        return "run", build_run
+        return "run", partial(build_run, in_place=in_place)
     if (
         (folder / "study.resolved.yaml").is_file()
         or (folder / MANIFEST).is_file()
@@ -355,7 +356,7 @@ def rebuild_dashboard(path: Path, samples: Sequence[Path] = (), in_place: bool =
     Raises:
         InputError: the path holds no known results, or they are incomplete or unreadable.
     """
-    kind, build = detect_results(path, samples)
-    page_html, default_name = build_run(path, in_place) if build is build_run else build(path)
+    kind, build = detect_results(path, samples, in_place)
+    page_html, default_name = build(path)
     base = path.parent if path.is_file() else path
     return RebuiltDashboard(kind, page_html, base / default_name)
