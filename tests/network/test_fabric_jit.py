@@ -150,3 +150,31 @@ def test_compiled_path_gives_an_infinite_time_for_a_zero_rate_like_numpy():
             env.run(until=100)
         results.append(fab.link_bytes.tolist())
     assert results[0] == results[1] == [0.0, 5.0]
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    flows=st.lists(
+        st.tuples(
+            st.lists(st.integers(0, 7), max_size=4, unique=True),  # links (none: an infinite rate)
+            st.sampled_from([1.0, 2.0, 3.0 / 0.927]),  # multiplicity
+        ),
+        min_size=1,
+        max_size=12,
+    ),
+    capacity=st.lists(st.sampled_from([1.0, 1.5, 2.0 / 3.0, 7.0, 1e-3, 0.1]), min_size=8, max_size=8),
+)
+def test_compiled_filling_matches_the_numpy_filling_bit_for_bit(flows, capacity):
+    """`_fill` on its own against `max_min_class_rates`, on problems with several
+    bottleneck levels, links no flow loads and flows with no link (an infinite rate)."""
+    from simulator.network.fabric_jit import _fill
+    from simulator.network.maxmin import max_min_class_rates
+
+    e_cls = np.array([c for c, (links, _) in enumerate(flows) for _ in links], dtype=np.int64)
+    e_link = np.array([x for links, _ in flows for x in links], dtype=np.int64)
+    e_mult = np.array([m for links, m in flows for _ in links])
+    cap = np.array(capacity)
+    n = len(flows)
+    want = max_min_class_rates(e_cls, e_link, e_mult, cap, np.ones(n, dtype=np.int64), np.arange(n))
+    got = _fill(e_link, e_mult, e_cls, cap, n, n)
+    assert got.tobytes() == want.tobytes()
