@@ -21,15 +21,17 @@ than the header has columns, a size that is not a whole number or not larger tha
 above it, a time that is not a finite positive number, a bandwidth that is not a finite
 number of at least 0, two collectives (or GPU / node counts) in one file, a collective, GPU
 or node count nothing tells (naming the column that would), fewer than 2 GPUs, a table
-without rows above 0 bytes, and, where the algbw columns are given, busbw / algbw against
-the collective's factor
-(`simulator.calibration.row_checks`). Simplified: without algbw columns the algorithm
-bandwidth is size / time.
+without rows above 0 bytes, a size above 1e18 bytes or a bandwidth above 1e6 GB/s (a
+profile's limits), and busbw against the collective's factor times algbw: the algbw column
+where given, else size / time, with the time known to half its last written digit
+(`simulator.calibration.row_checks`). Without algbw columns the algorithm bandwidth is
+size / time.
 """
 
 from __future__ import annotations
 
 import csv
+import decimal
 import hashlib
 import math
 from pathlib import Path
@@ -38,7 +40,8 @@ import pandas as pd
 
 from simulator.calibration.collective import KINDS, normalize_kind
 from simulator.calibration.inference import infer_collective, infer_gpus, infer_nodes
-from simulator.calibration.row_checks import check_gpus, check_ratios
+from simulator.calibration.nccl_rows import check_bandwidth, check_size
+from simulator.calibration.row_checks import TimedRow, check_gpus, check_ratios, check_time_ratios
 from simulator.calibration.table import BenchmarkTable
 from simulator.config.loader import read_input_bytes
 from simulator.errors import InputError
@@ -122,13 +125,24 @@ def _read_rows(path: Path) -> tuple[list[str], list[tuple[int, dict[str, str]]],
     return header, rows, hashlib.sha256(data).hexdigest()
 
 
-def _records(header: list[str], rows: list[tuple[int, dict[str, str]]], path: Path) -> pd.DataFrame:
-    """Rows in the form of `BenchmarkTable.rows`: one record per size and half."""
+def _half_step_us(raw: str) -> float:
+    """Half the last written digit of a time cell (`12.34` -> 0.005, `1.5e3` -> 50)."""
+    exponent = decimal.Decimal(raw.strip()).as_tuple().exponent
+    return 0.5 * 10.0 ** int(exponent)
+
+
+def _records(
+    header: list[str], rows: list[tuple[int, dict[str, str]]], path: Path
+) -> tuple[pd.DataFrame, list[TimedRow]]:
+    """Rows in the form of `BenchmarkTable.rows`: one record per size and half; and, where
+    no algbw column is given, each half's size, time (and its written precision) and busbw
+    for `check_time_ratios`."""
     halves = [("time_us_oop", "busbw_oop", False)]
     if all(c in header for c in IN_PLACE):
         halves.append(("time_us_ip", "busbw_ip", True))
     dtype = _constant(rows, "type", path) if "type" in header else None
     records: list[dict[str, object]] = []
+    timed: list[TimedRow] = []
     last = -1
     for line, row in rows:
         raw = (row.get("size_bytes") or "").strip()
@@ -138,6 +152,7 @@ def _records(header: list[str], rows: list[tuple[int, dict[str, str]]], path: Pa
         size = int(raw)
         if size == 0:  # as in logs: NCCL returns early, so a size-0 row measures nothing
             continue
+        check_size(size, path, line, field="size_bytes")
         if size <= last:
             raise InputError(
                 f"sizes out of order: {size} after {last}; expected increasing sizes, one row each",
@@ -148,11 +163,15 @@ def _records(header: list[str], rows: list[tuple[int, dict[str, str]]], path: Pa
         last = size
         count = (row.get("count") or "").strip()
         for t_col, bw_col, in_place in halves:
-            time_s = _positive(row, t_col, path, line) * SECONDS_PER_MICROSECOND
-            busbw = _positive(row, bw_col, path, line, zero=True) * BYTES_PER_GB
+            time_us = _positive(row, t_col, path, line)
+            time_s = time_us * SECONDS_PER_MICROSECOND
+            busbw_gbps = _bandwidth(row, bw_col, path, line)
+            busbw = busbw_gbps * BYTES_PER_GB
             algbw = size / time_s
             if ALGBW[in_place] in header:
-                algbw = _positive(row, ALGBW[in_place], path, line, zero=True) * BYTES_PER_GB
+                algbw = _bandwidth(row, ALGBW[in_place], path, line) * BYTES_PER_GB
+            else:
+                timed.append(TimedRow(line, size, time_us, _half_step_us(row[t_col]), busbw_gbps, t_col))
             records.append(
                 {"size_bytes": size, "count": int(count) if count.isdigit() else 0, "dtype": dtype or "",
                  "redop": None, "root": None, "time_s": time_s, "algbw_bytes_per_s": algbw,
@@ -163,7 +182,14 @@ def _records(header: list[str], rows: list[tuple[int, dict[str, str]]], path: Pa
                          line=rows[0][0], field="size_bytes")  # fmt: skip
     frame = pd.DataFrame(records)
     frame["root"] = frame["root"].astype("Int64")
-    return frame
+    return frame, timed
+
+
+def _bandwidth(row: dict[str, str], col: str, path: Path, line: int) -> float:
+    """A bandwidth cell (GB/s): finite, 0 to `MAX_GB_PER_S`."""
+    val = _positive(row, col, path, line, zero=True)
+    check_bandwidth(val, col, path, line)
+    return val
 
 
 def read_csv_table(
@@ -206,7 +232,7 @@ def read_csv_table(
     kind_col = _constant(rows, "collective", p) if "collective" in header else None
     if kind_col is not None and normalize_kind(kind_col) is None:
         raise InputError(f"unknown collective {kind_col!r}", file=p, line=first, field="collective")
-    frame = _records(header, rows, p)
+    frame, timed = _records(header, rows, p)
     try:
         kind, kind_note = infer_collective(kind_col, collective, p, first)
     except InputError:
@@ -222,6 +248,7 @@ def read_csv_table(
     check_gpus(gpus, gpus_note, p, first)
     printed = frame["in_place"].map(lambda ip: ALGBW[bool(ip)] in header)
     check_ratios(frame[printed], kind, gpus, f"{kind_note}, {gpus_note}", p)
+    check_time_ratios(timed, kind, gpus, f"{kind_note}, {gpus_note}", p)
     try:
         nodes, nodes_note = infer_nodes({}, None, _int(nodes_col, p, first, "n_nodes") or n_nodes, p, first)
     except InputError:

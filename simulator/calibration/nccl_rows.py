@@ -21,6 +21,7 @@ catches misread columns and rows cut mid-way.
 
 from __future__ import annotations
 
+import math
 import re
 from pathlib import Path
 
@@ -28,6 +29,10 @@ from simulator.errors import InputError
 
 SECONDS_PER_MICROSECOND = 1e-6
 BYTES_PER_GB = 1e9
+
+#: the largest message size and bandwidth a row may give (a profile's own limits: 1 EB, 1 PB/s)
+MAX_SIZE_BYTES = 10**18
+MAX_GB_PER_S = 1e6
 
 #: measured fields of one half when the table has no column header
 DEFAULT_HALF = ("time", "algbw", "busbw", "wrong")
@@ -68,13 +73,18 @@ def _number(tok: str, path: Path, lineno: int, what: str) -> float:
     if t.upper() in ("N/A", "NA", "-"):
         return float("nan")
     try:
-        return float(t)
+        val = float(t)
     except ValueError:
-        raise InputError(
-            f"expected a number for {what}, found {tok!r} (row cut or not nccl-tests output?)",
-            file=path,
-            line=lineno,
-        ) from None
+        val = float("nan")
+    else:
+        if math.isfinite(val):
+            return val
+    raise InputError(
+        f"expected a finite number for {what}, found {tok!r} (row cut or not nccl-tests output?)",
+        file=path,
+        line=lineno,
+        field=what.lstrip("#"),
+    )
 
 
 def parse_row(
@@ -134,6 +144,36 @@ def parse_row(
     return out, halves
 
 
+def check_size(size_bytes: int, path: Path, lineno: int, field: str = "size") -> None:
+    """Refuse a message size above `MAX_SIZE_BYTES` (what a profile can hold)."""
+    if size_bytes > MAX_SIZE_BYTES:
+        size = f"{size_bytes:.3e}" if size_bytes < 10**300 else f"a number of {len(str(size_bytes))} digits"
+        raise InputError(
+            f"message size {size} bytes is above {MAX_SIZE_BYTES:.0e} bytes; expected a measured size",
+            file=path,
+            line=lineno,
+            field=field,
+        )
+
+
+def check_bandwidth(gb_per_s: float, name: str, path: Path, lineno: int) -> None:
+    """Refuse a bandwidth (GB/s) that is not finite, below 0 or above `MAX_GB_PER_S`."""
+    if not (0 <= gb_per_s <= MAX_GB_PER_S):
+        raise InputError(
+            f"expected a finite {name} of 0 to {MAX_GB_PER_S:.0e} GB/s, found {gb_per_s}",
+            file=path,
+            line=lineno,
+            field=name,
+        )
+
+
+def check_count(value: float, name: str, path: Path, lineno: int) -> None:
+    """Refuse a count that is printed (not N/A) but not a whole number of at least 0."""
+    if not math.isnan(value) and (value < 0 or value != int(value)):
+        raise InputError(f"expected a whole count of at least 0, found {value:g}", file=path, line=lineno,
+                         field=name)  # fmt: skip
+
+
 def check_algbw(size_bytes: int, time_us: float, algbw_gb_per_s: float, path: Path, lineno: int) -> None:
     """nccl-tests prints algbw = size / time; a mismatch means misread columns.
 
@@ -143,6 +183,7 @@ def check_algbw(size_bytes: int, time_us: float, algbw_gb_per_s: float, path: Pa
     """
     if not (time_us > 0 and time_us < float("inf")):
         raise InputError(f"expected a time above 0 us, found {time_us}", file=path, line=lineno, field="time")
+    check_size(size_bytes, path, lineno)
     expect = size_bytes / time_us / 1e3
     if abs(expect - algbw_gb_per_s) > 0.011 + 0.02 * expect:
         raise InputError(
@@ -186,6 +227,10 @@ def row_records(
     records = []
     for h, vals in enumerate(halves):
         check_algbw(size_bytes, vals[idx["time"]], vals[idx["algbw"]], path, lineno)
+        for name in ("algbw", "busbw"):
+            check_bandwidth(vals[idx[name]], name, path, lineno)
+        if wrong_i is not None and half[wrong_i] != "error":  # a count; `error` is a largest error
+            check_count(vals[wrong_i], "wrong", path, lineno)
         rec = dict(lead)
         rec.update(
             time_s=vals[idx["time"]] * SECONDS_PER_MICROSECOND,

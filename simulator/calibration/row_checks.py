@@ -21,14 +21,15 @@ Once the collective and the GPU count of a table are settled
 Simplified: an `error` column (older nccl-tests and some rccl-tests builds print the largest
 error there, not a count, and judge it against a tolerance of the data type) is not checked
 per row; such runs say `Out of bounds values : N FAILED` after the table
-(`simulator.calibration.nccl_log`). A CSV table is checked for its ratio only when it has
-algbw columns (its algbw is otherwise size / time, which says nothing about busbw).
+(`simulator.calibration.nccl_log`). A CSV table without algbw columns is held to algbw =
+size / time (`check_time_ratios`), the time known to half its last written digit.
 """
 
 from __future__ import annotations
 
 import math
 from pathlib import Path
+from typing import NamedTuple
 
 import pandas as pd
 
@@ -133,5 +134,54 @@ def check_ratios(rows: pd.DataFrame, kind: str, n_gpus: int, notes: str, path: P
         "or --collective / --gpus where the log does not say them",
         file=path,
         line=line,
+        field="busbw",
+    )
+
+
+class TimedRow(NamedTuple):
+    """One half of a table row whose algbw is size / time (a CSV without algbw columns)."""
+
+    line: int
+    size_bytes: int
+    time_us: float
+    time_half_step_us: float  # half the last written digit of the time
+    busbw_gbps: float
+    time_column: str
+
+
+def check_time_ratios(rows: list[TimedRow], kind: str, n_gpus: int, notes: str, path: Path | str) -> None:
+    """Refuse a half whose busbw is not the factor of `kind` on `n_gpus` times size / time.
+
+    The time is known to within half its last written digit, so algbw lies between size /
+    (time + step) and size / (time - step), and busbw (printed to 0.005 GB/s) must lie
+    between the factor times those, widened by the printed step. Halves whose time is not
+    larger than its step say nothing and are skipped.
+
+    Raises:
+        InputError: a half disagrees; the message names the one of the largest algbw.
+    """
+    factor = busbw_factor(kind, n_gpus)
+    worst = None
+    for r in rows:
+        if r.time_us <= r.time_half_step_us:
+            continue
+        lo = r.size_bytes / (r.time_us + r.time_half_step_us) / 1e3  # GB/s
+        hi = r.size_bytes / (r.time_us - r.time_half_step_us) / 1e3
+        slack = PRINTED_HALF_STEP_GBPS * (1 + 1e-9)
+        if factor * lo - slack <= r.busbw_gbps <= factor * hi + slack:
+            continue
+        algbw = r.size_bytes / r.time_us / 1e3
+        if worst is None or algbw > worst[0]:
+            worst = (algbw, r)
+    if worst is None:
+        return
+    algbw, r = worst
+    raise InputError(
+        f"busbw {r.busbw_gbps:g} GB/s against size/time = {r.size_bytes}/{r.time_us:g} us = {algbw:.4g} "
+        f"GB/s algbw: ratio {r.busbw_gbps / algbw:.4g} fits {_fits(r.busbw_gbps, algbw, kind, n_gpus)}, "
+        f"not {kind} on {n_gpus} GPUs (factor {factor:.4g}; {notes}); "
+        "or --collective / --gpus where the table does not say them",
+        file=path,
+        line=r.line,
         field="busbw",
     )

@@ -380,11 +380,11 @@ def _check(profile_path: Path, logs: list[Path], collective: str | None, gpus: i
         + (" (--in-place scores the in-place half)" if half == "out_of_place" else "")
         + "; the fit table of `calibrate -o` scores the faster of the two halves of each size"
     )
-    worst: list[tuple[str, float]] = []
+    worst: list[tuple[str, str, float]] = []
     records: list[dict[str, object]] = []
     for t, source, errors in results:
         if errors is not None:
-            worst.append((t.label, _print_check(t, source, errors)))
+            worst.append((t.label, *_print_check(t, source, errors)))
             records += check_records(t, source, errors, half)
     if output_format() != "table":  # one table of every size checked, as data
         print_table(Table(*records[0], title=f"error per size: {profile_path.name}"), records)
@@ -393,8 +393,8 @@ def _check(profile_path: Path, logs: list[Path], collective: str | None, gpus: i
     if max_error is not None:
         # a gate passes only on what it saw: a table it could not check fails it too
         over = [
-            f"{label}: median |error| {100 * med:.4g}% above --max-error {100 * max_error:.4g}%"
-            for label, med in worst
+            f"{label}: median |error| {scope} {100 * med:.4g}% above --max-error {100 * max_error:.4g}%"
+            for label, scope, med in worst
             if not med <= max_error
         ]
         over += [f"{err.file}: not checked against --max-error ({err.message})" for err in skipped]
@@ -429,10 +429,15 @@ class CheckFailed(ClustersimError):
     exit_code = 1
 
 
-def _print_check(t: BenchmarkTable, source: str, errors: object) -> float:
-    """Print the error per size of one table; return its scored median |error| (sizes >= 1 MiB,
-    every size when none is that large). With `--format csv|json` only the lines, on stderr
-    (the sizes are in the one table of `check_records` that `_check` prints)."""
+#: what a table's median |error| is over when it has no size of 1 MiB or more
+ALL_SIZES = "over every size (none >= 1 MiB)"
+
+
+def _print_check(t: BenchmarkTable, source: str, errors: object) -> tuple[str, float]:
+    """Print the error per size of one table; return what its scored median |error| is over
+    and that median (sizes >= 1 MiB, every size when none is that large). With `--format
+    csv|json` only the lines, on stderr (the sizes are in the one table of `check_records`
+    that `_check` prints)."""
     say(f"\n{t.label}: {t.collective}, {t.n_gpus} GPUs / {t.n_nodes} node(s)")
     say(f"  using {source}", style="dim")
     table = Table(show_header=True)
@@ -450,11 +455,9 @@ def _print_check(t: BenchmarkTable, source: str, errors: object) -> float:
     e = errors
     rel = e["rel_error"].abs()  # type: ignore[index]
     big = rel[e["size_bytes"] >= 2**20]  # type: ignore[index]
-    say(
-        f"  median |error| >= 1 MiB: {_pct(float(big.median()) if len(big) else float('nan'))}, "
-        f"max |error|: {_pct(float(rel.max()))}"
-    )
-    return float(big.median()) if len(big) else float(rel.median())
+    scope, med = (">= 1 MiB", float(big.median())) if len(big) else (ALL_SIZES, float(rel.median()))
+    say(f"  median |error| {scope}: {_pct(med)}, max |error|: {_pct(float(rel.max()))}")
+    return scope, med
 
 
 def check_records(t: BenchmarkTable, source: str, errors: object, half: str) -> list[dict[str, object]]:
@@ -534,8 +537,8 @@ def calibrate(
             "--max-error",
             metavar="PCT",
             min=0.0,
-            help="--check: exit 1 when a table's median |error| (sizes >= 1 MiB) is above PCT percent"
-            " or a table could not be checked.",
+            help="--check: exit 1 when a table's median |error| (sizes >= 1 MiB; every size when it has"
+            " none that large) is above PCT percent or a table could not be checked.",
         ),
     ] = None,
     gpu: Annotated[

@@ -14,8 +14,13 @@ SIZES = [2**k for k in range(10, 20)]
 HEADER = "size_bytes,time_us_oop,busbw_oop,time_us_ip,busbw_ip"
 
 
-def _rows(n: int = 3) -> list[str]:
-    return [f"{2**k},{10.0 + k},1.0,{10.0 + k},1.0" for k in range(10, 10 + n)]
+def _rows(n: int = 3, factor: float = 1.75) -> list[str]:
+    """Rows of an all_reduce on 8 GPUs (busbw = 2(n-1)/n x size / time, printed to 0.01)."""
+    out = []
+    for k in range(10, 10 + n):
+        busbw = f"{factor * 2**k / (10.0 + k) / 1e3:.2f}"
+        out.append(f"{2**k},{10.0 + k},{busbw},{10.0 + k},{busbw}")
+    return out
 
 
 def _log_lines() -> list[str]:
@@ -115,7 +120,44 @@ def _log_nan_time(tmp: Path) -> tuple[Path, str]:
     lines[i] = "  ".join(tok)
     p = tmp / "nan.log"
     p.write_text("\n".join(lines) + "\n")
-    return p, f"{p}:{i + 1}: time: expected a time above 0 us, found nan"
+    return p, f"{p}:{i + 1}: time: expected a finite number for time, found 'nan'"
+
+
+def _log_field(col: int, value: str, expected: str) -> object:
+    """The third row of a log with field `col` (0: size; 5-8: the out-of-place time, algbw,
+    busbw, #wrong) replaced by `value`."""
+
+    def make(tmp: Path) -> tuple[Path, str]:
+        lines = _log_lines()
+        i = _first_row(lines) + 2
+        tok = lines[i].split()
+        tok[col] = value
+        lines[i] = "  ".join(tok)
+        p = tmp / "field.log"
+        p.write_text("\n".join(lines) + "\n")
+        return p, f"{p}:{i + 1}: {expected}"
+
+    return make
+
+
+def _csv_of_other_gpus(tmp: Path) -> tuple[Path, str]:
+    """8-GPU rows (busbw = 1.75 algbw) read as 16 GPUs: busbw disagrees with size / time."""
+    p = tmp / "allreduce-16gpu-2node.csv"
+    p.write_text("\n".join([HEADER, *_rows()]) + "\n")
+    return p, f"{p}:4: busbw: busbw 0.33 GB/s against size/time = 4096/22 us = 0.1862 GB/s algbw: ratio 1.772"
+
+
+def _csv_huge(col: str, value: str, expected: str) -> object:
+    def make(tmp: Path) -> tuple[Path, str]:
+        p = tmp / "allreduce-8gpu-1node.csv"
+        rows = _rows()
+        cells = rows[2].split(",")
+        cells[HEADER.split(",").index(col)] = value
+        rows[2] = ",".join(cells)
+        p.write_text("\n".join([HEADER, *rows]) + "\n")
+        return p, f"{p}:4: {col}: {expected}"
+
+    return make
 
 
 def _log_swapped_rows(tmp: Path) -> tuple[Path, str]:
@@ -189,6 +231,18 @@ CASES = {
     "CSV negative time": _csv_value("-3.5", 3),
     "CSV negative busbw": _csv_value("-1", 2),
     "log NaN time": _log_nan_time,
+    "log NaN busbw": _log_field(7, "nan", "busbw: expected a finite number for busbw, found 'nan'"),
+    "log infinite busbw": _log_field(7, "inf", "busbw: expected a finite number for busbw, found 'inf'"),
+    "log NaN algbw": _log_field(6, "nan", "algbw: expected a finite number for algbw, found 'nan'"),
+    "log busbw that overflows": _log_field(7, "1e308", "busbw: expected a finite busbw of 0 to 1e+06 GB/s"),
+    "log negative #wrong": _log_field(8, "-3", "wrong: expected a whole count of at least 0, found -3"),
+    "log size of 400 digits": _log_field(
+        0, "1" + "0" * 400, "size: message size a number of 401 digits bytes is above 1e+18 bytes"
+    ),
+    "log size of 1e30 bytes": _log_field(0, str(10**30), "size: message size 1.000e+30 bytes is above 1e+18"),
+    "CSV of 8 GPUs read as 16": _csv_of_other_gpus,
+    "CSV size of 400 digits": _csv_huge("size_bytes", "9" * 400, "message size a number of 400 digits bytes"),
+    "CSV busbw above 1e6 GB/s": _csv_huge("busbw_oop", "1e7", "expected a finite busbw_oop of 0 to 1e+06"),
     "log with two rows swapped": _log_swapped_rows,
     "log of one GPU": _log_one_gpu,
     "log of another collective than its file name": _log_other_collective,

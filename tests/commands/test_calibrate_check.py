@@ -59,7 +59,7 @@ def test_max_error_exits_1_when_the_median_is_above_it(app: typer.Typer, tmp_pat
         app, ["calibrate", "--check", str(prof), str(table), "--in-place", "--max-error", "50"]
     )
     assert r.exit_code == 1, r.output
-    assert "median |error| 100% above --max-error 50%" in r.output
+    assert "median |error| >= 1 MiB 100% above --max-error 50%" in r.output
     # the bar as given, not rounded to one decimal (1.44 is not said as 1.4)
     r = CliRunner().invoke(
         app, ["calibrate", "--check", str(prof), str(table), "--in-place", "--max-error", "1.44"]
@@ -71,6 +71,24 @@ def test_max_error_exits_1_when_the_median_is_above_it(app: typer.Typer, tmp_pat
     assert r.exit_code == 2 and "--check writes no profile" in r.output and not out.exists(), r.output
     r = CliRunner().invoke(app, ["calibrate", str(table), "-o", str(tmp_path / "x.yaml"), "--max-error", "5"])
     assert r.exit_code == 2 and "go with --check" in r.output
+
+
+def test_max_error_on_a_table_of_small_sizes_says_what_its_median_is_over(
+    app: typer.Typer, tmp_path: Path
+) -> None:
+    """With no size of 1 MiB or more the gate scores every size, and says so (it used to print
+    '>= 1 MiB: -' and fail on a median printed nowhere)."""
+    prof = _profile(app, tmp_path)
+    full = _csv(tmp_path / "full.csv", 0.5).read_text().splitlines()
+    table = tmp_path / "allreduce-16gpu-2node.csv"
+    table.write_text("\n".join(full[:11]) + "\n")  # 1 KiB to 512 KiB
+    r = CliRunner().invoke(
+        app, ["calibrate", "--check", str(prof), str(table), "--in-place", "--max-error", "1"]
+    )
+    said = " ".join(r.output.split())
+    assert r.exit_code == 1, r.output
+    assert "median |error| over every size (none >= 1 MiB): " in said
+    assert "median |error| over every size (none >= 1 MiB) " in said and "above --max-error 1%" in said
 
 
 def test_csv_tables_fit_like_logs(app: typer.Typer, tmp_path: Path) -> None:
