@@ -145,7 +145,10 @@ class FailureRecovery(RunCore):
             self.take_down(in_use, now + detect + recovery.queue_s)
         # whatever the policy says, the job cannot restart on fewer GPUs than it allows:
         # wait for enough replicas' hosts to come back from repair
-        wait = max(recovery.wait_s, self._enough_replicas_ready_s() - now - detect - recovery.queue_s)
+        # (compared as instants: `ready - now - detect - queue` leaves a residue of ~1e-12 s
+        # when the replicas are ready just as the queue ends)
+        start, ready = now + detect + recovery.queue_s, self._enough_replicas_ready_s()
+        wait = max(recovery.wait_s, ready - start if ready > start else 0.0)
         if wait != recovery.wait_s:
             recovery = dataclasses.replace(recovery, wait_s=wait)
         ready_at = now + detect + recovery.queue_s + recovery.wait_s

@@ -9,7 +9,9 @@ of service until when, which data-parallel replicas are left out, and the curren
 the phase in flight up to now into a segment (`SegmentLog`), `_incident` appends an
 incident row. It is the `RunView` a policy sees when it recovers the job.
 
-What is simplified: hosts are out of service as a whole (a failure takes down every host
+What is simplified: a run is a window of a longer training run, so at its start the job's
+latest checkpoint (step 0) is in storage: a restart before the run's first checkpoint
+resumes from step 0 and still loads it. Hosts are out of service as a whole (a failure takes down every host
 its GPUs sit on) and a data-parallel replica is usable only when all its hosts are; the
 oracle's answers are asked again only when the state's performance key changes.
 """

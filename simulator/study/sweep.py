@@ -105,19 +105,35 @@ class AxisSpec(Spec):
     @field_validator("values")
     @classmethod
     def _each_once(cls, v: list[Any]) -> list[Any]:
-        """Two equal scalar values (`a` and `a`, `10` and `10.0`) would be two variants of one
-        label, pooled by any grouping on the axis."""
+        """Two equal values (`a` and `a`, `10` and `10.0`, two equal mappings such as a
+        policy listed twice) would be two variants of one run: simulated twice, and as
+        scalars pooled under one label by any grouping on the axis."""
         seen: dict[Any, int] = {}
         for i, x in enumerate(v):
-            if isinstance(x, str | int | float | bool) or x is None:
-                key = (type(x) is str, x)  # 10 and 10.0 are one number; "10" is text
-                if key in seen:
-                    raise FieldError(
-                        f"values {seen[key]} and {i} are the same value {x!r}; list each value once",
-                        field=str(i),
-                    )
-                seen[key] = i
+            key = _same_value_key(x)
+            if key in seen:
+                what = f"value {x!r}" if not isinstance(x, dict | list) else "setting"
+                raise FieldError(
+                    f"values {seen[key]} and {i} are the same {what}; list each value once",
+                    field=str(i),
+                )
+            seen[key] = i
         return v
+
+
+def _same_value_key(x: Any) -> Any:
+    """A key equal for equal axis values: numbers by value (10 and 10.0 are one number, a
+    boolean is not a number), text as text ("10" is not 10), mappings whatever their key
+    order, lists in order."""
+    if isinstance(x, dict):
+        return ("map", tuple(sorted((str(k), _same_value_key(val)) for k, val in x.items())))
+    if isinstance(x, list | tuple):
+        return ("list", tuple(_same_value_key(val) for val in x))
+    if isinstance(x, bool) or x is None:
+        return ("bool", x)
+    if isinstance(x, int | float):
+        return ("number", x)
+    return ("text", str(x))
 
 
 #: top-level keys of a study an axis cannot set (a variant would ignore them), and why

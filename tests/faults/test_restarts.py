@@ -110,3 +110,15 @@ def test_a_checkpoint_the_run_ends_in_is_recorded_as_cut_short(kind: str, stall_
     assert list(ckpt.step) == pytest.approx([2700.0, 5400.0])
     assert r.summary["checkpoints"] == 1.0
     assert r.summary["checkpoint_s"] == pytest.approx(stall_s + 4.0)
+
+
+@pytest.mark.parametrize("at_s", [3600.1, 65194.138])
+def test_a_restart_that_waits_for_no_host_records_no_wait(at_s: float) -> None:
+    """The replaced host is back exactly when detection and the queue end: the restart waits
+    0 s for hosts, not the rounding of `ready - now - detect - queue` (7.3e-12 s when the
+    failure is at 65,194.138 s, which made `restart_wait_s` of a study nonzero)."""
+    fl = failures({"kind": "scheduled", "target": "host", "component": 0, "at_s": at_s, "repair_h": 48})
+    r = simulate_run(job(), ORACLE, fl, policy(kind="checkpoint_restart", interval_s=1000), 24 * 3600, 0)
+    rs = _restarts(r)
+    assert len(rs) == 1 and rs.wait_s.iloc[0] == 0.0
+    assert r.summary["restart_wait_s"] == 0.0

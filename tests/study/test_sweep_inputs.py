@@ -208,3 +208,24 @@ def test_far_too_many_checkpoints_with_constant_costs_are_refused_before_the_fol
         assert r.exit_code == 3 and len(lines) == 1, r.output
         assert "a checkpoint every 1 step(s) of 0.001 s makes about 2,592,000,000 checkpoints" in lines[0]
     assert {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
+
+
+def test_a_policy_given_twice_on_an_axis_is_refused_whatever_its_key_order(tmp_path):
+    """Two equal mappings (a copied line) were two labelled variants of one run, each
+    simulated over every seed; they are refused like two equal numbers."""
+    again = (
+        "      - {interval_min: 30, kind: hot_spares, restart: {queue_min: 5, detection_min: 2}, "
+        "pool_hosts: 1}"
+    )
+    text = TEXT.rstrip("\n") + "\n" + again + "\n"
+    p, lines = _errors(tmp_path, text)
+    assert lines == [f"{p}:21: axes.1.values.2: values 1 and 2 are the same setting; list each value once"]
+    # a different value in the copy is a different variant
+    study = load_study(_write(tmp_path, text.replace("pool_hosts: 1}", "pool_hosts: 2}")))
+    assert len(study.variants) == 3 * 3  # interval_min x policy
+
+
+def _write(tmp_path: Path, text: str) -> Path:
+    p = tmp_path / "ok.yaml"
+    p.write_text(text)
+    return p
