@@ -199,13 +199,13 @@ class ClusterRun:
         return math.inf, 0
 
     def _schedule(self) -> None:
-        """Start queued jobs in order (priority, then arrival) while they fit (`fifo`: up to
+        """Start queued jobs in order (priority, then submit time) while they fit (`fifo`: up to
         the first that does not); `backfill` / `topology_aware` then start later jobs that fit
         and end before the head could start (EASY backfilling: `_shadow`).
 
         Every policy of `place_counts` places a job wherever enough GPUs are free in all, so
         a job is placed only when it is started (placement costs a scan of the servers)."""
-        self.queue.sort(key=lambda j: (-j.priority, j.queued_at_s, j.index))
+        self.queue.sort(key=lambda j: (-j.priority, j.submit_s, j.index))  # a restarted job keeps its place
         waiting: list[ClusterJob] = []
         shadow, extra = math.inf, 0
         free = int(self.free.sum())  # what `place_counts` checks first, kept here per pass

@@ -197,3 +197,24 @@ def test_a_software_failure_interrupts_only_the_job_that_holds_its_gpu() -> None
     assert [i["job"] for i in run.incidents] == ["Y"]
     assert not run.down.any()
     assert (run.owner == -1).all()  # every GPU released at the end
+
+
+def test_a_restarted_job_keeps_its_place_in_the_fifo_queue() -> None:
+    """A (16 GPUs, submitted first) is interrupted at 2.5 h and rejoins the queue after 0.5 h
+    of detection; meanwhile B and C take both servers until 3.5 h and D (submitted at 0.3 h,
+    after A) waits. At 3.5 h A is the head by submit time and starts; D waits for A. (A used
+    to be queued by when it rejoined, so D started first and A waited 1 h behind it.)"""
+    jobs = [
+        ClusterJob("A", 0.0, 16, 10 * H, interval_s=1 * H, init_s=0.0),
+        ClusterJob("B", 0.1 * H, 8, 1 * H, init_s=0.0),
+        ClusterJob("C", 0.2 * H, 8, 1 * H, init_s=0.0),
+        ClusterJob("D", 0.3 * H, 8, 1 * H, init_s=0.0),
+    ]
+    fail = FailureEvent(2.5 * H, 0, "software", "software", 3, 3, 0, 0.0)
+    settings = ClusterSettings(scheduler="fifo", duration_s=30 * H, detection_s=0.5 * H, checkpoint_s=0.0)
+    run = ClusterRun(_layout(), jobs, [fail], settings)
+    run.run()
+    t = run.jobs_frame().set_index("job")
+    assert t.loc["A", "restarts"] == 1
+    assert t.loc["A", "end_s"] / H == pytest.approx(3.5 + 8.0, abs=1e-9)  # 2 h kept of 10
+    assert t.loc["D", "first_start_s"] / H == pytest.approx(11.5, abs=1e-9)
