@@ -367,7 +367,7 @@ def _no_dur(data):
         (_info("world_size", 10**9), "distributedInfo.world_size: at most 1,048,576 ranks are imported"),
         (_info("rank", 2**20), "distributedInfo.rank: at most 1,048,576 ranks are imported"),
         (_info(None, "x"), "distributedInfo: expected a mapping, found str"),
-        (_no_dur, "].dur: expected a number of at least 0, found None"),
+        (_no_dur, "].dur: expected a number of at least 0, found no such key (missing)"),
     ],
 )
 def test_a_world_too_large_a_bad_info_or_a_kernel_without_duration_is_refused(tmp_path, edit, expected):
@@ -378,6 +378,24 @@ def test_a_world_too_large_a_bad_info_or_a_kernel_without_duration_is_refused(tm
     assert res.exit_code == 2, res.output
     lines = [ln for ln in res.output.splitlines() if ln.strip()]
     assert len(lines) == 1 and lines[0].startswith(f"error: {path}: ") and expected in lines[0], res.output
+
+
+def test_rank_files_of_two_world_sizes_are_refused(tmp_path):
+    """Files that disagree on the job's size are files of two jobs; the largest size was
+    imported, with the ranks no file gave as idle participants (exit 0)."""
+    paths = _write(tmp_path)
+    data = json.loads(paths[1].read_text())
+    data["distributedInfo"]["world_size"] = 2 * P.world
+    paths[1].write_text(json.dumps(data))
+    out = tmp_path / "t.yaml"
+    res = CliRunner().invoke(app, ["import", "kineto", *map(str, paths), "-o", str(out)])
+    assert res.exit_code == 2, res.output
+    lines = [ln for ln in res.output.splitlines() if ln.strip()]
+    assert lines == [
+        f"error: {paths[1]}: distributedInfo.world_size: world_size {2 * P.world} (rank 1), but {P.world} "
+        "in rank0.json (rank 0); expected the files of one job"
+    ]
+    assert not out.exists()
 
 
 def test_too_many_data_parallel_replicas_are_refused(tmp_path):

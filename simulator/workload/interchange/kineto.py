@@ -137,10 +137,25 @@ def _number(
             raise ValueError
         x = float(value)
     except (ValueError, OverflowError):  # an integer too large for a float overflows
-        raise InputError(f"expected {what}, found {shown(value)}", file=path, field=where) from None
+        found = "no such key (missing)" if value is None else shown(value)
+        raise InputError(f"expected {what}, found {found}", file=path, field=where) from None
     if not math.isfinite(x) or (whole and not x.is_integer()) or (at_least is not None and x < at_least):
         raise InputError(f"expected {what}, found {value!r}", file=path, field=where)
     return x
+
+
+def _same_world_size(traces: dict[int, _RankTrace]) -> None:
+    """Refuse rank files that disagree on `distributedInfo.world_size` (files of two jobs)."""
+    said = [(rank, rt) for rank, rt in sorted(traces.items()) if "world_size" in rt.info]
+    for rank, rt in said[1:]:
+        first_rank, first = said[0]
+        if rt.info["world_size"] != first.info["world_size"]:
+            raise InputError(
+                f"world_size {rt.info['world_size']} (rank {rank}), but {first.info['world_size']} in "
+                f"{first.path.name} (rank {first_rank}); expected the files of one job",
+                file=rt.path,
+                field="distributedInfo.world_size",
+            )
 
 
 def _check_numbers(data: dict[str, Any], path: Path) -> None:
@@ -549,6 +564,7 @@ def import_kineto(
                 f"rank {rank} is also the rank of {traces[rank].path}; expected one file per rank", file=p
             )
         traces[rank] = rt
+    _same_world_size(traces)
     first = {rt.step: rt for rt in traces.values() if rt.step is not None}
     if step is None and len(first) > 1:  # each file's first step differs: pairs of other steps
         a, b = (first[k] for k in sorted(first)[:2])
