@@ -49,7 +49,7 @@ def family_section(path: Path) -> list[str]:
     (table,) = [t for t in read_benchmark(SAMPLES / sample.group(1)) if t.n_nodes == n_nodes]
     meas = table.sizes("out_of_place").set_index("size_bytes")
     sim = curve[curve["collective"] == table.collective].set_index("size_bytes")
-    both = meas.join(sim, how="inner", rsuffix="_sim")
+    both = meas.join(sim, how="inner", suffixes=("", "_sim"))
     err = (both["time_s_sim"] / both["time_s"] - 1).abs()
     med = err[both.index >= MIB].median()
     out += [f"Sample `{sample.group(1)}` ({table.collective}, {table.n_gpus} GPUs / {n_nodes} node(s)); "
@@ -83,10 +83,8 @@ def zaya1_section() -> list[str]:
     return out
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--no-write", action="store_true", help="print only; leave the doc alone")
-    args = parser.parse_args()
+def doc_text() -> str:
+    """The text of `docs/collective-scenarios.md` from runs of the scenarios as they are."""
     lines = [
         "# Collective scenarios: busbw vs size",
         "",
@@ -100,7 +98,14 @@ def main() -> None:
     for path in sorted((ROOT / "scenarios").glob("collective-*-[12]n.yaml")):
         lines += family_section(path)
     lines += zaya1_section()
-    text = "\n".join(lines)
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--no-write", action="store_true", help="print only; leave the doc alone")
+    args = parser.parse_args()
+    text = doc_text()
     print(text)
     if not args.no_write:
         DOC.write_text(text)
