@@ -130,3 +130,18 @@ def axis_labels(values: list[Any]) -> list[Any]:
         taken.add(label)
         labels[i] = label
     return labels
+
+
+def same_value_key(x: Any) -> Any:
+    """A key equal for equal axis values: numbers by value (10 and 10.0 are one number, a
+    boolean is not a number), text as text ("10" is not 10), mappings whatever their key
+    order, lists in order."""
+    if isinstance(x, dict):
+        return ("map", tuple(sorted((str(k), same_value_key(val)) for k, val in x.items())))
+    if isinstance(x, list | tuple):
+        return ("list", tuple(same_value_key(val) for val in x))
+    if isinstance(x, bool) or x is None:
+        return ("bool", x)
+    if isinstance(x, int | float):
+        return ("number", x)
+    return ("text", str(x))

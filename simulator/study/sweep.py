@@ -45,7 +45,7 @@ from simulator.faults.state import JobShape, ScalingOracle, StepOracle
 from simulator.scenario.oracle import answer_questions, oracle_from_scenario
 from simulator.scenario.spec import MAX_RUN_DURATION_S
 from simulator.study.executor import LOCAL_DASK, default_workers, run_tasks
-from simulator.study.labels import axis_labels, reserved_column_problem, value_label
+from simulator.study.labels import axis_labels, reserved_column_problem, same_value_key, value_label
 from simulator.study.merge import UnsettablePath, parse_path, with_settings
 from simulator.study.step_costs import StepCostsSpec
 from simulator.units import to_si
@@ -110,7 +110,7 @@ class AxisSpec(Spec):
         scalars pooled under one label by any grouping on the axis."""
         seen: dict[Any, int] = {}
         for i, x in enumerate(v):
-            key = _same_value_key(x)
+            key = same_value_key(x)
             if key in seen:
                 what = f"value {x!r}" if not isinstance(x, dict | list) else "setting"
                 raise FieldError(
@@ -119,21 +119,6 @@ class AxisSpec(Spec):
                 )
             seen[key] = i
         return v
-
-
-def _same_value_key(x: Any) -> Any:
-    """A key equal for equal axis values: numbers by value (10 and 10.0 are one number, a
-    boolean is not a number), text as text ("10" is not 10), mappings whatever their key
-    order, lists in order."""
-    if isinstance(x, dict):
-        return ("map", tuple(sorted((str(k), _same_value_key(val)) for k, val in x.items())))
-    if isinstance(x, list | tuple):
-        return ("list", tuple(_same_value_key(val) for val in x))
-    if isinstance(x, bool) or x is None:
-        return ("bool", x)
-    if isinstance(x, int | float):
-        return ("number", x)
-    return ("text", str(x))
 
 
 #: top-level keys of a study an axis cannot set (a variant would ignore them), and why

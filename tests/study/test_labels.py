@@ -102,7 +102,7 @@ def test_reserved_columns_cover_every_frame_a_study_writes():
         ({"param": "policy.restart.queue_min", "name": "goodput", "values": [5, 60]}, "axes.0.name"),
         ({"param": "policy.restart.queue_min", "name": "kind", "values": [5, 60]}, "axes.0.name"),
         ({"param": "policy.restart.queue_min", "name": "variant", "values": [5, 60]}, "axes.0.name"),
-        ({"param": "failures", "values": [[], []]}, "axes.0.param"),
+        ({"param": "failures", "values": [[], [{"kind": "exponential"}]]}, "axes.0.param"),
     ],
 )
 def test_an_axis_named_like_a_result_column_is_one_line_from_validate_and_sweep(tmp_path, axis, where):
