@@ -10,6 +10,7 @@ sizes >= 1 MiB at most 5 % (the profiles fit their tables to 1-2 %, see the fit 
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import re
 from pathlib import Path
@@ -19,12 +20,18 @@ import pytest
 
 from simulator.calibration.curve import busbw_curve
 from simulator.calibration.parser import read_benchmark
-from simulator.scenario.execute import execute
+from simulator.scenario.execute import RunResult, execute
 from simulator.scenario.prepare import prepare
 from tests.calibration.logs import SAMPLES
 from tests.conftest import ROOT
 
 FAMILY_SCENARIOS = sorted((ROOT / "scenarios").glob("collective-*-[12]n.yaml"))
+
+
+@functools.cache
+def _run(path: Path) -> RunResult:
+    """One run of a family scenario, shared by the tests below (each takes ~0.4 CPU s)."""
+    return execute(prepare(path))
 
 
 def test_every_sample_family_has_a_scenario() -> None:
@@ -40,7 +47,7 @@ def test_family_scenario_reproduces_its_sample(path: Path) -> None:
     assert sample is not None, "the scenario names the sample it reproduces"
     n_nodes = int(path.stem[-2])
     (table,) = [t for t in read_benchmark(SAMPLES / sample.group(1)) if t.n_nodes == n_nodes]
-    result = execute(prepare(path))
+    result = _run(path)
     curve = busbw_curve(result.frames["ops"])
     sim = curve[curve["collective"] == table.collective].set_index("size_bytes")["time_s"]
     measured = table.sizes("out_of_place").set_index("size_bytes")["time_s"]
@@ -85,4 +92,4 @@ def test_the_generated_scenario_page_is_what_the_scenarios_give_now() -> None:
     assert spec is not None and spec.loader is not None
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
-    assert (ROOT / "docs" / "collective-scenarios.md").read_text() == mod.doc_text()
+    assert (ROOT / "docs" / "collective-scenarios.md").read_text() == mod.doc_text(_run)
