@@ -646,3 +646,21 @@ def test_no_output_replaces_a_trace_or_file_the_command_reads(tmp_path):
         assert res.exit_code == 2 and needle in res.output, res.output
     assert gpu.read_bytes() == gpu_before
     assert {p.name: p.read_bytes() for p in (tmp_path / "et").iterdir()} == before
+
+
+def test_an_exported_file_cut_at_a_record_boundary_is_refused(tmp_path):
+    """An ET file cut exactly after a node still parses (records are length-prefixed and
+    Chakra has no node count), so it imported with the last ops of that rank missing. Our
+    export writes each file's node count; the import checks it (other tools' files have none)."""
+    paths = export_chakra(_tiny_program(), tmp_path / "et")
+    meta, nodes = read_et(paths[1])
+    assert attrs_of(meta)["clustersim.nodes"] == len(nodes)
+    write_et(paths[1], meta, nodes[:-1])
+    res = CliRunner().invoke(app, ["import", "chakra", str(tmp_path / "et"), "-o", str(tmp_path / "t.yaml")])
+    assert res.exit_code == 2, res.output
+    lines = [ln for ln in res.output.splitlines() if ln.strip()]
+    assert lines == [
+        f"error: {paths[1]}: {len(nodes) - 1} nodes, but its metadata says clustersim.nodes {len(nodes)}; "
+        "the file was cut short (at a record boundary) or edited"
+    ]
+    assert not (tmp_path / "t.yaml").exists()

@@ -123,8 +123,15 @@ class _Reader:
         for rank, path in files:
             self.paths[rank] = path
             meta, nodes = read_et(path)
+            said = attrs_of(meta)
             if rank == 0:
-                self.meta = attrs_of(meta)
+                self.meta = said
+            if "clustersim.nodes" in said and said["clustersim.nodes"] != len(nodes):
+                raise InputError(
+                    f"{len(nodes)} nodes, but its metadata says clustersim.nodes {said['clustersim.nodes']}; "
+                    "the file was cut short (at a record boundary) or edited",
+                    file=path,
+                )
             keys: list[tuple[int, int]] = []
             for node in nodes:
                 key = (rank, node.id)

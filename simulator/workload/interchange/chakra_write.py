@@ -173,6 +173,15 @@ class _Writer:
         return node
 
 
+def _counted(meta: pb.GlobalMetadata, n_nodes: int) -> pb.GlobalMetadata:
+    """The metadata of one rank's file with its node count (`clustersim.nodes`): a file cut
+    at a record boundary still parses, and the import checks the count."""
+    out = pb.GlobalMetadata()
+    out.CopyFrom(meta)
+    out.attr.append(make_attr("clustersim.nodes", n_nodes))
+    return out
+
+
 def export_chakra(
     program: StepProgram,
     folder: Path,
@@ -218,7 +227,9 @@ def export_chakra(
         for k, v in sorted(program.meta.items())
         if isinstance(v, int | float | str) and not isinstance(v, bool)
     )
-    files = {folder / f"{prefix}.{r}.et": et_bytes(meta, w.nodes[r]) for r in range(w.n)}
+    files = {
+        folder / f"{prefix}.{r}.et": et_bytes(_counted(meta, len(w.nodes[r])), w.nodes[r]) for r in range(w.n)
+    }
     groups = {str(pg): list(ranks) for ranks, pg in w.groups.items()}
     paths = list(files)
     files[folder / "comm_group.json"] = (json.dumps(groups, indent=1) + "\n").encode("utf-8")
