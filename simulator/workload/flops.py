@@ -32,6 +32,12 @@ Counting conventions:
       and the vocabulary projection stay in bf16 (Megatron runs them outside TE's fp8
       autocast), so they get no casts. The weights' casts happen once per step (TE caches
       them over the micro-batches) and are left out (≤ 3 bytes per parameter per step).
+      Under sequence parallelism the all-gathers of such a GEMM's input (forward, and the
+      backward's regather below) move the low-precision copy: TE casts the norm's output
+      (or the input) and then gathers it (`layernorm_linear.py` / `linear.py`; a quantized
+      all-gather in TE 2.x) (`_gathered`). The reduce-scatters, the gathers of the output
+      gradient (TE 1.x casts it after gathering) and the logits' input (a bf16 GEMM) move
+      the stored dtype; block scales of MXFP8 / NVFP4 are left out (≤ 1/16 of the bytes).
     * Ring context parallelism (`cp_comm: ring`) with fused kernels runs one kernel per
       ring step and merges their partial outputs and softmax statistics in separate
       memory-bound kernels (Transformer Engine's ring attention): `_cp_merge`.
@@ -179,14 +185,21 @@ def _elt(c: _Ctx, name: str, elements: float, rw_bytes: float) -> _Pair:
     )
 
 
-def _tp_enter(c: _Ctx, name: str, tokens_h_bytes: float) -> list[_Pair]:
-    """Megatron's `f` (entering a TP region): SP all-gather; else identity (bwd all-reduce)."""
+def _gathered(c: _Ctx, tokens_h_bytes: float) -> float:
+    """The bytes an SP all-gather of a low-precision GEMM's input moves (module docstring)."""
+    q = LOW_PRECISION_BYTES.get(c.m.dtype)
+    return tokens_h_bytes if q is None else tokens_h_bytes * q / c.p
+
+
+def _tp_enter(c: _Ctx, name: str, tokens_h_bytes: float, gathered: float | None = None) -> list[_Pair]:
+    """Megatron's `f` (entering a TP region): SP all-gather (of `gathered` bytes when the
+    input is gathered in a low precision); else identity (bwd all-reduce)."""
     if c.t == 1:
         return []
     if c.sp:
         return [
             _Pair(
-                CommCost(f"{name}_ag", "all_gather", "tp", tokens_h_bytes),
+                CommCost(f"{name}_ag", "all_gather", "tp", tokens_h_bytes if gathered is None else gathered),
                 [CommCost(f"{name}_ag_bwd", "reduce_scatter", "tp", tokens_h_bytes)],
             )
         ]
@@ -410,9 +423,9 @@ def _moe(c: _Ctx) -> list[_Pair]:
         )
     pairs.append(_elt(c, "moe_unpermute", routed * k * h, p * (routed * k * h + routed * h)))
     if moe.shared_experts:
-        pairs += _tp_enter(c, "tp_shared", p * T * h)
+        pairs += _tp_enter(c, "tp_shared", p * T * h, _gathered(c, p * T * h))
         shared = _mlp(c, "shared", T, moe.shared_experts * moe.shared_ffn)
-        pairs += _regather_for_wgrad(c, "tp_shared", p * T * h, shared, ("shared_up",))
+        pairs += _regather_for_wgrad(c, "tp_shared", _gathered(c, p * T * h), shared, ("shared_up",))
         pairs += _tp_exit(c, "tp_shared", p * T * h)
     return pairs
 
@@ -446,8 +459,8 @@ def _layer_body(c: _Ctx, model: ModelSpec, layer_index: int) -> list[_Pair]:
     act = p * T * h  # a full (tokens × h) activation of the tp group
     pairs: list[_Pair] = []
     pairs.append(_norm(c, "attn_norm", h, Tn))
-    pairs += _tp_enter(c, "tp_attn_in", act)
-    pairs += _regather_for_wgrad(c, "tp_attn_in", act, _attention(c), _ATTENTION_READERS)
+    pairs += _tp_enter(c, "tp_attn_in", act, _gathered(c, act))
+    pairs += _regather_for_wgrad(c, "tp_attn_in", _gathered(c, act), _attention(c), _ATTENTION_READERS)
     pairs += _tp_exit(c, "tp_attn_out", act)
     # residual add (with dropout: Megatron's fused bias-dropout-add also writes a 1-byte mask)
     res_bytes = (3 * p + (1 if model.dropout else 0)) * Tn * h
@@ -456,9 +469,9 @@ def _layer_body(c: _Ctx, model: ModelSpec, layer_index: int) -> list[_Pair]:
     if model.is_moe_layer(layer_index):
         pairs += _moe(c)
     else:
-        pairs += _tp_enter(c, "tp_mlp_in", act)
+        pairs += _tp_enter(c, "tp_mlp_in", act, _gathered(c, act))
         mlp = _mlp(c, "mlp", T, model.ffn_hidden_size)
-        pairs += _regather_for_wgrad(c, "tp_mlp_in", act, mlp, ("mlp_up",))
+        pairs += _regather_for_wgrad(c, "tp_mlp_in", _gathered(c, act), mlp, ("mlp_up",))
         pairs += _tp_exit(c, "tp_mlp_out", act)
     pairs.append(_elt(c, "mlp_residual", Tn * h, res_bytes))
     return pairs

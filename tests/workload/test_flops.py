@@ -154,6 +154,27 @@ def test_tp_comms_with_and_without_sequence_parallel() -> None:
     ]
 
 
+def test_sp_gathers_of_an_fp8_gemms_input_move_its_fp8_copy() -> None:
+    """Transformer Engine casts a column-parallel GEMM's input (the norm's output) to fp8
+    and then all-gathers it, forward and again for the weight gradient: 1 byte per element.
+    The reduce-scatters, the output gradient's gathers and the bf16 logits' input stay at
+    the stored 2 bytes. (Every gather counted 2 bytes before.)"""
+    fp8 = GPT3.model_copy(update={"dtype": "fp8"})
+    act = 2 * GPT3.seq_len * GPT3.hidden_size
+    SP = LayoutSpec(tp=8, sequence_parallel=True, global_batch_size=1)
+    fwd = {c.name: c.bytes for c in layer_comms(fp8, SP, 0, "fwd")}
+    assert fwd == {
+        "tp_attn_in_ag": act / 2, "tp_attn_out_rs": act, "tp_mlp_in_ag": act / 2, "tp_mlp_out_rs": act,
+    }  # fmt: skip
+    bwd = {c.name: c.bytes for c in layer_comms(fp8, SP, 0, "bwd")}
+    assert bwd["tp_attn_in_ag_wgrad"] == bwd["tp_mlp_in_ag_wgrad"] == act / 2
+    assert bwd["tp_attn_in_ag_bwd"] == bwd["tp_attn_out_rs_bwd"] == bwd["tp_mlp_out_rs_bwd"] == act
+    logits = {o.name: o.bytes for o in output_program(fp8, SP, "fwd") if o.name.startswith("tp_")}
+    assert logits["tp_logits_in_ag"] == act
+    bf16 = {c.name: c.bytes for c in layer_comms(GPT3, SP, 0, "fwd")}
+    assert bf16["tp_attn_in_ag"] == bf16["tp_mlp_in_ag"] == act
+
+
 def test_ep_cp_pp_volumes() -> None:
     L = LayoutSpec(dp=8, ep=8, cp=2, global_batch_size=8)
     comms = {c.name: c for c in layer_comms(MIXTRAL, L, 0, "fwd")}
