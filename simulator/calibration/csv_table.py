@@ -125,8 +125,8 @@ def _read_rows(path: Path) -> tuple[list[str], list[tuple[int, dict[str, str]]],
     return header, rows, hashlib.sha256(data).hexdigest()
 
 
-def _half_step_us(raw: str) -> float:
-    """Half the last written digit of a time cell (`12.34` -> 0.005, `1.5e3` -> 50)."""
+def _half_step(raw: str) -> float:
+    """Half the last written digit of a number cell (`12.34` -> 0.005, `1.5e3` -> 50)."""
     exponent = decimal.Decimal(raw.strip()).as_tuple().exponent
     return 0.5 * 10.0 ** int(exponent)
 
@@ -171,7 +171,8 @@ def _records(
             if ALGBW[in_place] in header:
                 algbw = _bandwidth(row, ALGBW[in_place], path, line) * BYTES_PER_GB
             else:
-                timed.append(TimedRow(line, size, time_us, _half_step_us(row[t_col]), busbw_gbps, t_col))
+                steps = (_half_step(row[t_col]), _half_step(row[bw_col]))
+                timed.append(TimedRow(line, size, time_us, steps[0], busbw_gbps, steps[1]))
             records.append(
                 {"size_bytes": size, "count": int(count) if count.isdigit() else 0, "dtype": dtype or "",
                  "redop": None, "root": None, "time_s": time_s, "algbw_bytes_per_s": algbw,

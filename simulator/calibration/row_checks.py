@@ -38,6 +38,14 @@ from simulator.errors import InputError
 
 #: half the last printed digit of a bandwidth (GB/s, printed with 2 decimals)
 PRINTED_HALF_STEP_GBPS = 0.005
+#: half of nccl-tests' printed step of a bandwidth (0.01 GB/s)
+PRINTED_HALF_STEP = 0.005
+
+
+def _printed_time_half_step_us(time_us: float) -> float:
+    """Half the step nccl-tests prints a time with (`%7.2f` below 100 us, `%7.1f` below
+    10,000 us, `%7.0f` above: its `common.cu`)."""
+    return 0.005 if time_us < 100 else 0.05 if time_us < 10_000 else 0.5
 
 
 def check_gpus(n_gpus: int, note: str, path: Path | str, line: int) -> None:
@@ -146,15 +154,17 @@ class TimedRow(NamedTuple):
     time_us: float
     time_half_step_us: float  # half the last written digit of the time
     busbw_gbps: float
-    time_column: str
+    busbw_half_step_gbps: float  # half the last written digit of the busbw
 
 
 def check_time_ratios(rows: list[TimedRow], kind: str, n_gpus: int, notes: str, path: Path | str) -> None:
     """Refuse a half whose busbw is not the factor of `kind` on `n_gpus` times size / time.
 
-    The time is known to within half its last written digit, so algbw lies between size /
-    (time + step) and size / (time - step), and busbw (printed to 0.005 GB/s) must lie
-    between the factor times those, widened by the printed step. Halves whose time is not
+    A value may be rounded twice: as nccl-tests prints it (busbw to 0.01 GB/s; a time to
+    0.01 us below 100 us, 0.1 us below 10,000 us, else 1 us) and again as the CSV writes it,
+    so each is known to within half its last written digit plus half of nccl-tests' step.
+    algbw then lies between size / (time + step) and size / (time - step), and busbw must
+    lie between the factor times those, widened by its own step. Halves whose time is not
     larger than its step say nothing and are skipped.
 
     Raises:
@@ -163,11 +173,12 @@ def check_time_ratios(rows: list[TimedRow], kind: str, n_gpus: int, notes: str, 
     factor = busbw_factor(kind, n_gpus)
     worst = None
     for r in rows:
-        if r.time_us <= r.time_half_step_us:
+        t_step = r.time_half_step_us + _printed_time_half_step_us(r.time_us)
+        if r.time_us <= t_step:
             continue
-        lo = r.size_bytes / (r.time_us + r.time_half_step_us) / 1e3  # GB/s
-        hi = r.size_bytes / (r.time_us - r.time_half_step_us) / 1e3
-        slack = PRINTED_HALF_STEP_GBPS * (1 + 1e-9)
+        lo = r.size_bytes / (r.time_us + t_step) / 1e3  # GB/s
+        hi = r.size_bytes / (r.time_us - t_step) / 1e3
+        slack = (r.busbw_half_step_gbps + PRINTED_HALF_STEP) * (1 + 1e-9)
         if factor * lo - slack <= r.busbw_gbps <= factor * hi + slack:
             continue
         algbw = r.size_bytes / r.time_us / 1e3

@@ -259,3 +259,23 @@ def test_bad_table_is_one_line_exit_2_no_profile(app: typer.Typer, tmp_path: Pat
     lines = [ln for ln in r.output.splitlines() if ln.strip()]
     assert len(lines) == 1 and lines[0].removeprefix("error: ").startswith(expected), r.output
     assert not out.exists() and not out.with_suffix(".html").exists()
+
+
+def test_a_csv_written_from_a_real_log_with_coarser_digits_is_read(app: typer.Typer, tmp_path: Path) -> None:
+    """The size / time check must not refuse real data rewritten with fewer digits: the DGX
+    H100 sample's out-of-place half as a CSV, with busbw to 0.1 GB/s and times to whole
+    microseconds above 100 us (rounded a second time)."""
+    from simulator.calibration.parser import read_benchmark
+    from tests.calibration.logs import SAMPLES
+
+    (table,) = read_benchmark(SAMPLES / "h100-8gpu-1node-allreduce-dgx-nvidia-dgxc.txt")
+    rows = table.sizes("out_of_place")
+    lines = ["size_bytes,time_us_oop,busbw_oop"]
+    for r in rows.itertuples():
+        t = r.time_s * 1e6
+        lines.append(f"{int(r.size_bytes)},{t:.0f}" if t >= 100 else f"{int(r.size_bytes)},{t:.2f}")
+        lines[-1] += f",{r.busbw_bytes_per_s / 1e9:.1f}"
+    csv = tmp_path / "allreduce-8gpu-1node.csv"
+    csv.write_text("\n".join(lines) + "\n")
+    r = CliRunner().invoke(app, ["calibrate", str(csv), "-o", str(tmp_path / "p.yaml")])
+    assert r.exit_code == 0, r.output
