@@ -28,6 +28,8 @@ size / time (`check_time_ratios`), the time known to half its last written digit
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import NamedTuple
 
@@ -96,14 +98,19 @@ def agrees(busbw_gbps: float, algbw_gbps: float, factor: float) -> bool:
     return abs(busbw_gbps - factor * algbw_gbps) <= PRINTED_HALF_STEP_GBPS * (1.0 + factor) * (1 + 1e-9)
 
 
-def _fits(busbw_gbps: float, algbw_gbps: float, kind: str, n_gpus: int) -> str:
-    """The collectives (on `n_gpus`) or GPU counts (of `kind`) whose factor the row fits."""
-    kinds = [k for k in KINDS if agrees(busbw_gbps, algbw_gbps, busbw_factor(k, n_gpus))]
+def _fits(
+    busbw_gbps: float, algbw_gbps: float, kind: str, n_gpus: int, fit: Callable[[float], bool] | None = None
+) -> str:
+    """The collectives (on `n_gpus`) or GPU counts (of `kind`) whose factor the row fits:
+    `fit(factor)`, by default `agrees` with the row's printed busbw and algbw."""
+    if fit is None:
+        fit = partial(agrees, busbw_gbps, algbw_gbps)
+    kinds = [k for k in KINDS if fit(busbw_factor(k, n_gpus))]
     if kinds:
         # broadcast, reduce and send_recv share factor 1; so do all_gather, reduce_scatter, all_to_all
         return f"{', '.join(kinds[:-1])} or {kinds[-1]}" if len(kinds) > 1 else kinds[0]
     m = ranks_from_factor(kind, busbw_gbps / algbw_gbps) if algbw_gbps > 0 else None
-    if m is not None and m >= 1.5 and agrees(busbw_gbps, algbw_gbps, busbw_factor(kind, round(m))):
+    if m is not None and m >= 1.5 and fit(busbw_factor(kind, round(m))):
         return f"{kind} on {round(m)} GPUs"
     return f"no collective on {n_gpus} GPUs"
 
@@ -173,13 +180,9 @@ def check_time_ratios(rows: list[TimedRow], kind: str, n_gpus: int, notes: str, 
     factor = busbw_factor(kind, n_gpus)
     worst = None
     for r in rows:
-        t_step = r.time_half_step_us + _printed_time_half_step_us(r.time_us)
-        if r.time_us <= t_step:
+        if r.time_us <= r.time_half_step_us + _printed_time_half_step_us(r.time_us):
             continue
-        lo = r.size_bytes / (r.time_us + t_step) / 1e3  # GB/s
-        hi = r.size_bytes / (r.time_us - t_step) / 1e3
-        slack = (r.busbw_half_step_gbps + PRINTED_HALF_STEP) * (1 + 1e-9)
-        if factor * lo - slack <= r.busbw_gbps <= factor * hi + slack:
+        if _in_band(r, factor):
             continue
         algbw = r.size_bytes / r.time_us / 1e3
         if worst is None or algbw > worst[0]:
@@ -187,12 +190,23 @@ def check_time_ratios(rows: list[TimedRow], kind: str, n_gpus: int, notes: str, 
     if worst is None:
         return
     algbw, r = worst
+    fits = _fits(r.busbw_gbps, algbw, kind, n_gpus, partial(_in_band, r))
     raise InputError(
         f"busbw {r.busbw_gbps:g} GB/s against size/time = {r.size_bytes}/{r.time_us:g} us = {algbw:.4g} "
-        f"GB/s algbw: ratio {r.busbw_gbps / algbw:.4g} fits {_fits(r.busbw_gbps, algbw, kind, n_gpus)}, "
+        f"GB/s algbw: ratio {r.busbw_gbps / algbw:.4g} fits {fits}, "
         f"not {kind} on {n_gpus} GPUs (factor {factor:.4g}; {notes}); "
         "or --collective / --gpus where the table does not say them",
         file=path,
         line=r.line,
         field="busbw",
     )
+
+
+def _in_band(r: TimedRow, factor: float) -> bool:
+    """Whether `r`'s busbw is `factor` x size / time within the rounding of both
+    (`check_time_ratios`)."""
+    t_step = r.time_half_step_us + _printed_time_half_step_us(r.time_us)
+    lo = r.size_bytes / (r.time_us + t_step) / 1e3  # GB/s
+    hi = r.size_bytes / (r.time_us - t_step) / 1e3
+    slack = (r.busbw_half_step_gbps + PRINTED_HALF_STEP) * (1 + 1e-9)
+    return factor * lo - slack <= r.busbw_gbps <= factor * hi + slack

@@ -37,7 +37,8 @@ Counting conventions:
       (or the input) and then gathers it (`layernorm_linear.py` / `linear.py`; a quantized
       all-gather in TE 2.x) (`_gathered`). The reduce-scatters, the gathers of the output
       gradient (TE 1.x casts it after gathering) and the logits' input (a bf16 GEMM) move
-      the stored dtype; block scales of MXFP8 / NVFP4 are left out (≤ 1/16 of the bytes).
+      the stored dtype; block scales are left out (1/32 of the gathered bytes for MXFP8,
+      1/8 for NVFP4: one 1-byte scale per 16 fp4 values).
     * Ring context parallelism (`cp_comm: ring`) with fused kernels runs one kernel per
       ring step and merges their partial outputs and softmax statistics in separate
       memory-bound kernels (Transformer Engine's ring attention): `_cp_merge`.

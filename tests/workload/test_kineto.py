@@ -361,6 +361,10 @@ def _no_dur(data):
     del data["traceEvents"][_first_kernel(data)]["dur"]
 
 
+def _null_dur(data):
+    data["traceEvents"][_first_kernel(data)]["dur"] = None
+
+
 @pytest.mark.parametrize(
     "edit, expected",
     [
@@ -368,6 +372,8 @@ def _no_dur(data):
         (_info("rank", 2**20), "distributedInfo.rank: at most 1,048,576 ranks are imported"),
         (_info(None, "x"), "distributedInfo: expected a mapping, found str"),
         (_no_dur, "].dur: expected a number of at least 0, found no such key (missing)"),
+        (_null_dur, "].dur: expected a number of at least 0, found null"),
+        (_info("rank", None), "distributedInfo.rank: expected a whole number of at least 0, found null"),
     ],
 )
 def test_a_world_too_large_a_bad_info_or_a_kernel_without_duration_is_refused(tmp_path, edit, expected):

@@ -24,6 +24,7 @@ from simulator.config.loader import check_regular_file
 from simulator.errors import InputError, shown
 
 GPU_CATS = ("kernel", "gpu_memcpy", "gpu_memset")
+_MISSING = object()  # a key the event does not have (a null is a value: None)
 #: The most ranks an import makes (`distributedInfo.world_size`, times `dp_replicas`): a
 #: million, more than any training job run so far, so that a mistyped world size is refused
 #: instead of building a step of billions of ranks.
@@ -52,7 +53,7 @@ def _number(
             raise ValueError
         x = float(value)
     except (ValueError, OverflowError):  # an integer too large for a float overflows
-        found = "no such key (missing)" if value is None else shown(value)
+        found = "no such key (missing)" if value is _MISSING else "null" if value is None else shown(value)
         raise InputError(f"expected {what}, found {found}", file=path, field=where) from None
     if not math.isfinite(x) or (whole and not x.is_integer()) or (at_least is not None and x < at_least):
         raise InputError(f"expected {what}, found {value!r}", file=path, field=where)
@@ -83,9 +84,9 @@ def _check_numbers(data: dict[str, Any], path: Path) -> None:
     for i, ev in enumerate(data["traceEvents"]):
         if ev.get("ph") != "X":
             continue
-        ev["ts"] = _number(ev.get("ts"), path, f"traceEvents[{i}].ts")
+        ev["ts"] = _number(ev.get("ts", _MISSING), path, f"traceEvents[{i}].ts")
         if ev.get("cat") in GPU_CATS or "dur" in ev:  # a GPU event's duration is what is imported
-            ev["dur"] = _number(ev.get("dur"), path, f"traceEvents[{i}].dur", at_least=0)
+            ev["dur"] = _number(ev.get("dur", _MISSING), path, f"traceEvents[{i}].dur", at_least=0)
         args = ev.get("args") if ev.get("args") is not None else {}
         if not isinstance(args, dict):
             raise InputError(f"expected a mapping, found {args!r}", file=path, field=f"traceEvents[{i}].args")
