@@ -91,6 +91,11 @@ def zaya1_section() -> list[str]:
 
 def doc_text(run: Callable[[Path], RunResult] = simulate) -> str:
     """The text of `docs/collective-scenarios.md` from runs of the scenarios as they are."""
+    return families_text(run) + "\n" + "\n".join(zaya1_section())
+
+
+def families_text(run: Callable[[Path], RunResult] = simulate) -> str:
+    """The page up to its ZAYA1 section: the title and every sample family's section."""
     lines = [
         "# Collective scenarios: busbw vs size",
         "",
@@ -103,7 +108,6 @@ def doc_text(run: Callable[[Path], RunResult] = simulate) -> str:
     ]
     for path in sorted((ROOT / "scenarios").glob("collective-*-[12]n.yaml")):
         lines += family_section(path, run)
-    lines += zaya1_section()
     return "\n".join(lines)
 
 
