@@ -23,8 +23,8 @@ number of at least 0, two collectives (or GPU / node counts) in one file, a coll
 or node count nothing tells (naming the column that would), fewer than 2 GPUs, a table
 without rows above 0 bytes, a size above 1e18 bytes or a bandwidth above 1e6 GB/s (a
 profile's limits), and busbw against the collective's factor times algbw: the algbw column
-where given, else size / time, with the time known to half its last written digit
-(`simulator.calibration.row_checks`). Without algbw columns the algorithm bandwidth is
+where given, else size / time, each value taken as rounded twice, by nccl-tests and by the
+CSV (`simulator.calibration.row_checks`). Without algbw columns the algorithm bandwidth is
 size / time.
 """
 

@@ -22,7 +22,8 @@ Simplified: an `error` column (older nccl-tests and some rccl-tests builds print
 error there, not a count, and judge it against a tolerance of the data type) is not checked
 per row; such runs say `Out of bounds values : N FAILED` after the table
 (`simulator.calibration.nccl_log`). A CSV table without algbw columns is held to algbw =
-size / time (`check_time_ratios`), the time known to half its last written digit.
+size / time (`check_time_ratios`), each value taken as rounded twice (by nccl-tests, then
+by the CSV).
 """
 
 from __future__ import annotations
@@ -40,8 +41,6 @@ from simulator.errors import InputError
 
 #: half the last printed digit of a bandwidth (GB/s, printed with 2 decimals)
 PRINTED_HALF_STEP_GBPS = 0.005
-#: half of nccl-tests' printed step of a bandwidth (0.01 GB/s)
-PRINTED_HALF_STEP = 0.005
 
 
 def _printed_time_half_step_us(time_us: float) -> float:
@@ -180,7 +179,7 @@ def check_time_ratios(rows: list[TimedRow], kind: str, n_gpus: int, notes: str, 
     factor = busbw_factor(kind, n_gpus)
     worst = None
     for r in rows:
-        if r.time_us <= r.time_half_step_us + _printed_time_half_step_us(r.time_us):
+        if r.time_us <= _time_step_us(r):
             continue
         if _in_band(r, factor):
             continue
@@ -205,8 +204,13 @@ def check_time_ratios(rows: list[TimedRow], kind: str, n_gpus: int, notes: str, 
 def _in_band(r: TimedRow, factor: float) -> bool:
     """Whether `r`'s busbw is `factor` x size / time within the rounding of both
     (`check_time_ratios`)."""
-    t_step = r.time_half_step_us + _printed_time_half_step_us(r.time_us)
+    t_step = _time_step_us(r)
     lo = r.size_bytes / (r.time_us + t_step) / 1e3  # GB/s
     hi = r.size_bytes / (r.time_us - t_step) / 1e3
-    slack = (r.busbw_half_step_gbps + PRINTED_HALF_STEP) * (1 + 1e-9)
+    slack = (r.busbw_half_step_gbps + PRINTED_HALF_STEP_GBPS) * (1 + 1e-9)
     return factor * lo - slack <= r.busbw_gbps <= factor * hi + slack
+
+
+def _time_step_us(r: TimedRow) -> float:
+    """How far `r`'s true time may be from its written one: nccl-tests' rounding plus the CSV's."""
+    return r.time_half_step_us + _printed_time_half_step_us(r.time_us)
